@@ -1,0 +1,49 @@
+# Peel — the two fresh-machine commands are `make demo` and `make test`.
+# Every target installs what it needs first (scripts/install-deps.sh is idempotent).
+SWIFT ?= swift
+SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
+RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
+
+.PHONY: deps build release demo test unit e2e fuzz bench bench-scanner sanitize container-test soak clean
+
+deps:
+	@scripts/install-deps.sh
+
+build: deps
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+release: deps
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+demo: release
+	$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel demo
+
+unit: deps
+	$(SWIFT) build $(SWIFT_FLAGS) --build-tests
+	$(SWIFT) test $(SWIFT_FLAGS) --skip-build
+
+e2e: release
+	scripts/e2e.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
+test: unit e2e
+
+fuzz: deps
+	scripts/fuzz.sh
+
+bench-scanner: deps
+	Benchmarks/scanner/run.sh
+
+bench: release
+	Benchmarks/run.sh
+
+sanitize: deps
+	scripts/sanitize.sh
+
+container-test: release
+	deploy/test.sh
+
+soak: release
+	scripts/soak.sh
+
+clean:
+	rm -rf .build .build-*

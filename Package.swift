@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+// Peel: listener (libevent evhttp) → upstream client (libcurl multi) → envelope → response.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "Peel",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "peel", targets: ["peel"]),
+    ],
+    targets: [
+        // C floor: system libraries and the one shim Swift needs for variadic curl calls.
+        .systemLibrary(name: "CEvent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "CPeelShims", dependencies: ["CCurl"]),
+
+        // Pure rules: strict JSON scanner, envelope verdicts, problem documents. No C, no I/O.
+        .target(name: "PeelEnvelope", swiftSettings: strict),
+
+        // The only home of unsafe pointers: event loops, the evhttp listener, the curl multi driver.
+        .target(name: "PeelIO", dependencies: ["CEvent", "CCurl", "CPeelShims"], swiftSettings: strict),
+
+        // The demo upstream (`peel demo`) and the tests' misbehaving fake upstream.
+        .target(name: "PeelDemo", dependencies: ["PeelIO"], swiftSettings: strict),
+
+        // Wiring: config, reachability, metrics, admin, the forwarder; one worker per core.
+        .target(name: "PeelGateway", dependencies: ["PeelIO", "PeelEnvelope"], swiftSettings: strict),
+
+        // Thin executable: parse, start workers, wait for signals.
+        .executableTarget(name: "peel", dependencies: ["PeelGateway", "PeelDemo"], swiftSettings: strict),
+
+        .testTarget(name: "PeelEnvelopeTests", dependencies: ["PeelEnvelope"], swiftSettings: strict),
+        .testTarget(name: "PeelIOTests", dependencies: ["PeelIO", "PeelDemo"], swiftSettings: strict),
+        .testTarget(name: "PeelGatewayTests", dependencies: ["PeelGateway", "PeelDemo", "PeelIO"], swiftSettings: strict),
+    ]
+)
