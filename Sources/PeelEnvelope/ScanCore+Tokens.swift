@@ -1,0 +1,204 @@
+// The token scanners. Each takes i at its token and leaves i just past it; all reads are bounds-checked
+// against n by hand because UnsafePointer does not check.
+extension ScanCore {
+    /// Bits 9, 10, 13 and 32: the four whitespace bytes of RFC 8259 §2.
+    private static let whitespaceBits: UInt64 = (1 << 0x09) | (1 << 0x0A) | (1 << 0x0D) | (1 << 0x20)
+
+    /// The first index at or after i that is not JSON whitespace.
+    @inline(__always)
+    static func skipWhitespace(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> Int {
+        var i = i
+        while i < n {
+            let c = base[i]
+            guard c <= 0x20, whitespaceBits & (UInt64(1) << UInt64(c)) != 0 else { break }
+            i += 1
+        }
+        return i
+    }
+
+    /// Matches the 4 bytes at i against `word` (big-endian ASCII) and steps over them.
+    @inline(__always)
+    static func literal(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int, _ word: UInt32, _ length: Int) -> Bool {
+        guard n - i >= 4 else { return false }
+        let raw = UnsafeRawPointer(base + i).loadUnaligned(as: UInt32.self)
+        guard UInt32(bigEndian: raw) == word else { return false }
+        i += length
+        return true
+    }
+
+    /// Scans `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?` (RFC 8259 §6).
+    @inline(__always)
+    static func scanNumber(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
+        if base[i] == UInt8(ascii: "-") {
+            i += 1
+            guard i < n else { return false }
+        }
+        let first = base[i]
+        if first == UInt8(ascii: "0") {
+            // A leading zero is the whole integer part; "01" then fails as garbage after a value.
+            i += 1
+        } else if first &- UInt8(ascii: "1") < 9 {
+            i += 1
+            skipDigits(base, n, &i)
+        } else {
+            return false
+        }
+        if i < n && base[i] == UInt8(ascii: ".") {
+            i += 1
+            guard i < n, base[i] &- UInt8(ascii: "0") < 10 else { return false }
+            skipDigits(base, n, &i)
+        }
+        if i < n && base[i] | 0x20 == UInt8(ascii: "e") {
+            i += 1
+            if i < n && (base[i] == UInt8(ascii: "+") || base[i] == UInt8(ascii: "-")) { i += 1 }
+            guard i < n, base[i] &- UInt8(ascii: "0") < 10 else { return false }
+            skipDigits(base, n, &i)
+        }
+        return true
+    }
+
+    /// Steps over a run of ASCII digits.
+    @inline(__always)
+    private static func skipDigits(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) {
+        while i < n && base[i] &- UInt8(ascii: "0") < 10 { i += 1 }
+    }
+
+    /// Scans a string body from just after the opening quote to just after the closing one (RFC 8259 §7, §8.1).
+    @inline(__always)
+    static func scanString(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int, _ escaped: inout Bool) -> Bool {
+        while true {
+            i = skipPlainASCII(base, n, i)
+            guard i < n else { return false }
+            let c = base[i]
+            if c == UInt8(ascii: "\"") {
+                i += 1
+                return true
+            }
+            if c == UInt8(ascii: "\\") {
+                escaped = true
+                guard scanEscape(base, n, &i) else { return false }
+            } else if c < 0x20 {
+                // Control characters must be escaped inside strings (RFC 8259 §7).
+                return false
+            } else if c < 0x80 {
+                // Only reached in the last few bytes, where the word-at-a-time skip stops.
+                i += 1
+            } else {
+                guard scanMultibyte(base, n, &i) else { return false }
+            }
+        }
+    }
+
+    /// The first index at or after i holding `"`, `\`, a control byte or a non-ASCII byte, 8 bytes at a time.
+    @inline(__always)
+    static func skipPlainASCII(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> Int {
+        var i = i
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while n - i >= 8 {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+            let quotes = word ^ (ones &* 0x22)
+            let backslashes = word ^ (ones &* 0x5C)
+            // Classic "has zero/less-than byte" tricks: the lowest flagged byte is always exact,
+            // false positives only appear above a true one, so the first stop is right.
+            let special = ((quotes &- ones) & ~quotes)
+                | ((backslashes &- ones) & ~backslashes)
+                | ((word &- ones &* 0x20) & ~word)
+                | word
+            let flags = special & highs
+            if flags != 0 {
+                return i + flags.trailingZeroBitCount >> 3
+            }
+            i += 8
+        }
+        return i
+    }
+
+    /// Scans one escape at i (the backslash); a \u high surrogate must be followed by a \u low one.
+    @inline(__always)
+    private static func scanEscape(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
+        guard n - i >= 2 else { return false }
+        switch base[i + 1] {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+            UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+            i += 2
+            return true
+        case UInt8(ascii: "u"):
+            guard let unit = hex4(base, n, i + 2) else { return false }
+            i += 6
+            // Lone or reversed surrogates name no character (RFC 8259 §8.2); Peel refuses them so every
+            // accepted string converts to valid UTF-8.
+            if unit & 0xFC00 == 0xDC00 { return false }
+            if unit & 0xFC00 == 0xD800 {
+                guard n - i >= 6, base[i] == UInt8(ascii: "\\"), base[i + 1] == UInt8(ascii: "u"),
+                    let low = hex4(base, n, i + 2), low & 0xFC00 == 0xDC00
+                else { return false }
+                i += 6
+            }
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// The value of 4 hex digits at i, or nil.
+    @inline(__always)
+    static func hex4(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> UInt32? {
+        guard n - i >= 4 else { return nil }
+        var value: UInt32 = 0
+        for k in 0..<4 {
+            guard let digit = hexDigit(base[i + k]) else { return nil }
+            value = value << 4 | digit
+        }
+        return value
+    }
+
+    /// The value of one hex digit, or nil.
+    @inline(__always)
+    static func hexDigit(_ c: UInt8) -> UInt32? {
+        let decimal = c &- UInt8(ascii: "0")
+        if decimal < 10 { return UInt32(decimal) }
+        let letter = (c | 0x20) &- UInt8(ascii: "a")
+        if letter < 6 { return UInt32(letter) + 10 }
+        return nil
+    }
+
+    /// Validates one multi-byte UTF-8 sequence at i (RFC 3629 §4): no overlongs, no surrogates, nothing past U+10FFFF.
+    @inline(__always)
+    private static func scanMultibyte(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
+        let lead = base[i]
+        let remaining = n - i
+        if lead < 0xC2 {
+            // 0x80...0xBF is a stray continuation byte; 0xC0 and 0xC1 only start overlongs.
+            return false
+        } else if lead < 0xE0 {
+            guard remaining >= 2, isContinuation(base[i + 1]) else { return false }
+            i += 2
+        } else if lead < 0xF0 {
+            guard remaining >= 3 else { return false }
+            let second = base[i + 1]
+            let low: UInt8 = lead == 0xE0 ? 0xA0 : 0x80
+            let high: UInt8 = lead == 0xED ? 0x9F : 0xBF
+            guard second >= low, second <= high, isContinuation(base[i + 2]) else { return false }
+            i += 3
+        } else if lead < 0xF5 {
+            guard remaining >= 4 else { return false }
+            let second = base[i + 1]
+            let low: UInt8 = lead == 0xF0 ? 0x90 : 0x80
+            let high: UInt8 = lead == 0xF4 ? 0x8F : 0xBF
+            guard second >= low, second <= high, isContinuation(base[i + 2]), isContinuation(base[i + 3]) else {
+                return false
+            }
+            i += 4
+        } else {
+            return false
+        }
+        return true
+    }
+
+    /// Whether c is 0x80...0xBF.
+    @inline(__always)
+    private static func isContinuation(_ c: UInt8) -> Bool {
+        c & 0xC0 == 0x80
+    }
+}

@@ -1,0 +1,29 @@
+/// What the upstream answered, minus the body.
+public struct UpstreamAnswer: Sendable {
+    /// The upstream's HTTP status.
+    public var status: Int
+    /// The upstream's Content-Type header, if any.
+    public var contentType: String?
+    /// The client's request path without the query, matched against `passthroughPaths`.
+    public var path: String
+    /// Whether the client's request was HEAD.
+    public var isHead: Bool
+
+    /// Creates an answer description.
+    public init(status: Int, contentType: String?, path: String, isHead: Bool) {
+        self.status = status
+        self.contentType = contentType
+        self.path = path
+        self.isHead = isHead
+    }
+}
+
+/// How to answer the client, decided from the upstream's answer and body.
+public enum Verdict: Sendable, Equatable {
+    /// Answer `status` with the body's bytes in `data`; nil → 204 with no body (status is then 204).
+    case unwrap(status: Int, data: Range<Int>?)
+    /// Send the upstream's status, headers and body as they are.
+    case passthrough
+    /// Answer with this problem document.
+    case problem(Problem)
+}
