@@ -181,22 +181,29 @@ public final class HTTPExchange {
     public func respond(status: Int, headers: [(String, String)], body: [UInt8]) {
         guard !answered else { return }
         answered = true
-        stopWatching()
+        stopWatchingHangUp()
         guard let req else { release(); return }
         let out = evhttp_request_get_output_headers(req)
         for (name, value) in headers { evhttp_add_header(out, name, value) }
         if !body.isEmpty, let buf = evhttp_request_get_output_buffer(req) {
             body.withUnsafeBytes { _ = evbuffer_add(buf, $0.baseAddress, $0.count) }
         }
+        // Stay counted as pending until the bytes are written (or the connection dies), so a
+        // draining server never frees a connection with half a reply in it.
+        evhttp_request_set_on_complete_cb(req, { req, arg in
+            let ex = Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue()
+            if let req, let conn = evhttp_request_get_connection(req) { evhttp_connection_set_closecb(conn, nil, nil) }
+            ex.release()
+        }, Unmanaged.passUnretained(self).toOpaque())
         self.req = nil
         evhttp_send_reply(req, Int32(status), nil, nil)
-        release()
     }
 
     private func release() {
+        guard let retainedSelf else { return }
+        self.retainedSelf = nil
         server.finished()
-        retainedSelf?.release()
-        retainedSelf = nil
+        retainedSelf.release()
     }
 
     // evhttp stops reading while a request is being answered, so it misses a client that hangs up.
@@ -216,13 +223,10 @@ public final class HTTPExchange {
         event_add(closeWatch, nil)
     }
 
-    private func stopWatching() {
+    private func stopWatchingHangUp() {
         if let closeWatch {
             event_free(closeWatch)
             self.closeWatch = nil
-        }
-        if let req, let conn = evhttp_request_get_connection(req) {
-            evhttp_connection_set_closecb(conn, nil, nil)
         }
     }
 
@@ -239,17 +243,16 @@ public final class HTTPExchange {
     }
 
     private func connectionFreed() {
-        // evhttp freed the connection (and our request with it) before we answered.
+        // evhttp freed the connection: before our answer (client gone), or while writing it.
         req = nil
-        guard !answered else { return }
-        clientGone = true
-        let callback = onClientGone
-        onClientGone = nil
-        callback?()
         if !answered {
+            clientGone = true
+            let callback = onClientGone
+            onClientGone = nil
+            callback?()
             answered = true
-            stopWatching()
-            release()
+            stopWatchingHangUp()
         }
+        release()
     }
 }

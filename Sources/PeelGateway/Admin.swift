@@ -1,0 +1,55 @@
+import PeelIO
+
+/// The admin listener: /healthz, /readyz, /status, /metrics on its own loop thread.
+final class AdminServer: @unchecked Sendable {
+    let loop: EventLoop
+    private var server: HTTPServer!
+    /// The port actually bound.
+    var port: Int { server.port }
+
+    init(address: HostPort, gateway: Gateway) throws(PeelIOError) {
+        loop = try EventLoop()
+        server = try HTTPServer(loop: loop, address: address, reusePort: false) { [unowned gateway] ex in
+            AdminServer.handle(ex, gateway: gateway)
+        }
+    }
+
+    func start() { loop.startThread() }
+
+    func stop() {
+        loop.execute { [self] in
+            server.close()
+            loop.stop()
+        }
+        loop.join()
+    }
+
+    private static func handle(_ ex: HTTPExchange, gateway: Gateway) {
+        let path = ex.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ex.target
+        guard ex.method == "GET" || ex.method == "HEAD" else {
+            ex.respond(status: 405, headers: [("Allow", "GET, HEAD"), ("Content-Type", "application/json")],
+                       body: Array("{\"error\":\"method not allowed\"}".utf8))
+            return
+        }
+        let json = ("Content-Type", "application/json")
+        switch path {
+        case "/healthz":
+            ex.respond(status: 200, headers: [json], body: Array("{\"status\":\"ok\"}".utf8))
+        case "/readyz":
+            if gateway.isDraining {
+                ex.respond(status: 503, headers: [json], body: Array("{\"status\":\"draining\"}".utf8))
+            } else if gateway.isServing {
+                ex.respond(status: 200, headers: [json], body: Array("{\"status\":\"ready\"}".utf8))
+            } else {
+                ex.respond(status: 503, headers: [json], body: Array("{\"status\":\"starting\"}".utf8))
+            }
+        case "/status":
+            ex.respond(status: 200, headers: [json], body: Array(gateway.statusDocument().utf8))
+        case "/metrics":
+            ex.respond(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                       body: Array(gateway.metricsText().utf8))
+        default:
+            ex.respond(status: 404, headers: [json], body: Array("{\"error\":\"not found\"}".utf8))
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import PeelEnvelope
+import PeelIO
+
+/// The upstream base URL, split once at load time.
+public struct UpstreamURL: Sendable, Equatable, CustomStringConvertible {
+    /// `http` or `https`.
+    public var scheme: String
+    /// Host name or address (IPv6 without brackets).
+    public var host: String
+    /// Explicit port, or nil for the scheme's default.
+    public var port: Int?
+    /// Base path without a trailing slash ("" for none), e.g. `/v1`.
+    public var basePath: String
+
+    /// `scheme://host[:port]` with brackets around IPv6 hosts.
+    public var origin: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return port.map { "\(scheme)://\(h):\($0)" } ?? "\(scheme)://\(h)"
+    }
+
+    /// The authority as sent in Host.
+    public var authority: String {
+        let h = host.contains(":") ? "[\(host)]" : host
+        return port.map { "\(h):\($0)" } ?? h
+    }
+
+    public var description: String { origin + basePath }
+
+    /// Parses an absolute http(s) URL; the error names what is wrong.
+    public static func parse(_ text: String) -> Result<UpstreamURL, UpstreamURLError> {
+        let lower = text.lowercased()
+        let scheme: String
+        if lower.hasPrefix("http://") { scheme = "http" } else if lower.hasPrefix("https://") { scheme = "https" } else {
+            return .failure(UpstreamURLError(reason: "must start with http:// or https://"))
+        }
+        let rest = text.dropFirst(scheme.count + 3)
+        if rest.contains("?") || rest.contains("#") { return .failure(UpstreamURLError(reason: "must not carry a query or fragment")) }
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        let authority = rest[..<slash]
+        var path = String(rest[slash...])
+        if authority.isEmpty { return .failure(UpstreamURLError(reason: "has no host")) }
+        if authority.contains("@") { return .failure(UpstreamURLError(reason: "must not carry user information")) }
+        var host: Substring
+        var port: Int? = nil
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return .failure(UpstreamURLError(reason: "has an unclosed IPv6 bracket")) }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":"), let p = Int(after.dropFirst()) else { return .failure(UpstreamURLError(reason: "has a bad port")) }
+                port = p
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            guard let p = Int(authority[authority.index(after: colon)...]) else { return .failure(UpstreamURLError(reason: "has a bad port")) }
+            port = p
+        } else {
+            host = authority
+        }
+        if let p = port, !(1...65535).contains(p) { return .failure(UpstreamURLError(reason: "port must be 1-65535")) }
+        if host.isEmpty { return .failure(UpstreamURLError(reason: "has no host")) }
+        for c in host.utf8 where c <= 0x20 || c == 0x7F || c == UInt8(ascii: "/") || c == UInt8(ascii: "\\") {
+            return .failure(UpstreamURLError(reason: "has an invalid host"))
+        }
+        while path.hasSuffix("/") { path.removeLast() }
+        for c in path.utf8 where c <= 0x20 || c == 0x7F { return .failure(UpstreamURLError(reason: "has a control character or space in its path")) }
+        return .success(UpstreamURL(scheme: scheme, host: String(host), port: port, basePath: path))
+    }
+}
+
+/// Why an upstream URL was refused.
+public struct UpstreamURLError: Error, Sendable {
+    /// What is wrong, as a phrase.
+    public let reason: String
+}
+
+/// Everything Peel runs with; defaults and units are on each field.
+public struct GatewayConfig: Sendable {
+    /// Upstream base URL (required).
+    public var upstream: UpstreamURL = UpstreamURL(scheme: "http", host: "127.0.0.1", port: 80, basePath: "")
+    /// Client-facing listener (default 127.0.0.1:8080).
+    public var listen = HostPort(host: "127.0.0.1", port: 8080)
+    /// Admin listener, nil when `off` (default 127.0.0.1:9090).
+    public var adminListen: HostPort? = HostPort(host: "127.0.0.1", port: 9090)
+    /// Event-loop threads (default: CPU count).
+    public var workers: Int = GatewayConfig.cpuCount
+    /// Whole upstream exchange in seconds (default 30).
+    public var timeout: Double = 30
+    /// TCP+TLS connect in seconds (default 5).
+    public var connectTimeout: Double = 5
+    /// Reachability probe path relative to the upstream (default `/`).
+    public var probePath: String = "/"
+    /// Seconds between probes (default 2).
+    public var probeInterval: Double = 2
+    /// One probe's limit in seconds (default 1).
+    public var probeTimeout: Double = 1
+    /// Consecutive failures to go offline (default 3).
+    public var fall: Int = 3
+    /// Consecutive successes to come back (default 2).
+    public var rise: Int = 2
+    /// Envelope rules: codes, member names, code map, passthrough, problem type base.
+    public var envelope = EnvelopeConfig()
+    /// Largest client request body in bytes (default 10 MiB).
+    public var maxBody: Int = 10_485_760
+    /// Largest upstream response body in bytes (default 64 MiB).
+    public var maxUpstreamBody: Int = 67_108_864
+    /// One JSON line per request on stdout (default on).
+    public var accessLog: Bool = true
+    /// Extra CA bundle for https upstreams (default: system store).
+    public var caFile: String? = nil
+    /// Seconds between /readyz turning 503 and the listeners closing (default 0).
+    public var drainDelay: Double = 0
+    /// Seconds calls in flight may take to finish after a stop signal (default 30).
+    public var shutdownTimeout: Double = 30
+    /// Upstream calls in flight per worker before new calls are refused (default 10000).
+    public var maxInFlight: Int = 10_000
+    /// Seconds an idle or stalled client connection is kept (default 60).
+    public var clientTimeout: Double = 60
+
+    /// Creates the defaults.
+    public init() {}
+
+    /// Processor count, the default worker count.
+    public static var cpuCount: Int {
+        let n = Int(sysconfNumProcessors())
+        return max(1, n)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+private func sysconfNumProcessors() -> Int { sysconf(Int32(_SC_NPROCESSORS_ONLN)) }
+#endif

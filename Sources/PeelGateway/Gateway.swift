@@ -1,0 +1,134 @@
+import PeelIO
+import Synchronization
+
+/// Peel's version, printed by `--version` and in /status.
+public let peelVersion = "0.1.0"
+
+/// The running gateway: workers, prober, admin listener and the drain sequence.
+public final class Gateway: @unchecked Sendable {
+    /// The configuration it runs with.
+    public let config: GatewayConfig
+    /// Shared reachability state.
+    public let reachability: Reachability
+    private var workers: [Worker] = []
+    private var admin: AdminServer?
+    private let draining = Atomic<Bool>(false)
+    private let serving = Atomic<Bool>(false)
+    /// The client-facing port actually bound.
+    public private(set) var port = 0
+    /// The admin port actually bound, nil when off.
+    public private(set) var adminPort: Int?
+
+    /// Prepares (binds nothing yet).
+    public init(config: GatewayConfig) {
+        self.config = config
+        let upstream = config.upstream.description
+        reachability = Reachability(fall: config.fall, rise: config.rise, clock: { monotonicNow() }) { t in
+            EventLog.emit("reachability", [("from", "\"\(t.from)\""), ("to", "\"\(t.to)\""), ("upstream", jsonEscaped(upstream))])
+        }
+    }
+
+    /// Binds every listener, starts the threads and the first probe.
+    public func start() throws(PeelIOError) {
+        var listen = config.listen
+        for i in 0..<config.workers {
+            let w = try Worker(index: i, config: config, listen: listen, reachability: reachability)
+            // Port 0: the first worker's real port is the one every other worker shares.
+            if i == 0 { listen.port = w.server.port }
+            workers.append(w)
+        }
+        port = listen.port
+        workers[0].prober = try Prober(loop: workers[0].loop, config: config, reachability: reachability)
+        if let a = config.adminListen {
+            let admin = try AdminServer(address: a, gateway: self)
+            self.admin = admin
+            adminPort = admin.port
+            admin.start()
+        }
+        for w in workers { w.start() }
+        serving.store(true, ordering: .relaxed)
+        EventLog.emit("start", [
+            ("version", jsonEscaped(peelVersion)), ("listen", jsonEscaped(HostPort(host: config.listen.host, port: port).description)),
+            ("admin", adminPort.map { jsonEscaped(HostPort(host: config.adminListen!.host, port: $0).description) } ?? "null"),
+            ("upstream", jsonEscaped(config.upstream.description)), ("workers", "\(config.workers)"),
+        ])
+    }
+
+    /// True once listeners are up.
+    public var isServing: Bool { serving.load(ordering: .relaxed) }
+    /// True after a stop signal.
+    public var isDraining: Bool { draining.load(ordering: .relaxed) }
+
+    /// Graceful stop: /readyz turns 503, listeners close after `drainDelay`, calls in flight get up to
+    /// `shutdownTimeout`. Blocks until done; returns false when the timeout cut calls short.
+    @discardableResult
+    public func shutdown() -> Bool {
+        guard !draining.exchange(true, ordering: .relaxed) else { return true }
+        EventLog.emit("draining", [("drain_delay", "\(config.drainDelay)"), ("inflight", "\(inflight)")])
+        if config.drainDelay > 0 { sleepSeconds(config.drainDelay) }
+        for w in workers { w.drain() }
+        let deadline = monotonicNow() + config.shutdownTimeout
+        let finished = Mutex(0)
+        for w in workers {
+            let loop = w.loop
+            Thread0.detach { loop.join(); finished.withLock { $0 += 1 } }
+        }
+        var clean = true
+        while finished.withLock({ $0 }) < workers.count {
+            if monotonicNow() > deadline {
+                clean = false
+                break
+            }
+            sleepSeconds(0.01)
+        }
+        serving.store(false, ordering: .relaxed)
+        admin?.stop()
+        EventLog.emit("stopped", [("clean", clean ? "true" : "false"), ("inflight", "\(inflight)")])
+        return clean
+    }
+
+    /// Calls being handled now, all workers.
+    public var inflight: Int { workers.reduce(0) { $0 + $1.metrics.inflight.load(ordering: .relaxed) } }
+
+    /// Prometheus text for /metrics.
+    func metricsText() -> String {
+        MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability,
+                               connections: MetricsRenderer.establishedConnections(port: port))
+    }
+
+    /// JSON for /status.
+    func statusDocument() -> String {
+        let since = wallNow() - (monotonicNow() - reachability.since)
+        var probe = "null"
+        if let p = reachability.lastProbeReport {
+            probe = "{\"ok\":\(p.ok),\"status\":\(p.status.map(String.init) ?? "null"),\"error\":\(p.error.map(jsonEscaped) ?? "null")"
+                + ",\"latency_ms\":\((p.latency * 1_000_000).rounded() / 1000),\"at\":\"\(rfc3339(p.at))\"}"
+        }
+        return "{\"version\":\(jsonEscaped(peelVersion)),\"upstream\":\(jsonEscaped(config.upstream.description))"
+            + ",\"reachability\":{\"state\":\"\(reachability.state)\",\"since\":\"\(rfc3339(since))\",\"last_probe\":\(probe)}"
+            + ",\"inflight\":\(inflight),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
+    }
+}
+
+func sleepSeconds(_ s: Double) {
+    var want = timespec(tv_sec: Int(s), tv_nsec: Int((s - Double(Int(s))) * 1e9))
+    var left = timespec()
+    while nanosleep(&want, &left) != 0 && errno == EINTR { want = left }
+}
+
+import Glibc
+
+/// Starts a detached OS thread (used off the hot path only).
+enum Thread0 {
+    static func detach(_ body: @escaping @Sendable () -> Void) {
+        final class Box: @unchecked Sendable { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { arg in
+            let b = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+            b.body()
+            return nil
+        }, box)
+        if rc == 0 { pthread_detach(tid) } else { Unmanaged<Box>.fromOpaque(box).release() }
+    }
+}

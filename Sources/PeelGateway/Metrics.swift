@@ -1,0 +1,152 @@
+import Glibc
+import Synchronization
+
+/// Fixed histogram buckets in seconds, shared by request and upstream durations.
+let durationBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+
+/// A cumulative-at-render histogram (per-bucket counts, sum, count).
+struct Histogram: Sendable {
+    var counts = [UInt64](repeating: 0, count: durationBuckets.count + 1)
+    var sum: Double = 0
+    var count: UInt64 = 0
+
+    mutating func observe(_ v: Double) {
+        var i = 0
+        while i < durationBuckets.count && v > durationBuckets[i] { i += 1 }
+        counts[i] += 1
+        sum += v
+        count += 1
+    }
+
+    mutating func merge(_ o: Histogram) {
+        for i in counts.indices { counts[i] += o.counts[i] }
+        sum += o.sum
+        count += o.count
+    }
+}
+
+/// One label pair of `peel_requests_total`.
+struct RequestKey: Hashable, Sendable {
+    var kind: String
+    var status: Int
+}
+
+/// Counters of one worker; only that worker writes, the scraper reads, so the lock is never contended
+/// by another worker (no shared lock on the hot path).
+public final class WorkerMetrics: Sendable {
+    struct Stats: Sendable {
+        var requests: [RequestKey: UInt64] = [:]
+        var requestDuration = Histogram()
+        var upstreamDuration = Histogram()
+        var upstreamErrors: [String: UInt64] = [:]
+    }
+    let stats = Mutex(Stats())
+    /// Calls being handled right now on this worker.
+    let inflight = Atomic<Int>(0)
+
+    /// Creates empty counters.
+    public init() {}
+
+    func recordRequest(kind: String, status: Int, duration: Double, upstreamDuration: Double?) {
+        stats.withLock { s in
+            s.requests[RequestKey(kind: kind, status: status), default: 0] += 1
+            s.requestDuration.observe(duration)
+            if let u = upstreamDuration { s.upstreamDuration.observe(u) }
+        }
+    }
+
+    func recordUpstreamError(_ reason: String) {
+        stats.withLock { $0.upstreamErrors[reason, default: 0] += 1 }
+    }
+}
+
+/// Renders Prometheus text format 0.0.4 from all workers' counters, merged at scrape time.
+enum MetricsRenderer {
+    static func render(workers: [WorkerMetrics], reachability: Reachability, connections: Int) -> String {
+        var merged = WorkerMetrics.Stats()
+        var inflight = 0
+        for w in workers {
+            let s = w.stats.withLock { $0 }
+            for (k, v) in s.requests { merged.requests[k, default: 0] += v }
+            for (k, v) in s.upstreamErrors { merged.upstreamErrors[k, default: 0] += v }
+            merged.requestDuration.merge(s.requestDuration)
+            merged.upstreamDuration.merge(s.upstreamDuration)
+            inflight += w.inflight.load(ordering: .relaxed)
+        }
+        var out = ""
+        out += "# HELP peel_requests_total Requests answered, by outcome kind and HTTP status.\n"
+        out += "# TYPE peel_requests_total counter\n"
+        for (k, v) in merged.requests.sorted(by: { ($0.key.kind, $0.key.status) < ($1.key.kind, $1.key.status) }) {
+            out += "peel_requests_total{kind=\"\(k.kind)\",status=\"\(k.status)\"} \(v)\n"
+        }
+        histogram(&out, "peel_request_duration_seconds", "Time from request received to answer sent.", merged.requestDuration)
+        histogram(&out, "peel_upstream_duration_seconds", "Time of upstream exchanges that got an answer.", merged.upstreamDuration)
+        out += "# HELP peel_upstream_up 1 while the upstream is reachable or unknown, 0 while unreachable.\n"
+        out += "# TYPE peel_upstream_up gauge\n"
+        out += "peel_upstream_up \(reachability.isDown ? 0 : 1)\n"
+        out += "# HELP peel_upstream_errors_total Upstream exchanges that failed, by reason.\n"
+        out += "# TYPE peel_upstream_errors_total counter\n"
+        for (k, v) in merged.upstreamErrors.sorted(by: { $0.key < $1.key }) {
+            out += "peel_upstream_errors_total{reason=\"\(k)\"} \(v)\n"
+        }
+        out += "# HELP peel_reachability_transitions_total Reachability state changes, by target state.\n"
+        out += "# TYPE peel_reachability_transitions_total counter\n"
+        let t = reachability.transitionCounts
+        for s in [ReachabilityState.reachable, .unreachable] {
+            out += "peel_reachability_transitions_total{to=\"\(s)\"} \(t[s] ?? 0)\n"
+        }
+        out += "# HELP peel_connections_active Established client connections on the gateway port.\n"
+        out += "# TYPE peel_connections_active gauge\n"
+        out += "peel_connections_active \(connections)\n"
+        out += "# HELP peel_inflight_requests Requests being handled now.\n"
+        out += "# TYPE peel_inflight_requests gauge\n"
+        out += "peel_inflight_requests \(inflight)\n"
+        return out
+    }
+
+    private static func histogram(_ out: inout String, _ name: String, _ help: String, _ h: Histogram) {
+        out += "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
+        var cumulative: UInt64 = 0
+        for (i, b) in durationBuckets.enumerated() {
+            cumulative += h.counts[i]
+            out += "\(name)_bucket{le=\"\(b)\"} \(cumulative)\n"
+        }
+        cumulative += h.counts[durationBuckets.count]
+        out += "\(name)_bucket{le=\"+Inf\"} \(cumulative)\n"
+        out += "\(name)_sum \(h.sum)\n\(name)_count \(h.count)\n"
+    }
+
+    /// Established TCP connections whose local port is `port`, read from /proc (scrape time only).
+    static func establishedConnections(port: Int) -> Int {
+        var total = 0
+        let hexPort = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4)
+        for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            guard let text = readSmallFile(file) else { continue }
+            for line in text.split(separator: "\n").dropFirst() {
+                let cols = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard cols.count > 3 else { continue }
+                if cols[1].hasSuffix(hexPort) && cols[3] == "01" { total += 1 }
+            }
+        }
+        return total
+    }
+}
+
+extension String {
+    func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
+}
+
+/// Reads a small text file (proc files) without Foundation.
+func readSmallFile(_ path: String, limit: Int = 8 << 20) -> String? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 65536)
+    while bytes.count < limit {
+        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, 65536) }
+        if n <= 0 { break }
+        bytes.append(contentsOf: chunk[0..<n])
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}

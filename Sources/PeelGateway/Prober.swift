@@ -1,0 +1,69 @@
+import PeelIO
+
+/// Active health checks: one probe at a time on a loop, the next armed when the last one ends.
+final class Prober {
+    private let loop: EventLoop
+    private let client: UpstreamClient
+    private let url: String
+    private let interval: Double
+    private let reachability: Reachability
+    private var timer: LoopTimer?
+    private var current: UpstreamTransfer?
+    private var stopped = false
+
+    init(loop: EventLoop, config: GatewayConfig, reachability: Reachability) throws(PeelIOError) {
+        self.loop = loop
+        var options = UpstreamOptions()
+        options.timeout = config.probeTimeout
+        options.connectTimeout = min(config.connectTimeout, config.probeTimeout)
+        options.maxResponseBody = 1 << 20
+        options.caFile = config.caFile
+        options.maxIdleConnections = 2
+        client = try UpstreamClient(loop: loop, options: options)
+        url = config.upstream.origin + config.upstream.basePath + config.probePath
+        interval = config.probeInterval
+        self.reachability = reachability
+    }
+
+    /// Sends one probe and reports it; `done` runs after the report (tests call this directly).
+    func probeOnce(_ done: @escaping () -> Void = {}) {
+        let started = monotonicNow()
+        current = client.send(method: "GET", url: url, headers: ["User-Agent: peel-probe", "Accept:"], body: .none) { [self] result in
+            current = nil
+            let latency = monotonicNow() - started
+            let report: ProbeReport
+            switch result {
+            case .success(let r):
+                // Any HTTP answer below 500 means the upstream is there.
+                report = ProbeReport(ok: r.status < 500, status: r.status, error: r.status < 500 ? nil : "status \(r.status)",
+                                     latency: latency, at: wallNow())
+            case .failure(let f):
+                report = ProbeReport(ok: false, status: nil, error: "\(f.reason): \(f.message)", latency: latency, at: wallNow())
+            }
+            reachability.recordProbe(report)
+            done()
+        }
+    }
+
+    /// Probes now, then every interval until `stop()`; must run on the loop thread.
+    func start() {
+        timer = LoopTimer(loop: loop) { [weak self] in self?.tick() }
+        tick()
+    }
+
+    private func tick() {
+        guard !stopped else { return }
+        probeOnce { [weak self] in
+            guard let self, !self.stopped else { return }
+            self.timer?.arm(seconds: self.interval)
+        }
+    }
+
+    /// Stops probing; loop thread only.
+    func stop() {
+        stopped = true
+        timer?.cancel()
+        current?.cancel()
+        current = nil
+    }
+}

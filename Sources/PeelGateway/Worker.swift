@@ -1,0 +1,74 @@
+import PeelIO
+
+/// One event-loop thread: its own SO_REUSEPORT listener, curl multi handle, pool and counters.
+final class Worker: @unchecked Sendable {
+    let index: Int
+    let loop: EventLoop
+    let metrics = WorkerMetrics()
+    private(set) var server: HTTPServer!
+    private var client: UpstreamClient!
+    private var forwarder: Forwarder!
+    private let accessLog: AccessLog?
+    private var flushTimer: LoopTimer?
+    private var drainTimer: LoopTimer?
+    var prober: Prober?
+
+    init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability) throws(PeelIOError) {
+        self.index = index
+        loop = try EventLoop()
+        var upstreamOptions = UpstreamOptions()
+        upstreamOptions.timeout = config.timeout
+        upstreamOptions.connectTimeout = config.connectTimeout
+        upstreamOptions.maxResponseBody = config.maxUpstreamBody
+        upstreamOptions.caFile = config.caFile
+        upstreamOptions.maxInFlight = config.maxInFlight
+        client = try UpstreamClient(loop: loop, options: upstreamOptions)
+        accessLog = config.accessLog ? AccessLog() : nil
+        forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
+                              accessLog: accessLog, workerIndex: index)
+        var serverOptions = HTTPServerOptions()
+        serverOptions.maxBodySize = config.maxBody
+        serverOptions.connectionTimeout = config.clientTimeout
+        let forwarder = self.forwarder!
+        server = try HTTPServer(loop: loop, address: listen, reusePort: true, options: serverOptions) { ex in
+            forwarder.handle(ex)
+        }
+        if let accessLog {
+            let timer = LoopTimer(loop: loop) { [weak self] in
+                accessLog.flush()
+                self?.flushTimer?.arm(seconds: 0.1)
+            }
+            timer.arm(seconds: 0.1)
+            flushTimer = timer
+        }
+    }
+
+    /// Starts the loop thread.
+    func start() {
+        if prober != nil { loop.execute { [self] in self.prober?.start() } }
+        loop.startThread()
+    }
+
+    /// Stops accepting, lets pending calls finish, then closes connections and ends the loop.
+    func drain() {
+        loop.execute { [self] in
+            server.stopAccepting()
+            forwarder.draining = true
+            prober?.stop()
+            let timer = LoopTimer(loop: loop) { [weak self] in self?.checkDrained() }
+            drainTimer = timer
+            checkDrained()
+        }
+    }
+
+    private func checkDrained() {
+        if server.pending == 0 {
+            accessLog?.flush()
+            flushTimer?.cancel()
+            server.close()
+            loop.stop()
+        } else {
+            drainTimer?.arm(seconds: 0.02)
+        }
+    }
+}

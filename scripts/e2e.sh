@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# End-to-end: the built binary, driven by real curl and ab against the built-in demo upstream.
+set -euo pipefail
+PEEL=${1:?usage: e2e.sh PATH/TO/peel}
+WORK=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+pass=0; fail=0
+check() {  # check NAME EXPECTED ACTUAL
+  if [ "$2" == "$3" ]; then pass=$((pass+1)); echo "ok   $1"
+  else fail=$((fail+1)); echo "FAIL $1: expected [$2] got [$3]"; fi
+}
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
+
+UP=$(free_port); GW=$(free_port); AD=$(free_port)
+"$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)
+"$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD \
+  --probe-interval 0.2 --fall 2 --rise 1 --access-log off >"$WORK/peel.out" 2>"$WORK/peel.err" & PEEL_PID=$!
+pids+=($PEEL_PID)
+for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$AD/readyz" >/dev/null 2>&1 && break; sleep 0.05; done
+
+G=http://127.0.0.1:$GW
+check "success unwraps data byte-exact" '{"id":42,"name":"Ada Lovelace","balance":1024.50,"tags":["admin","beta"],"active":true}' "$(curl -s $G/api/user)"
+check "success content type" "application/json" "$(curl -s -o /dev/null -w '%{content_type}' $G/api/user)"
+check "business error is 422" "422" "$(curl -s -o /dev/null -w '%{http_code}' $G/api/business-error)"
+check "token expired is 401" "401" "$(curl -s -o /dev/null -w '%{http_code}' $G/api/token-expired)"
+check "problem content type" "application/problem+json" "$(curl -s -o /dev/null -w '%{content_type}' $G/api/html)"
+check "html body is bad-upstream-format" "bad-upstream-format" "$(curl -s $G/api/html | python3 -c 'import json,sys;print(json.load(sys.stdin)["kind"])')"
+check "X-Request-Id echoed" "e2e-id-1" "$(curl -s -D - -o /dev/null -H 'X-Request-Id: e2e-id-1' $G/api/user | tr -d '\r' | awk -F': ' 'tolower($1)=="x-request-id"{print $2}')"
+check "POST form body forwarded" "a=1&b=2" "$(curl -s -d 'a=1&b=2' $G/api/echo | python3 -c 'import json,sys;print(json.load(sys.stdin)["body"])')"
+check "CONNECT refused" "400" "$(curl -s -o /dev/null -w '%{http_code}' -X CONNECT $G/api/user)"
+check "dot-segments above base refused" "400" "$(curl -s -o /dev/null -w '%{http_code}' --path-as-is $G/../etc/passwd)"
+check "healthcheck" "0" "$("$PEEL" healthcheck --admin-listen 127.0.0.1:$AD; echo $?)"
+
+ab -q -k -c 50 -n 20000 "$G/api/user" >"$WORK/ab-k.txt" 2>&1 || true
+check "ab -k -c 50 -n 20000: complete" "20000" "$(awk '/^Complete requests/{print $3}' "$WORK/ab-k.txt")"
+check "ab -k -c 50 -n 20000: failed" "0" "$(awk '/^Failed requests/{print $3}' "$WORK/ab-k.txt")"
+ab -q -c 20 -n 2000 "$G/api/user" >"$WORK/ab.txt" 2>&1 || true
+check "ab -c 20 -n 2000 (no keep-alive): failed" "0" "$(awk '/^Failed requests/{print $3}' "$WORK/ab.txt")"
+
+kill -TERM $PEEL_PID
+wait $PEEL_PID; rc=$?
+check "SIGTERM exits 0" "0" "$rc"
+
+echo "e2e: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
