@@ -1,0 +1,134 @@
+/// One answer the demo sends: status, headers and a body framed by Content-Length.
+struct DemoResponse {
+    /// The status code.
+    var status: Int
+    /// Header fields other than Content-Length and Connection, which `head` adds.
+    var headers: [(String, String)]
+    /// The body bytes.
+    var body: [UInt8]
+    /// Sends the body with chunked framing in pieces of this many bytes instead of Content-Length.
+    var chunkSize: Int?
+
+    /// Creates a response.
+    init(status: Int = 200, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A body of `contentType` (JSON by default).
+    static func text(_ text: String, status: Int = 200, contentType: String = "application/json") -> DemoResponse {
+        DemoResponse(status: status, headers: [("Content-Type", contentType)], body: Array(text.utf8))
+    }
+
+    /// An envelope `{"code","message","data"}`; `data` is raw JSON, nil leaves it out.
+    static func envelope(code: Int = 0, message: String = "ok", data: String?, status: Int = 200) -> DemoResponse {
+        text(JSONText.envelope(code: code, message: message, data: data), status: status)
+    }
+
+    /// True for statuses that never carry a body (RFC 9110 §6.4.1).
+    var isBodiless: Bool { status == 204 || status == 304 || (100..<200).contains(status) }
+
+    /// Status line and header section; Content-Length is `contentLength` or the body's size.
+    func head(keepAlive: Bool, http10: Bool, contentLength: Int? = nil) -> [UInt8] {
+        var text = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        // RFC 9110 §8.6: no Content-Length in a 204; a 304 leaves it out here too since there is no body.
+        // HTTP/1.0 has no chunked framing (RFC 9112 §7), so those clients get Content-Length.
+        if chunkSize != nil && !http10 {
+            text += "Transfer-Encoding: chunked\r\n"
+        } else if !isBodiless {
+            text += "Content-Length: \(contentLength ?? body.count)\r\n"
+        }
+        if !keepAlive {
+            text += "Connection: close\r\n"
+        } else if http10 {
+            text += "Connection: keep-alive\r\n"
+        }
+        text += "\r\n"
+        return Array(text.utf8)
+    }
+
+    /// Head plus body, ready to write; HEAD answers keep the Content-Length but drop the body (RFC 9110 §9.3.2).
+    func serialized(keepAlive: Bool, http10: Bool, includeBody: Bool) -> [UInt8] {
+        var out = head(keepAlive: keepAlive, http10: http10)
+        guard includeBody && !isBodiless else { return out }
+        guard let chunkSize, chunkSize > 0, !http10 else { return out + body }
+        // RFC 9112 §7.1: hex size, CRLF, data, CRLF; a zero-size chunk and an empty trailer section end it.
+        var offset = 0
+        while offset < body.count {
+            let n = min(chunkSize, body.count - offset)
+            out += Array("\(String(n, radix: 16))\r\n".utf8)
+            out += body[offset..<offset + n]
+            out += [13, 10]
+            offset += n
+        }
+        return out + Array("0\r\n\r\n".utf8)
+    }
+
+    /// The reason phrase for a status (RFC 9110 §15), or a generic one.
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 100: return "Continue"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 204: return "No Content"
+        case 206: return "Partial Content"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 304: return "Not Modified"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 413: return "Content Too Large"
+        case 415: return "Unsupported Media Type"
+        case 422: return "Unprocessable Content"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        case 505: return "HTTP Version Not Supported"
+        default:
+            switch status {
+            case 200..<300: return "Success"
+            case 300..<400: return "Redirection"
+            case 400..<500: return "Client Error"
+            default: return "Server Error"
+            }
+        }
+    }
+}
+
+/// How the demo answers one request: at once, later, slowly, or by misbehaving on purpose.
+enum DemoReply {
+    /// Send the whole response now.
+    case respond(DemoResponse)
+    /// Send the whole response after `seconds` (a timer; the loop keeps serving other connections).
+    case respondLater(DemoResponse, seconds: Double)
+    /// Send the head now, then the body one byte every `seconds`.
+    case trickle(DemoResponse, seconds: Double)
+    /// Send a large generated body in pieces so memory stays small.
+    case stream(status: Int, contentType: String, body: GeneratedBody)
+    /// Read the request and never answer.
+    case stall
+    /// Write raw bytes (not necessarily HTTP), then end the connection as `ending` says.
+    case raw([UInt8], ending: RawEnding)
+    /// Abort the connection with a TCP RST and no answer.
+    case reset
+}
+
+/// How a raw fault reply ends its connection.
+enum RawEnding {
+    /// A normal close (FIN) once the bytes are sent.
+    case close
+    /// A TCP RST after `seconds`, long enough for the bytes to leave first.
+    case reset(afterSeconds: Double)
+}

@@ -1,0 +1,98 @@
+import PeelIO
+import Synchronization
+
+/// The demo upstream: a small strict HTTP/1.1 envelope API on its own loop thread, for `peel demo` and tests.
+public final class DemoUpstream: @unchecked Sendable {
+    // Unchecked: `server` is touched by the caller before `start` and after `stop` joins, and by the loop
+    // thread in between; everything else is immutable or synchronised.
+    private let loop: EventLoop
+    private let address: HostPort
+    private let stats = DemoStats()
+    private let boundPort = Atomic<Int>(0)
+    private let phase = Mutex(Phase.created)
+    private var server: DemoServer?
+
+    private enum Phase { case created, running, stopped }
+
+    /// Prepares a server for `listen` (port 0 picks a free port) with its own event loop.
+    public init(listen: HostPort) throws {
+        loop = try EventLoop()
+        address = listen
+    }
+
+    /// Binds and starts the loop thread; `port` is known when this returns.
+    public func start() throws {
+        let ready = phase.withLock { p -> Bool in
+            guard p == .created else { return false }
+            p = .running
+            return true
+        }
+        guard ready else { return }
+        do {
+            let server = try DemoServer(loop: loop, address: address, stats: stats)
+            self.server = server
+            boundPort.store(server.port, ordering: .sequentiallyConsistent)
+        } catch {
+            phase.withLock { $0 = .stopped }
+            throw error
+        }
+        loop.startThread()
+    }
+
+    /// The bound port (0 before `start`).
+    public var port: Int { boundPort.load(ordering: .sequentiallyConsistent) }
+
+    /// `http://HOST:PORT` for clients on this machine; wildcard listens are reached through loopback.
+    public var baseURL: String {
+        switch address.host {
+        case "0.0.0.0", "": return "http://127.0.0.1:\(port)"
+        case "::": return "http://[::1]:\(port)"
+        case let host where host.contains(":"): return "http://[\(host)]:\(port)"
+        case let host: return "http://\(host):\(port)"
+        }
+    }
+
+    /// Closes the listener and every connection, then stops and joins the loop thread; idempotent.
+    public func stop() {
+        let wasRunning = phase.withLock { p -> Bool in
+            defer { p = .stopped }
+            return p == .running
+        }
+        guard wasRunning else { return }
+        let server = LoopBound(server)
+        let loop = self.loop
+        loop.execute {
+            server.value?.shutdown()
+            // bufferevent_free leaves the close(2) to a finalizer on the loop's next pass; stopping
+            // from a deferred job lets that pass run, so clients see the FIN before `stop` returns.
+            loop.defer { loop.stop() }
+        }
+        loop.join()
+        // The loop thread is gone: releasing the server (and its timers) here races with nothing.
+        self.server = nil
+    }
+
+    /// Whole requests received since start or `resetCount`, health probes excluded.
+    public var requestCount: Int { stats.requests.load(ordering: .sequentiallyConsistent) }
+
+    /// Whole health-probe requests (`/`, `/__demo/health`) received since start or `resetCount`.
+    public var probeCount: Int { stats.probes.load(ordering: .sequentiallyConsistent) }
+
+    /// Sets both counters back to zero and forgets the last request.
+    public func resetCount() {
+        stats.requests.store(0, ordering: .sequentiallyConsistent)
+        stats.probes.store(0, ordering: .sequentiallyConsistent)
+        stats.last.withLock { $0 = nil }
+    }
+
+    /// A copy of the most recent request, health probes excluded.
+    public var lastRequest: RecordedRequest? { stats.last.withLock { $0 } }
+
+    deinit { stop() }
+}
+
+/// Carries a loop-thread object through `execute`; only the loop thread may use `value`.
+private struct LoopBound<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
