@@ -1,3 +1,4 @@
+import Glibc
 import PeelIO
 import Synchronization
 
@@ -28,6 +29,7 @@ public final class DemoUpstream: @unchecked Sendable {
             return true
         }
         guard ready else { return }
+        Self.ignoreSIGPIPE()
         do {
             let server = try DemoServer(loop: loop, address: address, stats: stats)
             self.server = server
@@ -89,6 +91,14 @@ public final class DemoUpstream: @unchecked Sendable {
     public var lastRequest: RecordedRequest? { stats.last.withLock { $0 } }
 
     deinit { stop() }
+
+    /// libevent writes with writev(2), which raises SIGPIPE on a socket the peer has reset; a test process
+    /// hosting the demo must not die of that. A handler someone else installed is left alone.
+    private static func ignoreSIGPIPE() {
+        var current = sigaction()
+        guard sigaction(SIGPIPE, nil, &current) == 0, current.__sigaction_handler.sa_handler == nil else { return }
+        signal(SIGPIPE, SIG_IGN)
+    }
 }
 
 /// Carries a loop-thread object through `execute`; only the loop thread may use `value`.

@@ -214,4 +214,23 @@ final class DemoProtocolTests: DemoTestCase {
         XCTAssertTrue(lines.contains("curl -s http://127.0.0.1:8080/api/user"))
         XCTAssertTrue(lines.allSatisfy { $0.hasPrefix("curl ") && $0.contains("http://127.0.0.1:8080/api/") })
     }
+
+    func testStop_returnsPromptlyWithOrWithoutOpenConnections() throws {
+        for withTraffic in [false, true] {
+            let demo = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+            try demo.start()
+            let client = withTraffic ? try RawClient(port: demo.port) : nil
+            if let client { XCTAssertEqual(try client.get("/api/user").status, 200) }
+            let started = Date()
+            demo.stop()
+            XCTAssertLessThan(Date().timeIntervalSince(started), 0.5)
+            if let client { XCTAssertEqual(client.readToEnd().end, .eof, "an idle keep-alive connection gets a FIN") }
+        }
+    }
+
+    func testStart_leavesSIGPIPEIgnoredSoAHangUpCannotKillTheProcess() {
+        var current = sigaction()
+        XCTAssertEqual(sigaction(SIGPIPE, nil, &current), 0)
+        XCTAssertNotNil(current.__sigaction_handler.sa_handler)
+    }
 }
