@@ -14,6 +14,16 @@ final class Forwarder {
     private var idCounter: UInt64 = 0
     /// Set while shutting down: answers carry `Connection: close`.
     var draining = false
+    /// Authorities (lowercased `host:port`) that name this listener in an absolute-form target.
+    var selfAuthorities: Set<String> = []
+
+    /// Sets the authorities that name this gateway, once the listening port is known.
+    func listening(on address: HostPort) {
+        var hosts: Set<String> = ["localhost", "127.0.0.1", "[::1]", address.host.lowercased()]
+        if address.host.contains(":") { hosts.insert("[\(address.host.lowercased())]") }
+        selfAuthorities = Set(hosts.map { "\($0):\(address.port)" })
+        if address.port == 80 { selfAuthorities.formUnion(hosts) }
+    }
 
     init(config: GatewayConfig, upstream: UpstreamClient, reachability: Reachability, metrics: WorkerMetrics,
          accessLog: AccessLog?, workerIndex: Int) {
@@ -89,7 +99,7 @@ final class Forwarder {
         if contentLengths.count > 1 { return refuse(call, "more than one Content-Length") }
 
         let target: (path: String, query: String?)
-        switch RequestPolicy.check(method: ex.method, target: ex.target, host: host) {
+        switch RequestPolicy.check(method: ex.method, target: ex.target, selfAuthorities: selfAuthorities) {
         case .refuse(let why): return refuse(call, why)
         case .forward(let p, let q): target = (p, q)
         }
@@ -133,7 +143,7 @@ final class Forwarder {
         }
     }
 
-    private func nextRequestId() -> String {
+    func nextRequestId() -> String {
         idCounter &+= 1
         return idPrefix + String(idCounter, radix: 16)
     }

@@ -26,6 +26,12 @@ public struct ReachabilityTransition: Sendable, Equatable {
     public var to: ReachabilityState
     /// Clock reading when it happened (seconds).
     public var at: Double
+    /// Creates a transition record.
+    public init(from: ReachabilityState, to: ReachabilityState, at: Double) {
+        self.from = from
+        self.to = to
+        self.at = at
+    }
 }
 
 /// The pure state machine: results in, transitions out; time is passed in, so tests need no sleeps.
@@ -84,6 +90,14 @@ public struct ProbeReport: Sendable {
     public var latency: Double
     /// Wall-clock time it finished (seconds since 1970).
     public var at: Double
+    /// Creates a report.
+    public init(ok: Bool, status: Int?, error: String?, latency: Double, at: Double) {
+        self.ok = ok
+        self.status = status
+        self.error = error
+        self.latency = latency
+        self.at = at
+    }
 }
 
 /// The machine shared by all workers: the hot path reads one atomic; updates take a lock (rare).

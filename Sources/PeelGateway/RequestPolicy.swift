@@ -22,12 +22,13 @@ enum RequestPolicy {
     ]
 
     /// Checks method and target; returns the path and query to forward or why to refuse.
-    static func check(method: String, target: String, host: String?) -> RequestCheck {
+    static func check(method: String, target: String, selfAuthorities: Set<String>) -> RequestCheck {
         if method == "CONNECT" { return .refuse("CONNECT is not forwarded: Peel only talks to its configured upstream") }
         if method == "TRACE" { return .refuse("TRACE is not forwarded") }
         var origin = Substring(target)
         if !target.hasPrefix("/") {
-            // Absolute-form (RFC 9112 §3.2.2) is accepted only when it names Peel itself.
+            // Absolute-form (RFC 9112 §3.2.2) is accepted only when it names Peel's own listener:
+            // anything else is a client using Peel as a forward proxy.
             guard let schemeEnd = target.range(of: "://") else {
                 return .refuse("request target must be an absolute path")
             }
@@ -36,7 +37,7 @@ enum RequestPolicy {
             let afterScheme = target[schemeEnd.upperBound...]
             let slash = afterScheme.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? afterScheme.endIndex
             let authority = afterScheme[..<slash]
-            guard let host, authority.lowercased() == host.lowercased() else {
+            guard selfAuthorities.contains(authority.lowercased()) else {
                 return .refuse("absolute-form target names another host; Peel only forwards to its upstream")
             }
             origin = afterScheme[slash...]

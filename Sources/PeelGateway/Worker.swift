@@ -1,3 +1,4 @@
+import PeelEnvelope
 import PeelIO
 
 /// One event-loop thread: its own SO_REUSEPORT listener, curl multi handle, pool and counters.
@@ -32,6 +33,14 @@ final class Worker: @unchecked Sendable {
         let forwarder = self.forwarder!
         server = try HTTPServer(loop: loop, address: listen, reusePort: true, options: serverOptions) { ex in
             forwarder.handle(ex)
+        }
+        forwarder.listening(on: HostPort(host: listen.host, port: server.port))
+        let typeBase = config.envelope.problemTypeBase
+        server.errorDocument = { status in
+            // Requests evhttp refused before Peel saw them get the same problem shape as every other failure.
+            let problem = status == 413 ? Problem(kind: .requestTooLarge) : Problem(kind: .badRequest, detail: "malformed HTTP request")
+            let body = renderProblem(problem, requestId: forwarder.nextRequestId(), language: .english, typeBase: typeBase)
+            return (problem.status, "application/problem+json", body)
         }
         if let accessLog {
             let timer = LoopTimer(loop: loop) { [weak self] in

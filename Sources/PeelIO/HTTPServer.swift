@@ -26,6 +26,10 @@ public final class HTTPServer {
     public let port: Int
     /// Exchanges handed out and not yet answered.
     public private(set) var pending = 0
+    /// Builds the body (and its media type) that replaces evhttp's own HTML error pages (400, 413, …),
+    /// which it sends for requests it refuses before the handler sees them; nil keeps evhttp's pages.
+    public var errorDocument: ((Int) -> (status: Int, contentType: String, body: [UInt8]))?
+    private var rewriting = false
 
     /// Binds `address` (SO_REUSEPORT when `reusePort`) and starts accepting on `loop`.
     public init(loop: EventLoop, address: HostPort, reusePort: Bool, options: HTTPServerOptions = .init(),
@@ -47,6 +51,9 @@ public final class HTTPServer {
         evhttp_set_max_headers_size(http, options.maxHeadersSize)
         var tv = timeval.peel(options.connectionTimeout)
         evhttp_set_timeout_tv(http, &tv)
+        // Read and discard the rest of an oversized body before answering 413, so the client sees the
+        // answer instead of a reset.
+        evhttp_set_flags(http, Int32(EVHTTP_SERVER_LINGERING_CLOSE))
         // evhttp would label every reply text/html otherwise.
         evhttp_set_default_content_type(http, "application/json")
         let me = Unmanaged.passUnretained(self).toOpaque()
@@ -57,7 +64,15 @@ public final class HTTPServer {
         evhttp_set_bevcb(http, { base, arg in
             let server = Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue()
             let bev = bufferevent_socket_new(base, -1, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))
-            if let bev { bufferevent_set_max_single_write(bev, server.options.maxSingleWrite) }
+            if let bev {
+                bufferevent_set_max_single_write(bev, server.options.maxSingleWrite)
+                if server.errorDocument != nil, let out = bufferevent_get_output(bev) {
+                    evbuffer_add_cb(out, { buffer, info, arg in
+                        guard let buffer, let info, let arg else { return }
+                        Unmanaged<HTTPServer>.fromOpaque(arg).takeUnretainedValue().outputGrew(buffer, info.pointee)
+                    }, arg)
+                }
+            }
             return bev
         }, me)
         guard let b = evhttp_accept_socket_with_handle(http, fd) else {
@@ -66,6 +81,72 @@ public final class HTTPServer {
             throw PeelIOError(.libevent, "evhttp_accept_socket_with_handle")
         }
         bound = b
+    }
+
+    // evhttp writes its own error page (status line, headers, then the body in one add) for requests
+    // it rejects itself: a body over the limit, a malformed head. Watching the connection's output
+    // buffer is the only hook; the tail check runs only for adds the size of such a page.
+    private static let pageTail = Array("</BODY></HTML>\n".utf8)
+    private static let pageStart = Array("<HTML><HEAD>\n<TITLE>".utf8)
+
+    private func outputGrew(_ buffer: OpaquePointer, _ info: evbuffer_cb_info) {
+        guard !rewriting, info.n_added >= 60, info.n_added <= 400, let errorDocument else { return }
+        let length = evbuffer_get_length(buffer)
+        let tail = Self.pageTail
+        guard length >= tail.count + 40 else { return }
+        var end = [UInt8](repeating: 0, count: tail.count)
+        var at = evbuffer_ptr()
+        guard evbuffer_ptr_set(buffer, &at, length - tail.count, EVBUFFER_PTR_SET) == 0 else { return }
+        _ = end.withUnsafeMutableBytes { evbuffer_copyout_from(buffer, &at, $0.baseAddress, tail.count) }
+        guard end == tail else { return }
+        let bodyStart = Self.pageStart.withUnsafeBytes { evbuffer_search(buffer, $0.baseAddress, $0.count, nil) }
+        guard bodyStart.pos >= 0 else { return }
+        // The page's response starts at the last status line before its body.
+        var headStart = -1
+        var cursor = evbuffer_ptr()
+        while true {
+            let found: evbuffer_ptr
+            if headStart < 0 {
+                found = evbuffer_search(buffer, "HTTP/1.", 7, nil)
+            } else {
+                found = evbuffer_search(buffer, "HTTP/1.", 7, &cursor)
+            }
+            guard found.pos >= 0, found.pos < bodyStart.pos else { break }
+            headStart = found.pos
+            cursor = found
+            guard evbuffer_ptr_set(buffer, &cursor, 1, EVBUFFER_PTR_ADD) == 0 else { break }
+        }
+        guard headStart >= 0 else { return }
+        var statusBytes = [UInt8](repeating: 0, count: 3)
+        var statusAt = evbuffer_ptr()
+        guard evbuffer_ptr_set(buffer, &statusAt, headStart + 9, EVBUFFER_PTR_SET) == 0 else { return }
+        _ = statusBytes.withUnsafeMutableBytes { evbuffer_copyout_from(buffer, &statusAt, $0.baseAddress, 3) }
+        guard let status = Int(String(decoding: statusBytes, as: UTF8.self)) else { return }
+        let doc = errorDocument(status)
+        let head = "HTTP/1.1 \(doc.status) \(Self.reason(doc.status))\r\nContent-Type: \(doc.contentType)\r\n"
+            + "Content-Length: \(doc.body.count)\r\nConnection: close\r\n\r\n"
+        rewriting = true
+        defer { rewriting = false }
+        let kept = evbuffer_new()
+        evbuffer_remove_buffer(buffer, kept, headStart)
+        evbuffer_drain(buffer, evbuffer_get_length(buffer))
+        evbuffer_add_buffer(buffer, kept)
+        evbuffer_free(kept)
+        let bytes = Array(head.utf8) + doc.body
+        bytes.withUnsafeBytes { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 400: return "Bad Request"
+        case 408: return "Request Timeout"
+        case 413: return "Content Too Large"
+        case 417: return "Expectation Failed"
+        case 431: return "Request Header Fields Too Large"
+        case 501: return "Not Implemented"
+        case 505: return "HTTP Version Not Supported"
+        default: return "Error"
+        }
     }
 
     private func accept(_ req: UnsafeMutablePointer<evhttp_request>) {
@@ -184,7 +265,15 @@ public final class HTTPExchange {
         stopWatchingHangUp()
         guard let req else { release(); return }
         let out = evhttp_request_get_output_headers(req)
-        for (name, value) in headers { evhttp_add_header(out, name, value) }
+        var hasLength = false
+        for (name, value) in headers {
+            if !hasLength && name.utf8.count == 14 && name.lowercased() == "content-length" { hasLength = true }
+            evhttp_add_header(out, name, value)
+        }
+        // Always state the length ourselves: evhttp omits it on some paths (CONNECT) and formats it otherwise.
+        if !hasLength && status != 204 && status != 304 && status >= 200 {
+            evhttp_add_header(out, "Content-Length", String(body.count))
+        }
         if !body.isEmpty, let buf = evhttp_request_get_output_buffer(req) {
             body.withUnsafeBytes { _ = evbuffer_add(buf, $0.baseAddress, $0.count) }
         }

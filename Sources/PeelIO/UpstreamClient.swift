@@ -131,6 +131,8 @@ public final class UpstreamClient {
     private let options: UpstreamOptions
     private var timer: OpaquePointer?
     private var freeHandles: [UnsafeMutableRawPointer] = []
+    // CURLOPT_ERRORBUFFER storage per easy handle; curl writes its detailed reason here.
+    private var errorBuffers: [UnsafeMutableRawPointer: UnsafeMutablePointer<CChar>] = [:]
     private var sockets: [Int32: SocketWatch] = [:]
     /// Transfers in flight.
     public private(set) var inFlight = 0
@@ -163,6 +165,7 @@ public final class UpstreamClient {
 
     deinit {
         for easy in freeHandles { curl_easy_cleanup(easy) }
+        for (_, buffer) in errorBuffers { buffer.deallocate() }
         curl_multi_cleanup(multi)
         for (_, w) in sockets { w.free() }
         if let timer { event_free(timer) }
@@ -190,6 +193,7 @@ public final class UpstreamClient {
         }
         t.easy = easy
         t.completion = completion
+        errorBuffers[easy]?.pointee = 0
         t.started = loop.now
         let ptr = Unmanaged.passRetained(t).toOpaque()
         peel_easy_setopt_ptr(easy, CURLOPT_PRIVATE, ptr)
@@ -272,6 +276,10 @@ public final class UpstreamClient {
         if let easy = freeHandles.popLast() { return easy }
         guard let easy = curl_easy_init() else { return nil }
         let me = Unmanaged.passUnretained(self).toOpaque()
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.pointee = 0
+        errorBuffers[easy] = errorBuffer
+        peel_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
         // Signals must not be used in a threaded server; DNS timeouts come from the threaded resolver.
         peel_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         // An empty proxy disables http_proxy and friends: only the configured upstream is contacted.
@@ -424,7 +432,8 @@ public final class UpstreamClient {
 
     // The one place CURLcodes become Peel's failure kinds.
     private func classify(_ code: CURLcode, easy: UnsafeMutableRawPointer, tooLarge: Bool) -> UpstreamFailure {
-        let text = String(cString: curl_easy_strerror(code))
+        var text = String(cString: curl_easy_strerror(code))
+        if let detail = errorBuffers[easy], detail.pointee != 0 { text = String(cString: detail) }
         switch code {
         case CURLE_WRITE_ERROR where tooLarge, CURLE_FILESIZE_EXCEEDED:
             return .tooLarge
@@ -441,6 +450,9 @@ public final class UpstreamClient {
              CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,
              CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CRL_BADFILE, CURLE_USE_SSL_FAILED:
             return .tls(text)
+        case CURLE_RECV_ERROR where text.contains("chunk"):
+            // curl reports broken chunked framing as a receive error; the upstream lied, it did not vanish.
+            return .protocolError(text)
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE:
             return .reset(text)
         case CURLE_BAD_CONTENT_ENCODING, CURLE_WEIRD_SERVER_REPLY, CURLE_UNSUPPORTED_PROTOCOL, CURLE_HTTP2,

@@ -1,0 +1,169 @@
+import Foundation
+import PeelDemo
+import PeelGateway
+import PeelIO
+import XCTest
+
+final class ForwardingTests: XCTestCase {
+    var h: Harness!
+
+    override func setUpWithError() throws { h = try Harness() }
+    override func tearDown() { h.stop() }
+
+    func testUnwrap_returnsDataBytesExactly() throws {
+        let r = try h.request("GET", "/api/user")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.text, DemoCatalog.userData)
+        XCTAssertEqual(r.header("Content-Type"), "application/json")
+        XCTAssertNotNil(r.header("X-Request-Id"))
+    }
+
+    func testUnwrap_keepsNumbersEscapesAndOrderByteForByte() throws {
+        let r = try h.request("GET", "/api/exact")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.text, DemoCatalog.exactData)
+        for literal in ["1.10", "12345678901234567890", "-0.0", "中文"] {
+            XCTAssertTrue(r.text.contains(literal), "\(literal) missing from \(r.text)")
+        }
+    }
+
+    func testForward_everyMethodWithPathQueryAndBody() throws {
+        for method in ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
+            let body: [UInt8] = method == "GET" ? [] : Array("payload-\(method)".utf8)
+            let e = echo(try h.request(method, "/api/echo?x=1&y=%20z", headers: [("Content-Type", "text/plain")], body: body))
+            XCTAssertEqual(e["method"] as? String, method)
+            XCTAssertEqual(e["target"] as? String, "/api/echo?x=1&y=%20z")
+            XCTAssertEqual(e["body"] as? String, String(decoding: body, as: UTF8.self))
+        }
+    }
+
+    func testForward_headReturnsHeadersWithoutBody() throws {
+        let r = try h.request("HEAD", "/api/user")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertTrue(r.body.isEmpty)
+    }
+
+    func testForward_dropsHopByHopAndConnectionNamedHeaders() throws {
+        let e = echo(try h.request("GET", "/api/echo", headers: [
+            ("Connection", "close, X-Secret"), ("X-Secret", "1"), ("Keep-Alive", "timeout=5"), ("TE", "trailers"),
+            ("Upgrade", "h2c"), ("Proxy-Authorization", "Basic Zm9v"), ("X-Kept", "yes"),
+            ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"), ("tracestate", "a=b"),
+        ]))
+        let names = Set(echoedHeaders(e).map { $0.0.lowercased() })
+        for dropped in ["x-secret", "keep-alive", "te", "upgrade", "proxy-authorization", "connection"] {
+            XCTAssertFalse(names.contains(dropped), "\(dropped) was forwarded")
+        }
+        let headers = echoedHeaders(e)
+        XCTAssertTrue(headers.contains { $0 == ("X-Kept", "yes") })
+        XCTAssertTrue(headers.contains { $0 == ("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01") })
+        XCTAssertTrue(headers.contains { $0 == ("tracestate", "a=b") })
+    }
+
+    func testForward_setsHostAndForwardedHeaders() throws {
+        let e = echo(try h.request("GET", "/api/echo", headers: [("X-Forwarded-For", "10.1.2.3")]))
+        let headers = echoedHeaders(e)
+        func value(_ n: String) -> String? { headers.first { $0.0.lowercased() == n }?.1 }
+        XCTAssertEqual(value("host"), "127.0.0.1:\(h.upstream.port)")
+        XCTAssertEqual(value("x-forwarded-for"), "10.1.2.3, 127.0.0.1")
+        XCTAssertEqual(value("x-forwarded-proto"), "http")
+        XCTAssertEqual(value("x-forwarded-host"), "127.0.0.1:\(h.port)")
+        XCTAssertNil(value("expect"))
+    }
+
+    func testRequestId_keptWhenSaneGeneratedOtherwiseAndEchoed() throws {
+        let kept = try h.request("GET", "/api/echo", headers: [("X-Request-Id", "abc-123")])
+        XCTAssertEqual(kept.header("X-Request-Id"), "abc-123")
+        XCTAssertTrue(echoedHeaders(echo(kept)).contains { $0 == ("X-Request-Id", "abc-123") })
+        let made = try h.request("GET", "/api/user", headers: [("X-Request-Id", "bad\"id")])
+        let id = try XCTUnwrap(made.header("X-Request-Id"))
+        XCTAssertNotEqual(id, "bad\"id")
+        XCTAssertFalse(id.isEmpty)
+        let problemAnswer = try h.request("GET", "/api/business-error", headers: [("X-Request-Id", "p-1")])
+        XCTAssertEqual(problemAnswer.header("X-Request-Id"), "p-1")
+        XCTAssertEqual(problem(problemAnswer)["request_id"] as? String, "p-1")
+    }
+
+    func testForward_chunkedClientBodyArrivesWhole() throws {
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port)
+        try c.send("POST /api/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: text/plain\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        let e = echo(try c.readResponse())
+        XCTAssertEqual(e["body"] as? String, "hello world")
+    }
+
+    func testForward_largeBinaryBodyByteForByte() throws {
+        var body = [UInt8](repeating: 0, count: 300_000)
+        for i in body.indices { body[i] = UInt8(truncatingIfNeeded: i &* 31 &+ 7) }
+        let e = echo(try h.request("POST", "/api/echo", headers: [("Content-Type", "application/octet-stream")], body: body))
+        XCTAssertEqual(e["body_length"] as? Int, body.count)
+        var hash: UInt64 = 0xcbf29ce484222325
+        for b in body { hash = (hash ^ UInt64(b)) &* 0x100000001b3 }
+        XCTAssertEqual(e["body_fnv1a"] as? String, String(hash, radix: 16).leftPad16())
+    }
+
+    func testKeepAlive_manyRequestsOnOneConnection() throws {
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port)
+        for _ in 0..<20 {
+            try c.send("GET /api/user HTTP/1.1\r\nHost: x\r\n\r\n")
+            let r = try c.readResponse()
+            XCTAssertEqual(r.text, DemoCatalog.userData)
+        }
+        try c.send("GET /api/user HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let r10 = try c.readResponse()
+        XCTAssertEqual(r10.status, 200)
+        XCTAssertEqual(r10.header("Connection")?.lowercased(), "keep-alive")
+    }
+
+    func testBasePath_isJoinedWithOneSlash() throws {
+        h.stop()
+        h = try Harness { c in c.upstream.basePath = "/v1" }
+        let e = echo(try h.request("GET", "/api/echo?q=1"))
+        XCTAssertEqual(e["target"] as? String, "/v1/api/echo?q=1")
+    }
+
+    func testRefuse_connectAbsoluteFormAndClimbingPaths() throws {
+        let upstreamBefore = h.upstream.requestCount
+        let cases = [
+            "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n",
+            "GET http://evil.example/api/user HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+            "GET http://other.example/api/user HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            "GET /../secret HTTP/1.1\r\nHost: x\r\n\r\n",
+            "GET /api/../../secret HTTP/1.1\r\nHost: x\r\n\r\n",
+            "GET /%2e%2e/secret HTTP/1.1\r\nHost: x\r\n\r\n",
+            "GET /api/%2E%2E%2f%2e%2e/secret HTTP/1.1\r\nHost: x\r\n\r\n",
+            "TRACE /api/user HTTP/1.1\r\nHost: x\r\n\r\n",
+        ]
+        for raw in cases {
+            let r = try h.raw(raw)
+            XCTAssertEqual(r.status, 400, raw)
+            let p = problem(r)
+            XCTAssertEqual(p["kind"] as? String, "bad-request", raw)
+            XCTAssertEqual(p["code"] as? Int, -106, raw)
+        }
+        XCTAssertEqual(h.upstream.requestCount, upstreamBefore, "a refused request reached the upstream")
+        // Dot-segments that stay inside the base path are forwarded as sent (the upstream resolves them;
+        // the demo does not, so it answers 404, which proves the call reached it unchanged).
+        let inside = try h.raw("GET /api/x/../user HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(inside.status, 404)
+        XCTAssertEqual(problem(inside)["kind"] as? String, "upstream-error")
+        XCTAssertEqual(h.upstream.lastRequest?.target, "/api/x/../user")
+    }
+
+    func testAbsoluteForm_namingPeelItselfIsAccepted() throws {
+        let r = try h.raw("GET http://127.0.0.1:\(h.port)/api/user HTTP/1.1\r\nHost: 127.0.0.1:\(h.port)\r\n\r\n")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.text, DemoCatalog.userData)
+    }
+
+    func testRefuse_ambiguousFraming() throws {
+        let before = h.upstream.requestCount
+        let te = try h.raw("POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+        XCTAssertEqual(te.status, 400)
+        let noHost = try h.raw("GET /api/user HTTP/1.1\r\n\r\n")
+        XCTAssertEqual(noHost.status, 400)
+        XCTAssertEqual(h.upstream.requestCount, before)
+    }
+}
+
+extension String {
+    func leftPad16() -> String { count >= 16 ? self : String(repeating: "0", count: 16 - count) + self }
+}
