@@ -91,10 +91,10 @@ final class RequestParserTests: XCTestCase {
     }
 
     func testChunkSize_acceptsExtensionsAndRejectsJunk() throws {
-        XCTAssertEqual(try RequestParser.chunkSize(Array("1aF;x=y".utf8)[...]), 0x1AF)
-        XCTAssertEqual(try RequestParser.chunkSize(Array("10 ;x".utf8)[...]), 16)
-        XCTAssertThrowsError(try RequestParser.chunkSize(Array("-1".utf8)[...]))
-        XCTAssertThrowsError(try RequestParser.chunkSize(Array("1 2".utf8)[...]))
-        XCTAssertThrowsError(try RequestParser.chunkSize(Array("".utf8)[...]))
+        XCTAssertEqual(try HTTPGrammar.chunkSize(Array("1aF;x=y".utf8)[...]), 0x1AF)
+        XCTAssertEqual(try HTTPGrammar.chunkSize(Array("10 ;x".utf8)[...]), 16)
+        XCTAssertThrowsError(try HTTPGrammar.chunkSize(Array("-1".utf8)[...]))
+        XCTAssertThrowsError(try HTTPGrammar.chunkSize(Array("1 2".utf8)[...]))
+        XCTAssertThrowsError(try HTTPGrammar.chunkSize(Array("".utf8)[...]))
     }
 }
