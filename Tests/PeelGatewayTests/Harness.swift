@@ -5,7 +5,7 @@ import PeelIO
 import XCTest
 
 /// A fake upstream and a real gateway, both on port 0, torn down by `stop()`.
-final class Harness {
+final class Harness: @unchecked Sendable {
     let upstream: DemoUpstream
     let gateway: Gateway
     var port: Int { gateway.port }
