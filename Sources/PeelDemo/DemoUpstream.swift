@@ -4,8 +4,8 @@ import Synchronization
 
 /// The demo upstream: a small strict HTTP/1.1 envelope API on its own loop thread, for `peel demo` and tests.
 public final class DemoUpstream: @unchecked Sendable {
-    // Unchecked: `server` is touched by the caller before `start` and after `stop` joins, and by the loop
-    // thread in between; everything else is immutable or synchronised.
+    // Unchecked: `server` is only read or written under `phase`'s lock, by `start` and `stop`; the loop thread
+    // uses the DemoServer object itself, between those two. Everything else is immutable or synchronised.
     private let loop: EventLoop
     private let address: HostPort
     private let stats = DemoStats()
@@ -21,24 +21,23 @@ public final class DemoUpstream: @unchecked Sendable {
         address = listen
     }
 
-    /// Binds and starts the loop thread; `port` is known when this returns.
+    /// Binds and starts the loop thread; `port` is known when this returns. Calls after the first do nothing.
     public func start() throws {
-        let ready = phase.withLock { p -> Bool in
-            guard p == .created else { return false }
+        // The lock is held throughout so a concurrent `stop` sees either nothing started or a running loop.
+        try phase.withLock { p in
+            guard p == .created else { return }
+            Self.ignoreSIGPIPE()
+            do {
+                let server = try DemoServer(loop: loop, address: address, stats: stats)
+                self.server = server
+                boundPort.store(server.port, ordering: .sequentiallyConsistent)
+            } catch {
+                p = .stopped
+                throw error
+            }
+            loop.startThread()
             p = .running
-            return true
         }
-        guard ready else { return }
-        Self.ignoreSIGPIPE()
-        do {
-            let server = try DemoServer(loop: loop, address: address, stats: stats)
-            self.server = server
-            boundPort.store(server.port, ordering: .sequentiallyConsistent)
-        } catch {
-            phase.withLock { $0 = .stopped }
-            throw error
-        }
-        loop.startThread()
     }
 
     /// The bound port (0 before `start`).
@@ -56,22 +55,22 @@ public final class DemoUpstream: @unchecked Sendable {
 
     /// Closes the listener and every connection, then stops and joins the loop thread; idempotent.
     public func stop() {
-        let wasRunning = phase.withLock { p -> Bool in
+        // The loop thread never takes `phase`, so joining under it cannot deadlock.
+        phase.withLock { p in
             defer { p = .stopped }
-            return p == .running
+            guard p == .running else { return }
+            let server = LoopBound(server)
+            let loop = self.loop
+            loop.execute {
+                server.value?.shutdown()
+                // bufferevent_free leaves the close(2) to a finalizer on the loop's next pass; stopping
+                // from a deferred job lets that pass run, so clients see the FIN before `stop` returns.
+                loop.defer { loop.stop() }
+            }
+            loop.join()
+            // The loop thread is gone: releasing the server (and its timers) here races with nothing.
+            self.server = nil
         }
-        guard wasRunning else { return }
-        let server = LoopBound(server)
-        let loop = self.loop
-        loop.execute {
-            server.value?.shutdown()
-            // bufferevent_free leaves the close(2) to a finalizer on the loop's next pass; stopping
-            // from a deferred job lets that pass run, so clients see the FIN before `stop` returns.
-            loop.defer { loop.stop() }
-        }
-        loop.join()
-        // The loop thread is gone: releasing the server (and its timers) here races with nothing.
-        self.server = nil
     }
 
     /// Whole requests received since start or `resetCount`, health probes excluded.

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import PeelDemo
 import PeelIO
@@ -232,5 +233,18 @@ final class DemoProtocolTests: DemoTestCase {
         var current = sigaction()
         XCTAssertEqual(sigaction(SIGPIPE, nil, &current), 0)
         XCTAssertNotNil(current.__sigaction_handler.sa_handler)
+    }
+
+    func testStartAndStop_racingFromManyThreadsEndWithNothingRunning() throws {
+        for _ in 0..<20 {
+            let demo = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+            DispatchQueue.concurrentPerform(iterations: 6) { i in
+                if i % 2 == 0 { try? demo.start() } else { demo.stop() }
+            }
+            demo.stop()
+            if demo.port != 0 {
+                XCTAssertThrowsError(try RawClient(port: demo.port), "a listener survived stop")
+            }
+        }
     }
 }
