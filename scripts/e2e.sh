@@ -20,7 +20,7 @@ free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0)
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD \
-  --probe-interval 0.2 --fall 2 --rise 1 --access-log off >"$WORK/peel.out" 2>"$WORK/peel.err" & PEEL_PID=$!
+  --probe-interval 0.2 --fall 2 --rise 1 >"$WORK/peel.out" 2>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$AD/readyz" >/dev/null 2>&1 && break; sleep 0.05; done
 
@@ -43,9 +43,26 @@ check "ab -k -c 50 -n 20000: failed" "0" "$(awk '/^Failed requests/{print $3}' "
 ab -q -c 20 -n 2000 "$G/api/user" >"$WORK/ab.txt" 2>&1 || true
 check "ab -c 20 -n 2000 (no keep-alive): failed" "0" "$(awk '/^Failed requests/{print $3}' "$WORK/ab.txt")"
 
+# Access log: one JSON line per request with the documented fields.
+sleep 0.3
+check "access log lines are JSON with every field" "ok" "$(python3 - "$WORK/peel.out" <<'PY'
+import json, sys
+need = {"time","request_id","method","path","status","kind","upstream_status","upstream_code","duration_ms","bytes","client"}
+lines = [l for l in open(sys.argv[1]) if l.strip()]
+bad = [l for l in lines if not need <= set(json.loads(l))]
+print("ok" if len(lines) > 20000 and not bad else f"{len(lines)} lines, {len(bad)} bad")
+PY
+)"
+
+# SIGTERM during a slow call: the call completes, then the process exits 0.
+curl -s -o "$WORK/slow.body" -w '%{http_code}' "$G/api/slow?ms=1500" >"$WORK/slow.code" & CURL_PID=$!
+sleep 0.4
 kill -TERM $PEEL_PID
+wait $CURL_PID || true
+check "slow call in flight at SIGTERM completes" "200" "$(cat "$WORK/slow.code")"
 wait $PEEL_PID; rc=$?
 check "SIGTERM exits 0" "0" "$rc"
+check "shutdown events logged" "yes" "$(grep -q '"event":"stopped","clean":true' "$WORK/peel.err" && echo yes || echo no)"
 
 echo "e2e: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
