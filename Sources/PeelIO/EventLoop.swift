@@ -17,6 +17,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Creates a base with the epoll changelist (an ADD and a DEL in one iteration cost no syscall).
     public init() throws(PeelIOError) {
+        EventLoop.ignoreSIGPIPE()
         guard let cfg = event_config_new() else { throw PeelIOError(.libevent, "event_config_new") }
         defer { event_config_free(cfg) }
         // The base is used from one thread only, so libevent's internal lock is dead weight.
@@ -57,6 +58,10 @@ public final class EventLoop: @unchecked Sendable {
         event_base_free(base)
     }
 
+    // libevent writes with writev/send without MSG_NOSIGNAL: a peer's reset must not kill the process.
+    private static let sigpipeOnce: Void = { signal(SIGPIPE, SIG_IGN) }()
+    static func ignoreSIGPIPE() { _ = sigpipeOnce }
+
     /// Queues `work` to run on the loop thread; safe from any thread.
     public func execute(_ work: @escaping @Sendable () -> Void) {
         mailbox.withLock { $0.append(work) }
@@ -77,6 +82,9 @@ public final class EventLoop: @unchecked Sendable {
     public func run() {
         runningThread.store(UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))), ordering: .relaxed)
         event_base_loop(base, 0)
+        // Freed bufferevents close their sockets from a callback on the next pass; run it so
+        // nothing stays open after the loop ends.
+        event_base_loop(base, Int32(EVLOOP_NONBLOCK))
         runningThread.store(0, ordering: .relaxed)
     }
 

@@ -59,6 +59,13 @@ public final class TCPConnection {
     public var onData: ((ArraySlice<UInt8>) -> Void)?
     /// Called once when the connection is gone.
     public var onClose: (() -> Void)?
+    /// Called each time everything queued has been handed to the kernel (pace large writes on it).
+    public var onDrain: (() -> Void)?
+    /// Bytes queued and not yet handed to the kernel.
+    public var pendingOutputBytes: Int {
+        guard let bev, let out = bufferevent_get_output(bev) else { return 0 }
+        return evbuffer_get_length(out)
+    }
     /// True until the connection is closed.
     public var isOpen: Bool { bev != nil }
 
@@ -92,7 +99,7 @@ public final class TCPConnection {
     }
 
     private func drained() {
-        if closeAfterFlush { teardown() }
+        if closeAfterFlush { teardown() } else { onDrain?() }
     }
 
     private func event(_ what: Int16) {
@@ -140,6 +147,7 @@ public final class TCPConnection {
         let cb = onClose
         onClose = nil
         onData = nil
+        onDrain = nil
         cb?()
         retained?.release()
         retained = nil
