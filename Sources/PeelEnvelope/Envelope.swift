@@ -9,10 +9,13 @@ struct Envelope: Equatable {
 
     /// Reads the envelope from a whole body; nil when the body is not a well-formed envelope.
     static func read(_ body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig) -> Envelope? {
-        let names = EnvelopeNames(code: config.codeField, message: config.messageField, data: config.dataField)
         var members = EnvelopeMembers()
-        guard ScanCore.run(body, maxDepth: config.maxDepth, names: names, members: &members),
-            let base = body.baseAddress,
+        // Only the pieces the scan needs go into the closures; capturing the whole config copies it.
+        let maxDepth = config.maxDepth
+        let scanned = EnvelopeNames.with(code: config.codeField, message: config.messageField, data: config.dataField) { names in
+            ScanCore.run(body, maxDepth: maxDepth, names: names, members: &members)
+        }
+        guard scanned, let base = body.baseAddress,
             let codeRange = members.code,
             let code = integer(base, codeRange)
         else { return nil }

@@ -46,10 +46,8 @@ func passesThrough(_ answer: UpstreamAnswer, _ config: EnvelopeConfig) -> Bool {
     for prefix in config.passthroughPaths where answer.path.utf8.starts(with: prefix.utf8) {
         return true
     }
-    if let contentType = answer.contentType {
-        for pattern in config.passthroughContentTypes where MediaType.matches(contentType, pattern: pattern) {
-            return true
-        }
+    if let contentType = answer.contentType, MediaType.matchesAny(contentType, config.passthroughContentTypes) {
+        return true
     }
     return false
 }

@@ -1,38 +1,49 @@
 /// Media-type comparison for passthrough rules (RFC 9110 §8.3.1, §12.5.1).
 enum MediaType {
-    /// Whether a Content-Type value falls in a media range like `image/*`, `*/*` or `application/pdf`.
-    static func matches(_ contentType: String, pattern: String) -> Bool {
-        var contentType = contentType
-        var pattern = pattern
-        return contentType.withUTF8 { value in
-            pattern.withUTF8 { range in matches(value, range) }
+    /// Whether a Content-Type value falls in any of the media ranges (`image/*`, `*/*`, `application/pdf`).
+    static func matchesAny(_ contentType: String, _ patterns: [String]) -> Bool {
+        guard !patterns.isEmpty else { return false }
+        return withUTF8(contentType) { value in
+            // The value is parsed once; each pattern is then one case-folded byte comparison.
+            guard let (type, subtype) = split(value) else { return false }
+            for pattern in patterns where withUTF8(pattern, { matches(value, type, subtype, $0) }) {
+                return true
+            }
+            return false
         }
     }
 
-    /// Byte-level form of `matches`; parameters after `;` and surrounding spaces are ignored.
-    private static func matches(_ value: UnsafeBufferPointer<UInt8>, _ range: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let (valueType, valueSubtype) = split(value), let (rangeType, rangeSubtype) = split(range) else {
-            return false
-        }
+    /// Whether a value whose type and subtype bounds are known falls in one media range.
+    private static func matches(
+        _ value: UnsafeBufferPointer<UInt8>, _ type: Range<Int>, _ subtype: Range<Int>, _ range: UnsafeBufferPointer<UInt8>
+    ) -> Bool {
+        guard let (rangeType, rangeSubtype) = split(range) else { return false }
         if isStar(range, rangeType) {
             // Only `*/*` may wildcard the type (RFC 9110 §12.5.1); `*/json` is malformed and never matches.
             return isStar(range, rangeSubtype)
         }
-        guard equalFolded(value, valueType, range, rangeType) else { return false }
-        return isStar(range, rangeSubtype) || equalFolded(value, valueSubtype, range, rangeSubtype)
+        guard equalFolded(value, type, range, rangeType) else { return false }
+        return isStar(range, rangeSubtype) || equalFolded(value, subtype, range, rangeSubtype)
+    }
+
+    /// Runs body over a string's UTF-8 without copying when the string is contiguous.
+    @inline(__always)
+    static func withUTF8<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
+        return Array(text.utf8).withUnsafeBufferPointer(body)
     }
 
     /// The type and subtype bounds of `type/subtype [; params]`; nil when either is empty.
     private static func split(_ b: UnsafeBufferPointer<UInt8>) -> (Range<Int>, Range<Int>)? {
-        var end = 0
-        while end < b.count && b[end] != UInt8(ascii: ";") { end += 1 }
         var lo = 0
-        var hi = end
-        while lo < hi && (b[lo] == 0x20 || b[lo] == 0x09) { lo += 1 }
-        while hi > lo && (b[hi - 1] == 0x20 || b[hi - 1] == 0x09) { hi -= 1 }
+        while lo < b.count && (b[lo] == 0x20 || b[lo] == 0x09) { lo += 1 }
         var slash = lo
-        while slash < hi && b[slash] != UInt8(ascii: "/") { slash += 1 }
-        guard slash > lo, slash + 1 < hi else { return nil }
+        while slash < b.count && b[slash] != UInt8(ascii: "/") && b[slash] != UInt8(ascii: ";") { slash += 1 }
+        guard slash > lo, slash < b.count, b[slash] == UInt8(ascii: "/") else { return nil }
+        var hi = slash + 1
+        while hi < b.count && b[hi] != UInt8(ascii: ";") { hi += 1 }
+        while hi > slash + 1 && (b[hi - 1] == 0x20 || b[hi - 1] == 0x09) { hi -= 1 }
+        guard hi > slash + 1 else { return nil }
         return (lo..<slash, (slash + 1)..<hi)
     }
 
@@ -44,8 +55,10 @@ enum MediaType {
     /// ASCII case-insensitive equality; media types are case-insensitive tokens (RFC 9110 §8.3.1).
     private static func equalFolded(_ a: UnsafeBufferPointer<UInt8>, _ ar: Range<Int>, _ b: UnsafeBufferPointer<UInt8>, _ br: Range<Int>) -> Bool {
         guard ar.count == br.count else { return false }
-        for k in 0..<ar.count where fold(a[ar.lowerBound + k]) != fold(b[br.lowerBound + k]) {
-            return false
+        var k = 0
+        while k < ar.count {
+            if fold(a[ar.lowerBound + k]) != fold(b[br.lowerBound + k]) { return false }
+            k += 1
         }
         return true
     }

@@ -1,28 +1,26 @@
 // The token scanners. Each takes i at its token and leaves i just past it; all reads are bounds-checked
 // against n by hand because UnsafePointer does not check.
 extension ScanCore {
-    /// Bits 9, 10, 13 and 32: the four whitespace bytes of RFC 8259 §2.
-    private static let whitespaceBits: UInt64 = (1 << 0x09) | (1 << 0x0A) | (1 << 0x0D) | (1 << 0x20)
-
     /// The first index at or after i that is not JSON whitespace.
     @inline(__always)
     static func skipWhitespace(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> Int {
         var i = i
         while i < n {
             let c = base[i]
-            guard c <= 0x20, whitespaceBits & (UInt64(1) << UInt64(c)) != 0 else { break }
-            i += 1
+            // Bits 9, 10, 13 and 32 mark the four whitespace bytes of RFC 8259 §2.
+            guard c <= 0x20, (0x1_0000_2600 as UInt64) & (UInt64(1) << UInt64(c)) != 0 else { break }
+            i &+= 1
         }
         return i
     }
 
-    /// Matches the 4 bytes at i against `word` (big-endian ASCII) and steps over them.
+    /// Matches the 4 bytes at i against `word` (big-endian ASCII) and steps `length` bytes.
     @inline(__always)
     static func literal(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int, _ word: UInt32, _ length: Int) -> Bool {
-        guard n - i >= 4 else { return false }
+        guard n &- i >= 4 else { return false }
         let raw = UnsafeRawPointer(base + i).loadUnaligned(as: UInt32.self)
         guard UInt32(bigEndian: raw) == word else { return false }
-        i += length
+        i &+= length
         return true
     }
 
@@ -63,53 +61,113 @@ extension ScanCore {
         while i < n && base[i] &- UInt8(ascii: "0") < 10 { i += 1 }
     }
 
-    /// Scans a string body from just after the opening quote to just after the closing one (RFC 8259 §7, §8.1).
+    /// The index just past the closing quote of a string whose body starts at i, or -1 when malformed (RFC 8259 §7, §8.1).
     @inline(__always)
-    static func scanString(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int, _ escaped: inout Bool) -> Bool {
+    static func scanString(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> Int {
+        // Plain ASCII runs are walked 16 bytes at a time right here; only escapes, non-ASCII bytes
+        // and the buffer's last bytes go to the outlined loop. Indexes go in and out by value so
+        // the caller's index can stay in a register.
+        var j = i
+        while n &- j >= 16 {
+            let offset = firstSpecial(base, j)
+            if offset < 16 {
+                j &+= offset
+                if base[j] == UInt8(ascii: "\"") { return j &+ 1 }
+                return scanStringSlow(base, n, j)
+            }
+            j &+= 16
+        }
+        return scanStringSlow(base, n, j)
+    }
+
+    /// Offset of the first of the 16 bytes at i that is `"`, `\`, a control or a non-ASCII byte; 16 when none is.
+    @inline(__always)
+    static func firstSpecial(_ base: UnsafePointer<UInt8>, _ i: Int) -> Int {
+        let v = UnsafeRawPointer(base + i).loadUnaligned(as: SIMD16<UInt8>.self)
+        // Bytes outside 0x20...0x7F land above 0x5F after subtracting 0x20 (unsigned wrap).
+        let quote = SIMD16<UInt8>(repeating: 0x22)
+        let backslash = SIMD16<UInt8>(repeating: 0x5C)
+        let space = SIMD16<UInt8>(repeating: 0x20)
+        let printableSpan = SIMD16<UInt8>(repeating: 0x5F)
+        let special = (v .== quote) .| (v .== backslash) .| ((v &- space) .> printableSpan)
+        // Each mask lane is 0x00 or 0xFF, so trailing zero bits / 8 is the first flagged byte; this
+        // stands in for a movemask, which Swift's SIMD types do not offer.
+        let halves = unsafeBitCast(special, to: SIMD2<UInt64>.self)
+        let low = UInt64(littleEndian: halves[0])
+        let high = UInt64(littleEndian: halves[1])
+        if low != 0 { return low.trailingZeroBitCount >> 3 }
+        return 8 &+ high.trailingZeroBitCount >> 3  // 8 + 64 / 8 == 16 when high is zero too
+    }
+
+    /// The general string loop: long runs, escapes, multi-byte UTF-8, and the last bytes of the buffer.
+    @inline(never)
+    static func scanStringSlow(_ base: UnsafePointer<UInt8>, _ n: Int, _ start: Int) -> Int {
+        var i = start
         while true {
             i = skipPlainASCII(base, n, i)
-            guard i < n else { return false }
+            guard i < n else { return -1 }
             let c = base[i]
             if c == UInt8(ascii: "\"") {
-                i += 1
-                return true
+                return i &+ 1
             }
             if c == UInt8(ascii: "\\") {
-                escaped = true
-                guard scanEscape(base, n, &i) else { return false }
+                guard scanEscape(base, n, &i) else { return -1 }
             } else if c < 0x20 {
                 // Control characters must be escaped inside strings (RFC 8259 §7).
-                return false
+                return -1
             } else if c < 0x80 {
                 // Only reached in the last few bytes, where the word-at-a-time skip stops.
-                i += 1
+                i &+= 1
             } else {
-                guard scanMultibyte(base, n, &i) else { return false }
+                guard scanMultibyte(base, n, &i) else { return -1 }
             }
         }
     }
 
-    /// The first index at or after i holding `"`, `\`, a control byte or a non-ASCII byte, 8 bytes at a time.
+    /// Eight bytes at i as a little-endian word; the caller guarantees i + 8 <= n.
+    @inline(__always)
+    static func loadWord(_ base: UnsafePointer<UInt8>, _ i: Int) -> UInt64 {
+        UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
+    }
+
+    /// High bit set in each byte lane that may hold `"`, `\`, a control byte or a non-ASCII byte.
+    @inline(__always)
+    static func specialBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let quotes = word ^ (ones &* 0x22)
+        let backslashes = word ^ (ones &* 0x5C)
+        // Classic "has zero/less-than byte" tricks: the lowest flagged lane is always exact, false
+        // positives only appear above a true one, so the first stop is right.
+        let special = ((quotes &- ones) & ~quotes)
+            | ((backslashes &- ones) & ~backslashes)
+            | ((word &- ones &* 0x20) & ~word)
+            | word
+        return special & 0x8080_8080_8080_8080
+    }
+
+    /// The first index at or after i holding `"`, `\`, a control byte or a non-ASCII byte.
     @inline(__always)
     static func skipPlainASCII(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> Int {
         var i = i
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
-        while n - i >= 8 {
-            let word = UInt64(littleEndian: UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self))
-            let quotes = word ^ (ones &* 0x22)
-            let backslashes = word ^ (ones &* 0x5C)
-            // Classic "has zero/less-than byte" tricks: the lowest flagged byte is always exact,
-            // false positives only appear above a true one, so the first stop is right.
-            let special = ((quotes &- ones) & ~quotes)
-                | ((backslashes &- ones) & ~backslashes)
-                | ((word &- ones &* 0x20) & ~word)
-                | word
-            let flags = special & highs
+        // 16 bytes per step with SIMD compares; the word trick then pins down the exact byte.
+        let quote = SIMD16<UInt8>(repeating: 0x22)
+        let backslash = SIMD16<UInt8>(repeating: 0x5C)
+        let space = SIMD16<UInt8>(repeating: 0x20)
+        let printableSpan = SIMD16<UInt8>(repeating: 0x5F)
+        while n &- i >= 16 {
+            let v = UnsafeRawPointer(base + i).loadUnaligned(as: SIMD16<UInt8>.self)
+            // Bytes outside 0x20...0x7F land above 0x5F after subtracting 0x20 (unsigned wrap).
+            let special = (v .== quote) .| (v .== backslash) .| ((v &- space) .> printableSpan)
+            let lanes = unsafeBitCast(special, to: SIMD2<UInt64>.self)
+            if lanes[0] | lanes[1] != 0 { break }
+            i &+= 16
+        }
+        while n &- i >= 8 {
+            let flags = specialBytes(loadWord(base, i))
             if flags != 0 {
-                return i + flags.trailingZeroBitCount >> 3
+                return i &+ flags.trailingZeroBitCount >> 3
             }
-            i += 8
+            i &+= 8
         }
         return i
     }
@@ -117,7 +175,7 @@ extension ScanCore {
     /// Scans one escape at i (the backslash); a \u high surrogate must be followed by a \u low one.
     @inline(__always)
     private static func scanEscape(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
-        guard n - i >= 2 else { return false }
+        guard n &- i >= 2 else { return false }
         switch base[i + 1] {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
             UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
@@ -130,7 +188,7 @@ extension ScanCore {
             // accepted string converts to valid UTF-8.
             if unit & 0xFC00 == 0xDC00 { return false }
             if unit & 0xFC00 == 0xD800 {
-                guard n - i >= 6, base[i] == UInt8(ascii: "\\"), base[i + 1] == UInt8(ascii: "u"),
+                guard n &- i >= 6, base[i] == UInt8(ascii: "\\"), base[i + 1] == UInt8(ascii: "u"),
                     let low = hex4(base, n, i + 2), low & 0xFC00 == 0xDC00
                 else { return false }
                 i += 6
@@ -144,7 +202,7 @@ extension ScanCore {
     /// The value of 4 hex digits at i, or nil.
     @inline(__always)
     static func hex4(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> UInt32? {
-        guard n - i >= 4 else { return nil }
+        guard n &- i >= 4 else { return nil }
         var value: UInt32 = 0
         for k in 0..<4 {
             guard let digit = hexDigit(base[i + k]) else { return nil }
