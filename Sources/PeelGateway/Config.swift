@@ -116,6 +116,8 @@ public struct GatewayConfig: Sendable {
     public var maxInFlight: Int = 10_000
     /// Seconds an idle or stalled client connection is kept (default 60).
     public var clientTimeout: Double = 60
+    /// Seconds a request head may take from first to last byte (default 10).
+    public var headerTimeout: Double = 10
 
     /// Creates the defaults.
     public init() {}

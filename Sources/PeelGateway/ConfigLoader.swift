@@ -118,6 +118,9 @@ public enum ConfigLoader {
         OptionSpec(name: "client-timeout", help: "seconds an idle or stalled client connection is kept (default 60)") { c, v, o throws(ConfigError) in
             c.clientTimeout = try seconds(v, o)
         },
+        OptionSpec(name: "header-timeout", help: "seconds a request head may take from first to last byte (default 10)") { c, v, o throws(ConfigError) in
+            c.headerTimeout = try seconds(v, o)
+        },
         OptionSpec(name: "problem-type-base", help: "prefix of every problem type (default urn:peel:problem:)") { c, v, o throws(ConfigError) in
             c.envelope.problemTypeBase = try nonEmpty(v, o)
         },
@@ -387,6 +390,7 @@ public enum ConfigLoader {
             ("shutdown_timeout", "\(c.shutdownTimeout)"),
             ("max_inflight", "\(c.maxInFlight)"),
             ("client_timeout", "\(c.clientTimeout)"),
+            ("header_timeout", "\(c.headerTimeout)"),
             ("problem_type_base", q(c.envelope.problemTypeBase)),
             ("passthrough_content_types", strs(c.envelope.passthroughContentTypes)),
             ("passthrough_paths", strs(c.envelope.passthroughPaths)),

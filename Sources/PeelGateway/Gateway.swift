@@ -81,6 +81,12 @@ public final class Gateway: @unchecked Sendable {
             }
             sleepSeconds(0.01)
         }
+        if !clean {
+            // Calls still running past shutdown_timeout are cut: stop the loops where they stand.
+            for w in workers { w.loop.stop() }
+            let cutoff = monotonicNow() + 2
+            while finished.withLock({ $0 }) < workers.count && monotonicNow() < cutoff { sleepSeconds(0.01) }
+        }
         serving.store(false, ordering: .relaxed)
         admin?.stop()
         EventLog.emit("stopped", [("clean", clean ? "true" : "false"), ("inflight", "\(inflight)")])

@@ -30,15 +30,23 @@ final class Worker: @unchecked Sendable {
         var serverOptions = HTTPServerOptions()
         serverOptions.maxBodySize = config.maxBody
         serverOptions.connectionTimeout = config.clientTimeout
+        serverOptions.headerTimeout = config.headerTimeout
         let forwarder = self.forwarder!
         server = try HTTPServer(loop: loop, address: listen, reusePort: true, options: serverOptions) { ex in
             forwarder.handle(ex)
         }
         forwarder.listening(on: HostPort(host: listen.host, port: server.port))
         let typeBase = config.envelope.problemTypeBase
-        server.errorDocument = { status in
-            // Requests evhttp refused before Peel saw them get the same problem shape as every other failure.
-            let problem = status == 413 ? Problem(kind: .requestTooLarge) : Problem(kind: .badRequest, detail: "malformed HTTP request")
+        server.errorDocument = { status, violation in
+            // Requests refused before the forwarder saw them get the same problem shape as every other failure.
+            let problem: Problem
+            if let violation {
+                problem = Problem(kind: .badRequest, detail: violation)
+            } else if status == 413 {
+                problem = Problem(kind: .requestTooLarge)
+            } else {
+                problem = Problem(kind: .badRequest, detail: "malformed HTTP request")
+            }
             let body = renderProblem(problem, requestId: forwarder.nextRequestId(), language: .english, typeBase: typeBase)
             return (problem.status, "application/problem+json", body)
         }

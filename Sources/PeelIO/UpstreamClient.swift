@@ -221,7 +221,7 @@ public final class UpstreamClient {
         }
         peel_easy_setopt_long(easy, CURLOPT_NOBODY, 0)
         switch method {
-        case "GET":
+        case "GET" where bodyLen == 0:
             peel_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
             peel_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil)
         case "HEAD":

@@ -1,0 +1,187 @@
+import CEvent
+import Glibc
+
+/// Peel's state for one client connection, alive from evhttp's bevcb to its close callback:
+/// the RFC 9112 framing check on incoming bytes, the header deadline, the rewrite of evhttp's own
+/// error pages, and close notification for the request being answered.
+final class ClientConnection {
+    private unowned let server: HTTPServer
+    private let bev: OpaquePointer
+    private var evcon: OpaquePointer?
+    private var retained: Unmanaged<ClientConnection>?
+    private var framing = HTTP1Framing()
+    private var violation: HTTP1Framing.Violation?
+    private var headTimer: OpaquePointer?
+    private var rewriting = false
+    private var closed = false
+    private var vectors = [iovec](repeating: iovec(), count: 8)
+    /// The request waiting for its answer on this connection, if any.
+    weak var exchange: HTTPExchange?
+
+    init(server: HTTPServer, bev: OpaquePointer) {
+        self.server = server
+        self.bev = bev
+        retained = Unmanaged.passRetained(self)
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        if let input = bufferevent_get_input(bev) {
+            evbuffer_add_cb(input, { buffer, info, arg in
+                guard let buffer, let info, let arg else { return }
+                Unmanaged<ClientConnection>.fromOpaque(arg).takeUnretainedValue().inputGrew(buffer, info.pointee)
+            }, me)
+        }
+        if server.errorDocument != nil, let output = bufferevent_get_output(bev) {
+            evbuffer_add_cb(output, { buffer, info, arg in
+                guard let buffer, let info, let arg else { return }
+                Unmanaged<ClientConnection>.fromOpaque(arg).takeUnretainedValue().outputGrew(buffer, info.pointee)
+            }, me)
+        }
+    }
+
+    /// Finds the evhttp connection (the bufferevent's callback argument) and takes its close callback.
+    func attach() -> OpaquePointer? {
+        var arg: UnsafeMutableRawPointer? = nil
+        bufferevent_getcb(bev, nil, nil, nil, &arg)
+        guard let arg else {
+            release()
+            return nil
+        }
+        let evcon = OpaquePointer(arg)
+        self.evcon = evcon
+        evhttp_connection_set_closecb(evcon, { evcon, arg in
+            Unmanaged<ClientConnection>.fromOpaque(arg!).takeUnretainedValue().connectionClosed()
+        }, Unmanaged.passUnretained(self).toOpaque())
+        return evcon
+    }
+
+    private func connectionClosed() {
+        closed = true
+        if let headTimer { event_del(headTimer) }
+        if let evcon { server.connectionClosed(evcon) }
+        let ex = exchange
+        exchange = nil
+        ex?.connectionFreed()
+        // The timer may be the caller (header deadline); free it once this callback unwinds.
+        let timer = headTimer
+        headTimer = nil
+        server.eventLoop.defer { [self] in
+            if let timer { event_free(timer) }
+            release()
+        }
+    }
+
+    private func release() {
+        retained?.release()
+        retained = nil
+    }
+
+    // MARK: incoming bytes
+
+    private func inputGrew(_ buffer: OpaquePointer, _ info: evbuffer_cb_info) {
+        guard info.n_added > 0, violation == nil, !closed else { return }
+        let wasInHead = framing.inHead
+        let length = evbuffer_get_length(buffer)
+        var start = evbuffer_ptr()
+        guard evbuffer_ptr_set(buffer, &start, length - info.n_added, EVBUFFER_PTR_SET) == 0 else { return }
+        var needed = Int(evbuffer_peek(buffer, info.n_added, &start, &vectors, Int32(vectors.count)))
+        if needed > vectors.count {
+            vectors = [iovec](repeating: iovec(), count: needed)
+            needed = Int(evbuffer_peek(buffer, info.n_added, &start, &vectors, Int32(vectors.count)))
+        }
+        var left = info.n_added
+        for i in 0..<min(needed, vectors.count) where left > 0 {
+            let n = min(vectors[i].iov_len, left)
+            left -= n
+            if let v = framing.feed(UnsafeRawBufferPointer(start: vectors[i].iov_base, count: n)) {
+                refuse(buffer, v)
+                return
+            }
+        }
+        let inHead = framing.inHead
+        if inHead && !wasInHead {
+            armHeaderDeadline()
+        } else if !inHead && wasInHead, let headTimer {
+            event_del(headTimer)
+        }
+    }
+
+    // Replace what evhttp has not parsed yet with a line it cannot parse: evhttp then refuses the
+    // request through its own error path (whatever state it is in), and the output rewrite below
+    // turns that page into Peel's 400 problem document naming the violation.
+    private func refuse(_ buffer: OpaquePointer, _ v: HTTP1Framing.Violation) {
+        violation = v
+        evbuffer_drain(buffer, evbuffer_get_length(buffer))
+        _ = "X\r\n\r\n".withCString { evbuffer_add(buffer, $0, 5) }
+    }
+
+    private func armHeaderDeadline() {
+        if headTimer == nil {
+            headTimer = event_new(server.eventLoop.base, -1, 0, { _, _, arg in
+                Unmanaged<ClientConnection>.fromOpaque(arg!).takeUnretainedValue().headerDeadlinePassed()
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
+        var tv = timeval.peel(server.headerTimeout)
+        event_add(headTimer, &tv)
+    }
+
+    private func headerDeadlinePassed() {
+        // A client that trickles its head (slowloris) loses the connection; evhttp's own timeout only
+        // measures the gap between reads.
+        guard !closed, framing.inHead, let evcon else { return }
+        evhttp_connection_free(evcon)
+    }
+
+    // MARK: evhttp's error pages
+
+    // evhttp writes its own error page (status line, headers, then the body in one add) for requests
+    // it rejects itself: a body over the limit, a malformed head. Watching the connection's output
+    // buffer is the only hook; the tail check runs only for adds the size of such a page.
+    private static let pageTail = Array("</BODY></HTML>\n".utf8)
+    private static let pageStart = Array("<HTML><HEAD>\n<TITLE>".utf8)
+
+    private func outputGrew(_ buffer: OpaquePointer, _ info: evbuffer_cb_info) {
+        guard !rewriting, info.n_added >= 60, info.n_added <= 400, let errorDocument = server.errorDocument else { return }
+        let length = evbuffer_get_length(buffer)
+        let tail = Self.pageTail
+        guard length >= tail.count + 40 else { return }
+        var end = [UInt8](repeating: 0, count: tail.count)
+        var at = evbuffer_ptr()
+        guard evbuffer_ptr_set(buffer, &at, length - tail.count, EVBUFFER_PTR_SET) == 0 else { return }
+        _ = end.withUnsafeMutableBytes { evbuffer_copyout_from(buffer, &at, $0.baseAddress, tail.count) }
+        guard end == tail else { return }
+        let bodyStart = Self.pageStart.withUnsafeBytes { evbuffer_search(buffer, $0.baseAddress, $0.count, nil) }
+        guard bodyStart.pos >= 0 else { return }
+        // The page's response starts at the last status line before its body.
+        var headStart = -1
+        var cursor = evbuffer_ptr()
+        while true {
+            let found: evbuffer_ptr
+            if headStart < 0 {
+                found = evbuffer_search(buffer, "HTTP/1.", 7, nil)
+            } else {
+                found = evbuffer_search(buffer, "HTTP/1.", 7, &cursor)
+            }
+            guard found.pos >= 0, found.pos < bodyStart.pos else { break }
+            headStart = found.pos
+            cursor = found
+            guard evbuffer_ptr_set(buffer, &cursor, 1, EVBUFFER_PTR_ADD) == 0 else { break }
+        }
+        guard headStart >= 0 else { return }
+        var statusBytes = [UInt8](repeating: 0, count: 3)
+        var statusAt = evbuffer_ptr()
+        guard evbuffer_ptr_set(buffer, &statusAt, headStart + 9, EVBUFFER_PTR_SET) == 0 else { return }
+        _ = statusBytes.withUnsafeMutableBytes { evbuffer_copyout_from(buffer, &statusAt, $0.baseAddress, 3) }
+        guard let status = Int(String(decoding: statusBytes, as: UTF8.self)) else { return }
+        let doc = errorDocument(status, violation?.rawValue)
+        let head = "HTTP/1.1 \(doc.status) \(HTTPServer.reason(doc.status))\r\nContent-Type: \(doc.contentType)\r\n"
+            + "Content-Length: \(doc.body.count)\r\nConnection: close\r\n\r\n"
+        rewriting = true
+        defer { rewriting = false }
+        let kept = evbuffer_new()
+        evbuffer_remove_buffer(buffer, kept, headStart)
+        evbuffer_drain(buffer, evbuffer_get_length(buffer))
+        evbuffer_add_buffer(buffer, kept)
+        evbuffer_free(kept)
+        let bytes = Array(head.utf8) + doc.body
+        bytes.withUnsafeBytes { _ = evbuffer_add(buffer, $0.baseAddress, $0.count) }
+    }
+}

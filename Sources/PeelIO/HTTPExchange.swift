@@ -1,0 +1,179 @@
+import CEvent
+import Glibc
+
+/// One request and the promise to answer it exactly once; owned by Swift while evhttp holds it.
+public final class HTTPExchange {
+    private var req: UnsafeMutablePointer<evhttp_request>?
+    private let loop: EventLoop
+    private unowned let server: HTTPServer
+    private var closeWatch: OpaquePointer?
+    private var retainedSelf: Unmanaged<HTTPExchange>?
+    private var connection: ClientConnection?
+    /// True once `respond` ran or the client vanished; a second answer is ignored.
+    public private(set) var answered = false
+    /// True when the client hung up before the answer.
+    public private(set) var clientGone = false
+    /// Runs once if the client hangs up before the answer (cancel the upstream transfer here).
+    public var onClientGone: (() -> Void)?
+
+    /// Request method as sent (GET, POST, ...).
+    public let method: String
+    /// Raw request target as sent (origin-form `/a/b?x=1`, or absolute-form).
+    public let target: String
+    /// HTTP major and minor version.
+    public let version: (major: Int, minor: Int)
+    /// The peer's address.
+    public let clientAddress: String
+
+    init(req: UnsafeMutablePointer<evhttp_request>, loop: EventLoop, server: HTTPServer) {
+        self.req = req
+        self.loop = loop
+        self.server = server
+        method = HTTPExchange.methodName(evhttp_request_get_command(req))
+        target = evhttp_request_get_uri(req).map { String(cString: $0) } ?? ""
+        version = (Int(req.pointee.major), Int(req.pointee.minor))
+        clientAddress = req.pointee.remote_host.map { String(cString: $0) } ?? ""
+        retainedSelf = Unmanaged.passRetained(self)
+        watchClient()
+    }
+
+    private static func methodName(_ cmd: evhttp_cmd_type) -> String {
+        switch cmd {
+        case EVHTTP_REQ_GET: return "GET"
+        case EVHTTP_REQ_POST: return "POST"
+        case EVHTTP_REQ_HEAD: return "HEAD"
+        case EVHTTP_REQ_PUT: return "PUT"
+        case EVHTTP_REQ_DELETE: return "DELETE"
+        case EVHTTP_REQ_OPTIONS: return "OPTIONS"
+        case EVHTTP_REQ_TRACE: return "TRACE"
+        case EVHTTP_REQ_CONNECT: return "CONNECT"
+        case EVHTTP_REQ_PATCH: return "PATCH"
+        default: return "UNKNOWN"
+        }
+    }
+
+    /// Calls `body` with each request header, in order, as sent.
+    public func forEachHeader(_ body: (String, String) -> Void) {
+        guard let req, let headers = evhttp_request_get_input_headers(req) else { return }
+        var node = headers.pointee.tqh_first
+        while let kv = node {
+            body(String(cString: kv.pointee.key), String(cString: kv.pointee.value))
+            node = kv.pointee.next.tqe_next
+        }
+    }
+
+    /// The first value of header `name` (case-insensitive), if present.
+    public func header(_ name: String) -> String? {
+        guard let req, let headers = evhttp_request_get_input_headers(req),
+              let v = evhttp_find_header(headers, name) else { return nil }
+        return String(cString: v)
+    }
+
+    /// Request body length in bytes (chunked bodies arrive de-chunked).
+    public var bodyCount: Int {
+        guard let req, let buf = evhttp_request_get_input_buffer(req) else { return 0 }
+        return evbuffer_get_length(buf)
+    }
+
+    /// A contiguous view of the body, valid until the exchange is answered.
+    func bodyPointer() -> (UnsafeRawPointer?, Int) {
+        guard let req, let buf = evhttp_request_get_input_buffer(req) else { return (nil, 0) }
+        let n = evbuffer_get_length(buf)
+        if n == 0 { return (nil, 0) }
+        return (UnsafeRawPointer(evbuffer_pullup(buf, -1)), n)
+    }
+
+    /// Copies the body out (for small bodies and tests).
+    public func bodyBytes() -> [UInt8] {
+        let (p, n) = bodyPointer()
+        guard let p, n > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: n))
+    }
+
+    /// Answers the request once; later calls, and calls after the client left, do nothing.
+    public func respond(status: Int, headers: [(String, String)], body: [UInt8]) {
+        guard !answered else { return }
+        answered = true
+        stopWatchingHangUp()
+        guard let req else { release(); return }
+        let out = evhttp_request_get_output_headers(req)
+        var hasLength = false
+        for (name, value) in headers {
+            if !hasLength && name.utf8.count == 14 && name.lowercased() == "content-length" { hasLength = true }
+            evhttp_add_header(out, name, value)
+        }
+        // Always state the length ourselves: evhttp omits it on some paths (CONNECT) and formats it otherwise.
+        if !hasLength && status != 204 && status != 304 && status >= 200 {
+            evhttp_add_header(out, "Content-Length", String(body.count))
+        }
+        if !body.isEmpty, let buf = evhttp_request_get_output_buffer(req) {
+            body.withUnsafeBytes { _ = evbuffer_add(buf, $0.baseAddress, $0.count) }
+        }
+        // Stay counted as pending until the bytes are written (or the connection dies), so a
+        // draining server never frees a connection with half a reply in it.
+        evhttp_request_set_on_complete_cb(req, { _, arg in
+            Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue().release()
+        }, Unmanaged.passUnretained(self).toOpaque())
+        self.req = nil
+        evhttp_send_reply(req, Int32(status), nil, nil)
+    }
+
+    private func release() {
+        guard let retainedSelf else { return }
+        self.retainedSelf = nil
+        if connection?.exchange === self { connection?.exchange = nil }
+        connection = nil
+        server.finished()
+        retainedSelf.release()
+    }
+
+    // evhttp stops reading while a request is being answered, so it misses a client that hangs up.
+    // Watch the socket for EPOLLRDHUP (EV_CLOSED) ourselves; pipelined bytes do not trigger it.
+    private func watchClient() {
+        guard let req, let conn = evhttp_request_get_connection(req) else { return }
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        // The connection tells us if evhttp frees it before or while we answer.
+        connection = server.connection(for: conn)
+        connection?.exchange = self
+        guard let bev = evhttp_connection_get_bufferevent(conn) else { return }
+        let fd = bufferevent_getfd(bev)
+        guard fd >= 0 else { return }
+        closeWatch = event_new(loop.base, fd, Int16(EV_CLOSED), { _, _, arg in
+            Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue().hangUp()
+        }, me)
+        event_add(closeWatch, nil)
+    }
+
+    private func stopWatchingHangUp() {
+        if let closeWatch {
+            event_free(closeWatch)
+            self.closeWatch = nil
+        }
+    }
+
+    private func hangUp() {
+        guard !answered else { return }
+        clientGone = true
+        let callback = onClientGone
+        onClientGone = nil
+        callback?()
+        // Answer into the closing socket: evhttp then frees the request and the connection.
+        if !answered {
+            respond(status: 499, headers: [("Connection", "close")], body: [])
+        }
+    }
+
+    func connectionFreed() {
+        // evhttp freed the connection: before our answer (client gone), or while writing it.
+        req = nil
+        if !answered {
+            clientGone = true
+            let callback = onClientGone
+            onClientGone = nil
+            callback?()
+            answered = true
+            stopWatchingHangUp()
+        }
+        release()
+    }
+}

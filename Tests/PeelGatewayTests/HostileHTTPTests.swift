@@ -1,0 +1,78 @@
+import Foundation
+import PeelDemo
+import PeelGateway
+import PeelIO
+import XCTest
+
+/// Requests RFC 9112 says to refuse: each gets a 400 problem document and never reaches the upstream.
+final class HostileHTTPTests: XCTestCase {
+    var h: Harness!
+
+    override func setUpWithError() throws { h = try Harness { c in c.headerTimeout = 0.5 } }
+    override func tearDown() { h.stop() }
+
+    func testSmugglingProbes_areRefusedBeforeTheUpstream() throws {
+        let probes = [
+            "POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nContent-Length: 5\r\n\r\nhello",
+            "POST /api/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n0\r\n\r\n",
+            "POST /api/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+            "GET /api/echo HTTP/1.1\r\nHost: x\r\nX-Folded: a\r\n b\r\n\r\n",
+            "GET /api/echo HTTP/1.1\nHost: x\n\n",
+            "GET /api/echo HTTP/1.1\r\nHost: x\r\nX-Nul: a\u{0}b\r\n\r\n",
+            "GET /api/echo HTTP/1.1\r\nHost : x\r\n\r\n",
+            "GET /api/echo HTTP/1.1\r\n\r\n",
+            "HEAD /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 38\r\n\r\nGET /api/user HTTP/1.1\r\nHost: x\r\n\r\n",
+        ]
+        for raw in probes {
+            let before = h.upstream.requestCount
+            let r = try h.raw(raw)
+            XCTAssertEqual(r.status, 400, raw.debugDescription)
+            let p = problem(r)
+            XCTAssertEqual(p["kind"] as? String, "bad-request", raw.debugDescription)
+            XCTAssertEqual(p["code"] as? Int, -106)
+            XCTAssertEqual(r.header("Connection")?.lowercased(), "close")
+            XCTAssertEqual(h.upstream.requestCount, before, "reached the upstream: \(raw.debugDescription)")
+        }
+    }
+
+    func testHeaderInjection_throughForwardedValuesIsImpossible() throws {
+        // A header value cannot carry CR LF past the framing check, so nothing new can be spliced in.
+        let r = try h.raw("GET /api/echo HTTP/1.1\r\nHost: x\r\nX-A: 1\rX-Injected: yes\r\n\r\n")
+        XCTAssertEqual(r.status, 400)
+        let e = echo(try h.request("GET", "/api/echo", headers: [("X-Request-Id", "a b")]))
+        XCTAssertFalse(echoedHeaders(e).contains { $0.0 == "X-Request-Id" && $0.1 == "a b" }, "unsafe request id forwarded")
+    }
+
+    func testSlowHeaders_connectionClosedAtTheHeaderDeadline() throws {
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        let started = Date()
+        try c.send("GET /api/user HTTP/1.1\r\n")
+        var closed = false
+        for _ in 0..<20 {
+            if c.peerClosed(within: 0.1) { closed = true; break }
+            try? c.send("X")  // one byte at a time keeps evhttp's read timeout happy, not the deadline
+        }
+        XCTAssertTrue(closed, "a trickled head was not cut off")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1.5)
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200)
+    }
+
+    func testPipelinedValidRequests_allAnsweredInOrder() throws {
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port)
+        try c.send("GET /api/user HTTP/1.1\r\nHost: x\r\n\r\nPOST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhiGET /api/null HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(try c.readResponse().text, DemoCatalog.userData)
+        XCTAssertEqual(echo(try c.readResponse())["body"] as? String, "hi")
+        XCTAssertEqual(try c.readResponse().text, "null")
+    }
+
+    func testGarbageAndHugeHeads_getProblemDocuments() throws {
+        let garbage = try h.raw("\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}\u{00}\r\n\r\n")
+        XCTAssertEqual(garbage.status, 400)
+        XCTAssertEqual(problem(garbage)["kind"] as? String, "bad-request")
+        let big = String(repeating: "a", count: 70_000)
+        let huge = try h.raw("GET /api/user HTTP/1.1\r\nHost: x\r\nX-Big: \(big)\r\n\r\n")
+        XCTAssertEqual(huge.header("Content-Type"), "application/problem+json")
+        XCTAssertTrue([400, 413, 431].contains(huge.status), "\(huge.status)")
+    }
+}
