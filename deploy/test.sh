@@ -1,0 +1,452 @@
+#!/usr/bin/env bash
+# Container and manifest test for deploy/: validates the compose file and the Kubernetes manifests
+# offline, builds Peel's runtime image with podman from a debootstrapped local Debian base and the
+# host-built static binary, serves through it, and stops it with SIGTERM.
+#
+# Runs as root on Debian 12 with only the Debian mirrors and PyPI reachable; installs what is
+# missing. What it keeps between runs lives under PEEL_CI_CACHE (default /var/cache/peel-ci):
+# the base rootfs tarball, podman's storage (the base image and the layer cache) and a Python venv.
+#
+# Environment:
+#   PEEL_BINARY         use this peel binary instead of building .build-static/release/peel
+#   PEEL_CI_CACHE       cache directory (default /var/cache/peel-ci)
+#   PEEL_DEBIAN_MIRROR  mirror for debootstrap (default: the first bookworm one apt is set up with)
+#   PEEL_K8S_VERSIONS   Kubernetes versions the manifests are validated against (default: 1.30.0,
+#                       the first with the preStop sleep action, and 1.37.0, the newest the pinned
+#                       kubernetes-validate ships schemas for)
+#
+# The last line is "N passed, N failed"; the exit status is non-zero on any failure.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+DEPLOY="$ROOT/deploy"
+CACHE=${PEEL_CI_CACHE:-/var/cache/peel-ci}
+K8S_VERSIONS=${PEEL_K8S_VERSIONS:-1.30.0 1.37.0}
+KUBERNETES_VALIDATE_VERSION=1.37.0
+YAMLLINT_VERSION=1.38.0
+BASE_IMAGE=localhost/peel-runtime-base:bookworm
+BASE_PACKAGES=libevent-2.1-7,libcurl4,ca-certificates
+# Bump the version when the base recipe changes: the cached tarball and image are keyed on it.
+BASE_RECIPE="v1 bookworm minbase $BASE_PACKAGES"
+TAG="localhost/peel:test-$$"
+UP_CTR="peel-test-upstream-$$"
+GW_CTR="peel-test-gateway-$$"
+
+PASSED=0
+FAILED=0
+T0=$SECONDS
+WORK=$(mktemp -d /tmp/peel-container-test.XXXXXX)
+
+log() { printf -- '-- [%3ds] %s\n' "$((SECONDS - T0))" "$*"; }
+pass() { PASSED=$((PASSED + 1)); printf 'ok   %s\n' "$1"; }
+fail() {
+  FAILED=$((FAILED + 1)); printf 'FAIL %s\n' "$1"
+  [ $# -lt 2 ] || printf '%s\n' "${@:2}" | sed 's/^/     | /'
+}
+# check NAME EXPECTED ACTUAL
+check() { if [ "$2" == "$3" ]; then pass "$1"; else fail "$1" "expected [$2]" "got      [$3]"; fi; }
+# A setup step the later checks cannot do without: record it, show the log tail, stop here.
+fatal() {
+  fail "$1"
+  if [ -n "${2:-}" ] && [ -f "$2" ]; then tail -n 30 "$2" | sed 's/^/     | /'; fi
+  exit 1
+}
+podman_ready() { [ -n "${CONTAINERS_CONF:-}" ] && command -v podman >/dev/null 2>&1; }
+
+cleanup() {
+  local rc=$? c
+  trap - EXIT INT TERM
+  if podman_ready; then
+    for c in "$GW_CTR" "$UP_CTR"; do
+      podman container exists "$c" 2>/dev/null || continue
+      if [ "$rc" -ne 0 ] || [ "$FAILED" -ne 0 ]; then
+        echo "--- podman logs $c (last lines)"
+        timeout 10 podman logs --tail 15 "$c" 2>&1 | sed 's/^/     | /'
+      fi
+      timeout 30 podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
+    done
+    timeout 60 podman rmi -f "$TAG" >/dev/null 2>&1 || true
+  fi
+  rm -rf "$WORK"
+  log "finished"
+  echo "$PASSED passed, $FAILED failed"
+  if [ "$FAILED" -ne 0 ] && [ "$rc" -eq 0 ]; then rc=1; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# =============================================================================================
+# 0. Tools: only what is missing is installed.
+# =============================================================================================
+if [ "$(id -u)" -ne 0 ]; then
+  fatal "running as root (rootful podman and debootstrap need it)"
+fi
+if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
+  export PATH=/opt/swift/usr/bin:$PATH
+fi
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+need=()
+for p in podman runc conmon debootstrap debian-archive-keyring python3 python3-venv curl \
+         apache2-utils ca-certificates libevent-dev libcurl4-openssl-dev pkg-config binutils; do
+  have_pkg "$p" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  log "apt-get install ${need[*]}"
+  { timeout 600 apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive timeout 900 apt-get install -y -qq --no-install-recommends "${need[@]}"
+  } >"$WORK/apt.log" 2>&1 || fatal "apt-get install ${need[*]}" "$WORK/apt.log"
+fi
+
+mkdir -p "$CACHE/containers" "$CACHE/base"
+VENV="$CACHE/venv"
+if [ "$(cat "$VENV/.peel-versions" 2>/dev/null)" != "$KUBERNETES_VALIDATE_VERSION $YAMLLINT_VERSION" ] ||
+   ! "$VENV/bin/python" -c 'import kubernetes_validate, yamllint, yaml' >/dev/null 2>&1; then
+  log "python venv $VENV: kubernetes-validate $KUBERNETES_VALIDATE_VERSION, yamllint $YAMLLINT_VERSION"
+  rm -rf "$VENV"
+  { timeout 120 python3 -m venv "$VENV" &&
+    timeout 900 "$VENV/bin/pip" install -q --disable-pip-version-check \
+      "kubernetes-validate==$KUBERNETES_VALIDATE_VERSION" "yamllint==$YAMLLINT_VERSION"
+  } >"$WORK/venv.log" 2>&1 || fatal "python venv with kubernetes-validate and yamllint" "$WORK/venv.log"
+  echo "$KUBERNETES_VALIDATE_VERSION $YAMLLINT_VERSION" >"$VENV/.peel-versions"
+fi
+PY="$VENV/bin/python"
+
+# =============================================================================================
+# 1. Manifests, offline: yamllint, kubernetes-validate --strict, kustomize render, compose file.
+# =============================================================================================
+yaml_files=("$DEPLOY/compose.yaml" "$DEPLOY"/k8s/*.yaml)
+if "$VENV/bin/yamllint" -s -c "$DEPLOY/.yamllint" "${yaml_files[@]}" >"$WORK/yamllint.log" 2>&1; then
+  pass "yamllint (deploy/.yamllint): compose.yaml and k8s/*.yaml"
+else
+  fail "yamllint (deploy/.yamllint)" "$(cat "$WORK/yamllint.log")"
+fi
+
+# Every resource file on its own; kustomization.yaml is kustomize's, not an API object.
+manifests=()
+for f in "$DEPLOY"/k8s/*.yaml; do [ "$(basename "$f")" == "kustomization.yaml" ] || manifests+=("$f"); done
+for v in $K8S_VERSIONS; do
+  if timeout 300 "$VENV/bin/kubernetes-validate" --strict -k "$v" "${manifests[@]}" >"$WORK/kv.log" 2>&1; then
+    pass "kubernetes-validate --strict -k $v: ${#manifests[@]} files in deploy/k8s"
+  else
+    fail "kubernetes-validate --strict -k $v" "$(cat "$WORK/kv.log")"
+  fi
+done
+
+if command -v kubectl >/dev/null 2>&1; then
+  if timeout 120 kubectl kustomize "$DEPLOY/k8s" >"$WORK/rendered.yaml" 2>"$WORK/kustomize.log" &&
+     timeout 300 "$VENV/bin/kubernetes-validate" --strict -k "${K8S_VERSIONS##* }" "$WORK/rendered.yaml" >"$WORK/kv-rendered.log" 2>&1; then
+    pass "kubectl kustomize deploy/k8s renders, and the result validates strictly"
+  else
+    fail "kubectl kustomize deploy/k8s" "$(cat "$WORK/kustomize.log" "$WORK/kv-rendered.log" 2>/dev/null)"
+  fi
+  check "kustomize renders every resource" "ConfigMap Deployment HorizontalPodAutoscaler PodDisruptionBudget Service" \
+    "$(awk '/^kind:/ { print $2 }' "$WORK/rendered.yaml" | sort | tr '\n' ' ' | sed 's/ $//')"
+else
+  log "kubectl not installed: kustomization.yaml is checked by yamllint and the rules below"
+fi
+
+# The promises the issue makes about the manifests, read from the files.
+check "manifest rules (probes, preStop, grace period, security, HPA, PDB)" "ok" "$("$PY" - "$DEPLOY/k8s" <<'PYEOF' 2>&1
+import os, sys, yaml
+d = sys.argv[1]
+docs = {}
+for name in os.listdir(d):
+    if name.endswith(".yaml"):
+        for doc in yaml.safe_load_all(open(os.path.join(d, name))):
+            docs[doc["kind"]] = doc
+problems = []
+def need(ok, what):
+    if not ok:
+        problems.append(what)
+kust = docs["Kustomization"]
+need(sorted(kust["resources"]) == sorted(n for n in os.listdir(d) if n.endswith(".yaml") and n != "kustomization.yaml"),
+     "kustomization lists every manifest")
+dep = docs["Deployment"]["spec"]
+pod = dep["template"]["spec"]
+c = pod["containers"][0]
+env = docs["ConfigMap"]["data"]
+need(dep["replicas"] == 2, "2 replicas")
+need(c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "admin"}, "liveness /healthz on admin")
+need(c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "admin"}, "readiness /readyz on admin")
+ports = {p["name"]: p["containerPort"] for p in c["ports"]}
+need(env["PEEL_ADMIN_LISTEN"].endswith(":%d" % ports["admin"]), "admin port matches PEEL_ADMIN_LISTEN")
+need(env["PEEL_LISTEN"].endswith(":%d" % ports["http"]), "http port matches PEEL_LISTEN")
+rp = c["readinessProbe"]
+pause = c["lifecycle"]["preStop"]["sleep"]["seconds"]
+need(pause > rp["periodSeconds"] * rp.get("failureThreshold", 3), "preStop pause longer than the readiness window")
+drain, shut = float(env["PEEL_DRAIN_DELAY"]), float(env["PEEL_SHUTDOWN_TIMEOUT"])
+need(pod["terminationGracePeriodSeconds"] > pause + drain + shut, "grace period above pause + drain + shutdown")
+need(pod["securityContext"].get("runAsNonRoot") is True, "runAsNonRoot")
+need(pod["securityContext"].get("seccompProfile", {}).get("type") == "RuntimeDefault", "seccomp RuntimeDefault")
+sc = c["securityContext"]
+need(sc.get("readOnlyRootFilesystem") is True, "readOnlyRootFilesystem")
+need(sc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation false")
+need(sc.get("capabilities", {}).get("drop") == ["ALL"], "capabilities drop ALL")
+need(all(k in c["resources"].get(s, {}) for s in ("requests", "limits") for k in ("cpu", "memory")) or
+     ("memory" in c["resources"]["limits"] and "cpu" in c["resources"]["requests"]), "resources set")
+need(c["envFrom"][0]["configMapRef"]["name"] == docs["ConfigMap"]["metadata"]["name"], "env from the ConfigMap")
+hpa = docs["HorizontalPodAutoscaler"]
+need(hpa["apiVersion"] == "autoscaling/v2" and hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu", "HPA v2 on cpu")
+need(hpa["spec"]["scaleTargetRef"]["name"] == docs["Deployment"]["metadata"]["name"], "HPA targets the Deployment")
+need(docs["PodDisruptionBudget"]["spec"]["minAvailable"] == 1, "PDB minAvailable 1")
+sel = dep["selector"]["matchLabels"]
+need(docs["Service"]["spec"]["selector"] == sel, "Service selects the pods")
+need(docs["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"] == sel, "PDB selects the pods")
+print("ok" if not problems else "missing: " + "; ".join(problems))
+PYEOF
+)"
+
+# No Compose here, so compose.yaml's promises are read from the file: ports on loopback only,
+# a healthcheck on every service, and Peel waiting for a healthy demo upstream.
+check "compose.yaml: loopback ports, healthchecks, depends_on service_healthy" "ok" "$("$PY" - "$DEPLOY/compose.yaml" <<'PYEOF' 2>&1
+import sys, yaml
+services = yaml.safe_load(open(sys.argv[1]))["services"]
+problems = []
+for name, svc in services.items():
+    if not svc.get("healthcheck", {}).get("test"):
+        problems.append(name + ": no healthcheck")
+    for port in svc.get("ports", []):
+        if not str(port).startswith("127.0.0.1:"):
+            problems.append(name + ": port " + str(port) + " is not on 127.0.0.1")
+peel = services["peel"]
+if peel.get("depends_on", {}).get("demo-upstream", {}).get("condition") != "service_healthy":
+    problems.append("peel: depends_on demo-upstream is not service_healthy")
+if peel["environment"].get("PEEL_UPSTREAM") != "http://demo-upstream:8081":
+    problems.append("peel: PEEL_UPSTREAM is not the demo upstream")
+if services["demo-upstream"].get("command", [None])[0] != "demo-upstream":
+    problems.append("demo-upstream: command is not peel demo-upstream")
+print("; ".join(problems) or "ok")
+PYEOF
+)"
+
+# =============================================================================================
+# 2. The binary: the Swift runtime linked in, so glibc, libstdc++, libevent and libcurl remain.
+# =============================================================================================
+if [ -n "${PEEL_BINARY:-}" ]; then
+  BIN=$PEEL_BINARY
+else
+  command -v swift >/dev/null 2>&1 || fatal "swift on PATH (or in /opt/swift/usr/bin)"
+  log "swift build -c release --static-swift-stdlib --scratch-path .build-static"
+  (cd "$ROOT" && timeout 2400 swift build -c release --static-swift-stdlib --scratch-path .build-static) \
+    >"$WORK/swift-build.log" 2>&1 || fatal "swift build -c release --static-swift-stdlib" "$WORK/swift-build.log"
+  BIN="$ROOT/.build-static/release/peel"
+fi
+[ -x "$BIN" ] || fatal "peel binary at $BIN"
+check "binary links no Swift runtime library" "" "$(ldd "$BIN" | grep -i -E 'swift|foundation|dispatch' || true)"
+
+# =============================================================================================
+# 3. Podman without a Docker engine, systemd or a registry: two config files passed by
+#    environment (nothing under /etc changes) and a storage of Peel's own under the cache.
+# =============================================================================================
+cat >"$CACHE/containers/containers.conf" <<'EOF'
+[containers]
+default_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]
+
+[engine]
+runtime = "runc"
+cgroup_manager = "cgroupfs"
+events_logger = "file"
+EOF
+cat >"$CACHE/containers/storage.conf" <<EOF
+[storage]
+driver = "vfs"
+runroot = "/run/peel-ci/containers"
+graphroot = "$CACHE/containers/storage"
+EOF
+export CONTAINERS_CONF="$CACHE/containers/containers.conf"
+export CONTAINERS_STORAGE_CONF="$CACHE/containers/storage.conf"
+
+# The mirror apt is set up with (bookworm, plain http or https), else Debian's redirector.
+debian_mirror() {
+  if [ -n "${PEEL_DEBIAN_MIRROR:-}" ]; then echo "$PEEL_DEBIAN_MIRROR"; return; fi
+  local m
+  m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '
+      function flush() { if (deb && suite && uri != "" && !found) { print uri; found = 1 }; deb = suite = 0; uri = "" }
+      /^[ \t]*$/ { flush(); next }
+      tolower($1) == "types:"  { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+      tolower($1) == "suites:" { for (i = 2; i <= NF; i++) if ($i == "bookworm") suite = 1 }
+      tolower($1) == "uris:"   { for (i = 2; i <= NF; i++) if (uri == "" && $i ~ /^https?:\/\//) uri = $i }
+      END { flush() }')
+  if [ -z "$m" ]; then
+    m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | sed -E 's/\[[^]]*\]//' |
+        awk '$1 == "deb" && $3 == "bookworm" && $2 ~ /^https?:\/\// { print $2; exit }')
+  fi
+  echo "${m:-http://deb.debian.org/debian}"
+}
+
+base_key=$(printf '%s' "$BASE_RECIPE" | sha256sum | cut -c1-16)
+base_tar="$CACHE/base/peel-runtime-base-bookworm-$base_key.tar"
+base_label() { podman image inspect --format '{{index .Labels "peel.base-key"}}' "$BASE_IMAGE" 2>/dev/null; }
+(
+  # One run at a time makes the base; a concurrent one waits for it (bounded).
+  flock -w 1200 9 || { echo "timed out waiting for $CACHE/base/lock"; exit 1; }
+  if [ "$(base_label)" == "$base_key" ]; then echo "status: cached image"; exit 0; fi
+  if [ ! -s "$base_tar" ]; then
+    mirror=$(debian_mirror)
+    rootfs="$CACHE/base/rootfs.tmp"
+    rm -rf "$rootfs"
+    echo "status: debootstrap from $mirror"
+    timeout 1200 debootstrap --variant=minbase --include="$BASE_PACKAGES" bookworm "$rootfs" "$mirror" || exit 1
+    # Nothing the image needs: downloaded packages, package lists, documentation.
+    rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
+           "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/*
+    tar --numeric-owner -C "$rootfs" -cf "$base_tar.tmp" . && mv "$base_tar.tmp" "$base_tar" || exit 1
+    rm -rf "$rootfs"
+  fi
+  [ -n "${mirror:-}" ] || echo "status: imported from the cached $base_tar"
+  timeout 600 podman import \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change 'CMD ["bash"]' \
+    --change "LABEL peel.base-key=$base_key" \
+    "$base_tar" "$BASE_IMAGE" >/dev/null || exit 1
+) 9>"$CACHE/base/lock" >"$WORK/base.log" 2>&1
+[ "$(base_label)" == "$base_key" ] || fatal "runtime base image $BASE_IMAGE" "$WORK/base.log"
+pass "runtime base image $BASE_IMAGE ($(sed -n 's/^status: //p' "$WORK/base.log" | tr '\n' ' ' | sed 's/ $//'))"
+
+# =============================================================================================
+# 4. The image: deploy/Dockerfile, target runtime-prebuilt, on the local base, no network.
+# =============================================================================================
+# A build context holding only the (stripped) binary keeps the build from walking the tree.
+mkdir -p "$WORK/context/.build-static/release"
+cp "$BIN" "$WORK/context/.build-static/release/peel"
+strip "$WORK/context/.build-static/release/peel" 2>/dev/null || true
+log "podman build -f deploy/Dockerfile --target runtime-prebuilt"
+timeout 900 podman build --network host --format docker --pull=never \
+  --build-arg RUNTIME_BASE="$BASE_IMAGE" --target runtime-prebuilt \
+  -f "$DEPLOY/Dockerfile" -t "$TAG" "$WORK/context" >"$WORK/build.log" 2>&1 ||
+  fatal "podman build deploy/Dockerfile --target runtime-prebuilt" "$WORK/build.log"
+pass "podman build deploy/Dockerfile --target runtime-prebuilt ($(podman image inspect --format '{{.Size}}' "$TAG" | awk '{ printf "%d MB", $1 / 1e6 }'))"
+inspect() { podman image inspect --format "$1" "$TAG" 2>&1; }
+check "image USER is numeric and non-root" "10001:10001" "$(inspect '{{.Config.User}}')"
+check "image ENTRYPOINT" "[peel]" "$(inspect '{{.Config.Entrypoint}}')"
+check "image HEALTHCHECK" "[CMD peel healthcheck]" "$(inspect '{{.Config.Healthcheck.Test}}')"
+check "image STOPSIGNAL" "SIGTERM" "$(inspect '{{.Config.StopSignal}}')"
+check "image listens on all interfaces by default" "PEEL_ADMIN_LISTEN=0.0.0.0:9090 PEEL_LISTEN=0.0.0.0:8080" \
+  "$(inspect '{{range .Config.Env}}{{println .}}{{end}}' | grep '^PEEL_' | sort | tr '\n' ' ' | sed 's/ $//')"
+check "every library peel needs is in the image" "" \
+  "$(timeout 60 podman run --rm --network host --entrypoint ldd "$TAG" /usr/local/bin/peel 2>&1 | grep 'not found')"
+
+# =============================================================================================
+# 5. Run it: the demo upstream and the gateway, host network, loopback ports only.
+# =============================================================================================
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+UP=$(free_port); GW=$(free_port); AD=$(free_port)
+# wait_for URL SECONDS: until URL answers 2xx, at most SECONDS
+wait_for() {
+  local end=$((SECONDS + $2))
+  while [ $SECONDS -lt $end ]; do
+    curl -fs --max-time 1 -o /dev/null "$1" && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+timeout 60 podman run -d --name "$UP_CTR" --network host --no-healthcheck "$TAG" \
+  demo-upstream --listen "127.0.0.1:$UP" >"$WORK/run-upstream.log" 2>&1 ||
+  fatal "podman run $TAG demo-upstream" "$WORK/run-upstream.log"
+wait_for "http://127.0.0.1:$UP/__demo/health" 20 || fatal "demo upstream container answers on 127.0.0.1:$UP"
+
+# The same restrictions as the Kubernetes securityContext: read-only root filesystem, no
+# capabilities, no privilege escalation.
+timeout 60 podman run -d --name "$GW_CTR" --network host \
+  --read-only --cap-drop ALL --security-opt no-new-privileges \
+  -e PEEL_UPSTREAM="http://127.0.0.1:$UP" \
+  -e PEEL_LISTEN="127.0.0.1:$GW" -e PEEL_ADMIN_LISTEN="127.0.0.1:$AD" \
+  -e PEEL_PROBE_PATH=/__demo/health -e PEEL_DRAIN_DELAY=2 -e PEEL_SHUTDOWN_TIMEOUT=5 \
+  "$TAG" >"$WORK/run-gateway.log" 2>&1 || fatal "podman run $TAG (gateway)" "$WORK/run-gateway.log"
+wait_for "http://127.0.0.1:$AD/readyz" 20 || fatal "gateway container: /readyz 200 on 127.0.0.1:$AD"
+pass "gateway container up (read-only, no capabilities), /readyz 200"
+
+G="http://127.0.0.1:$GW"
+envelope=$(curl -s --max-time 5 "http://127.0.0.1:$UP/api/user")
+body=$(curl -s --max-time 5 "$G/api/user")
+check "curl through the container: the envelope's data, unwrapped" "same" "$(python3 -c '
+import json, sys
+envelope, body = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+print("same" if envelope.get("code") == 0 and body == envelope["data"] else "different: " + sys.argv[2])
+' "$envelope" "$body" 2>&1)"
+check "curl through the container: code 7 is a 401 problem document" "401 application/problem+json" \
+  "$(curl -s --max-time 5 -o /dev/null -w '%{http_code} %{content_type}' "$G/api/token-expired")"
+
+log "ab -k -c 50 -n 5000 $G/api/user"
+timeout 120 ab -q -k -s 10 -c 50 -n 5000 "$G/api/user" >"$WORK/ab.txt" 2>&1
+check "ab -k -c 50 -n 5000: complete requests" "5000" "$(awk '/^Complete requests/ { print $3 }' "$WORK/ab.txt")"
+check "ab -k -c 50 -n 5000: failed requests" "0" "$(awk '/^Failed requests/ { print $3 }' "$WORK/ab.txt")"
+check "ab -k -c 50 -n 5000: non-2xx responses" "" "$(awk '/^Non-2xx responses/ { print $3 }' "$WORK/ab.txt")"
+log "ab: $(awk '/^Requests per second/ { print $4 " requests/s" }' "$WORK/ab.txt")"
+
+pid=$(podman inspect --format '{{.State.Pid}}' "$GW_CTR" 2>/dev/null)
+if [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; then
+  log "gateway memory after ab: $(awk '/^VmHWM|^VmRSS/ { printf "%s %.1f MiB  ", $1, $2 / 1024 }' "/proc/$pid/status")"
+  check "gateway process runs as uid 10001 (seen from the host)" "10001" "$(awk '/^Uid:/ { print $2 }' "/proc/$pid/status")"
+else
+  fail "gateway process visible from the host"
+fi
+check "podman exec id -u" "10001" "$(timeout 30 podman exec "$GW_CTR" id -u 2>&1)"
+check "podman top: user" "10001" "$(timeout 30 podman top "$GW_CTR" huser 2>&1 | sed -n 2p | tr -d ' ')"
+
+if timeout 30 podman healthcheck run "$GW_CTR" >"$WORK/health.log" 2>&1; then
+  pass "podman healthcheck run: the image's HEALTHCHECK (peel healthcheck) passes"
+else
+  fail "podman healthcheck run" "$(cat "$WORK/health.log")"
+fi
+check "peel healthcheck fails when /healthz does not answer 200" "1" \
+  "$(timeout 30 podman exec "$GW_CTR" peel healthcheck --admin-listen "127.0.0.1:$UP" >/dev/null 2>&1; echo $?)"
+
+# compose.yaml's health test for the demo upstream, run in the image against this run's port.
+compose_health=$("$PY" - "$DEPLOY/compose.yaml" "$UP" <<'PYEOF'
+import sys, yaml
+test = yaml.safe_load(open(sys.argv[1]))["services"]["demo-upstream"]["healthcheck"]["test"]
+assert test[:3] == ["CMD", "bash", "-c"], test
+print(test[3].replace("8081", sys.argv[2]))
+PYEOF
+)
+if [ -n "$compose_health" ] && timeout 30 podman exec "$UP_CTR" bash -c "$compose_health" >"$WORK/compose-health.log" 2>&1; then
+  pass "compose.yaml's demo-upstream healthcheck works in the image"
+else
+  fail "compose.yaml's demo-upstream healthcheck works in the image" "$compose_health" "$(cat "$WORK/compose-health.log")"
+fi
+
+# =============================================================================================
+# 6. SIGTERM: /readyz turns 503 during the drain delay, then exit 0 well inside `-t 10`.
+# =============================================================================================
+stop_start=$SECONDS
+timeout 30 podman stop -t 10 "$GW_CTR" >"$WORK/stop.log" 2>&1 &
+stopper=$!
+ready=""
+for _ in $(seq 1 50); do
+  ready=$(curl -s --max-time 1 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$AD/readyz")
+  [ "$ready" != "503" ] || break
+  sleep 0.1
+done
+wait "$stopper"
+stop_seconds=$((SECONDS - stop_start))
+check "/readyz is 503 while draining" "503" "$ready"
+check "podman stop -t 10 (SIGTERM): container exit code" "0" "$(podman inspect --format '{{.State.ExitCode}}' "$GW_CTR")"
+if [ "$stop_seconds" -lt 10 ]; then
+  pass "stopped on SIGTERM in ${stop_seconds}s, before the kill timeout"
+else
+  fail "stopped in ${stop_seconds}s: killed at the 10 s timeout, not by SIGTERM"
+fi
+timeout 10 podman logs "$GW_CTR" >"$WORK/gateway.out" 2>"$WORK/gateway.err"
+check "access log: JSON lines on stdout" "ok" "$(python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+print("ok" if len(lines) >= 5000 and all("status" in l for l in lines) else "%d lines" % len(lines))
+' "$WORK/gateway.out" 2>&1)"
+check "stderr events: signal SIGTERM, draining, stopped clean" "signal:SIGTERM draining stopped:clean" "$(python3 -c '
+import json, sys
+seen = []
+for line in open(sys.argv[1]):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if e.get("event") == "signal": seen.append("signal:" + str(e.get("signal")))
+    if e.get("event") == "draining": seen.append("draining")
+    if e.get("event") == "stopped": seen.append("stopped:" + ("clean" if e.get("clean") else "cut-short"))
+print(" ".join(seen))
+' "$WORK/gateway.err" 2>&1)"
+
+# The summary line comes from cleanup, once the containers are gone.
