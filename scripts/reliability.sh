@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Reliability under load, faults and hostile clients, against the release binary and the demo
+# upstream on loopback. Every loop is bounded in count and time; the script stops by itself.
+set -uo pipefail
+PEEL=${1:?usage: reliability.sh PATH/TO/peel}
+WORK=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+pass=0; fail=0
+check() {  # check NAME EXPECTED ACTUAL
+  if [ "$2" == "$3" ]; then pass=$((pass+1)); echo "ok   $1"
+  else fail=$((fail+1)); echo "FAIL $1: expected [$2] got [$3]"; fi
+}
+check_le() {  # check_le NAME LIMIT ACTUAL
+  if [ "$3" -le "$2" ]; then pass=$((pass+1)); echo "ok   $1 ($3 <= $2)"
+  else fail=$((fail+1)); echo "FAIL $1: $3 > $2"; fi
+}
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
+fds() { ls /proc/$PEEL_PID/fd | wc -l; }
+# Descriptors other than pooled keep-alive connections to the upstream (curl keeps those for reuse).
+fds_without_pool() {
+  python3 - "$PEEL_PID" "$UP" <<'PY'
+import os, sys
+pid, up = sys.argv[1], int(sys.argv[2])
+pooled = set()
+for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+    for line in open(f).read().splitlines()[1:]:
+        c = line.split()
+        if int(c[2].split(":")[1], 16) == up and c[3] == "01":
+            pooled.add(c[9])
+n = 0
+for fd in os.listdir(f"/proc/{pid}/fd"):
+    try: target = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError: continue
+    if not (target.startswith("socket:[") and target[8:-1] in pooled): n += 1
+print(n)
+PY
+}
+rss_kb() { awk '/^VmRSS/{print $2}' /proc/$PEEL_PID/status; }
+metric() { curl -s "http://127.0.0.1:$AD/metrics" | awk -v m="$1" '$1==m{print $2}'; }
+ab_failed() { awk '/^Failed requests/{print $3}' "$1"; }
+ab_complete() { awk '/^Complete requests/{print $3}' "$1"; }
+
+UP=$(free_port); GW=$(free_port); AD=$(free_port)
+"$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)
+"$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD \
+  --access-log off --timeout 2 --connect-timeout 1 --fall 1000 >"$WORK/peel.out" 2>"$WORK/peel.err" & PEEL_PID=$!
+pids+=($PEEL_PID)
+for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$AD/readyz" >/dev/null 2>&1 && break; sleep 0.05; done
+G=http://127.0.0.1:$GW
+
+echo "== load"
+ab -q -k -c 500 -n 5000 "$G/api/user" >"$WORK/warm.txt" 2>&1
+sleep 1
+base_fds=$(fds_without_pool); base_rss=$(rss_kb)
+echo "baseline after warm-up: $base_fds fds besides the upstream pool ($(fds) in all), $base_rss kB RSS"
+for round in 1 2 3; do
+  ab -q -k -c 500 -n 50000 "$G/api/user" >"$WORK/abk$round.txt" 2>&1
+  check "ab -k -c 500 -n 50000 round $round: complete" "50000" "$(ab_complete "$WORK/abk$round.txt")"
+  check "ab -k -c 500 -n 50000 round $round: failed" "0" "$(ab_failed "$WORK/abk$round.txt")"
+  echo "   RSS after round $round: $(rss_kb) kB"
+done
+ab -q -c 200 -n 20000 "$G/api/user" >"$WORK/ab.txt" 2>&1
+check "ab -c 200 -n 20000 (new connection each): complete" "20000" "$(ab_complete "$WORK/ab.txt")"
+check "ab -c 200 -n 20000 (new connection each): failed" "0" "$(ab_failed "$WORK/ab.txt")"
+sleep 1.5
+check "file descriptors besides the upstream pool back to baseline" "$base_fds" "$(fds_without_pool)"
+check "client connections back to 0" "0" "$(metric peel_connections_active)"
+check "nothing in flight" "0" "$(metric peel_inflight_requests)"
+# Bound: three more rounds of 50000 calls may not grow RSS by more than 16 MB over the warm baseline.
+check_le "RSS growth over 170000 calls (kB)" 16384 $(( $(rss_kb) - base_rss ))
+
+echo "== client faults"
+python3 - "$GW" <<'PY' && r=ok || r=bad
+import socket, sys, time
+port = int(sys.argv[1])
+# hang up before sending anything, mid-head, and right after sending a request
+for payload in [b"", b"GET /api/user HTTP/1.1\r\nHo", b"GET /api/slow?ms=500 HTTP/1.1\r\nHost: x\r\n\r\n"]:
+    for _ in range(50):
+        s = socket.create_connection(("127.0.0.1", port)); s.sendall(payload); s.close()
+PY
+check "hang-ups before, during and after the head" "ok" "$r"
+sleep 1
+check "hang-ups leave nothing in flight" "0" "$(metric peel_inflight_requests)"
+check "hang-ups leave no connection open" "0" "$(metric peel_connections_active)"
+check "client-closed calls counted" "50" "$(curl -s "http://127.0.0.1:$AD/metrics" | awk -F' ' '/peel_requests_total\{kind="client-closed"/{print $2}')"
+
+python3 - "$GW" "$AD" >"$WORK/idle.txt" 2>&1 <<'PY'
+import socket, sys, time, urllib.request, resource
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+port, admin = int(sys.argv[1]), int(sys.argv[2])
+socks = []
+for i in range(1000):
+    s = socket.create_connection(("127.0.0.1", port)); s.settimeout(5)
+    s.sendall(b"GET /api/user HTTP/1.1\r\nHost: x\r\n\r\n")
+    socks.append(s)
+for s in socks:
+    data = b""
+    while b"\r\n\r\n" not in data: data += s.recv(4096)
+t0 = time.time()
+body = urllib.request.urlopen(f"http://127.0.0.1:{port}/api/items", timeout=5).read()
+served = time.time() - t0
+metrics = urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=5).read().decode()
+active = [l for l in metrics.splitlines() if l.startswith("peel_connections_active ")][0].split()[1]
+print("served", "ok" if body.startswith(b"[") and served < 1 else f"slow {served}")
+print("active", int(active) >= 1000)
+for s in socks: s.close()
+PY
+check "1000 idle keep-alive connections: others still served" "served ok" "$(grep '^served' "$WORK/idle.txt")"
+check "1000 idle keep-alive connections counted" "active True" "$(grep '^active' "$WORK/idle.txt")"
+
+echo "== upstream faults (each followed by a normal call)"
+kind() { curl -s "$G$1" | python3 -c 'import json,sys;print(json.load(sys.stdin).get("kind"))' 2>/dev/null; }
+check "trickling upstream times out" "upstream-timeout" "$(kind '/fault/trickle?ms=300')"
+check "80 MiB upstream body is refused" "upstream-too-large" "$(kind '/fault/huge?mb=80')"
+check "garbage instead of HTTP" "bad-upstream-format" "$(kind /fault/garbage)"
+check "reset mid-body" "upstream-unreachable" "$(kind /fault/reset-mid-body)"
+check "still serving after the faults" "200" "$(curl -s -o /dev/null -w '%{http_code}' $G/api/user)"
+check_le "RSS after the fault round stays bounded (kB over baseline)" 16384 $(( $(rss_kb) - base_rss ))
+
+echo "reliability: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
