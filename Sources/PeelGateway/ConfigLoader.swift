@@ -198,6 +198,7 @@ public enum ConfigLoader {
 
         var config = GatewayConfig()
         var sawUpstream = false
+        var explicit: Set<String> = []
         if let (path, origin) = configPath {
             let entries = try readConfigFile(path, origin: origin)
             for (key, raw) in entries.sorted(by: { $0.key < $1.key }) {
@@ -206,18 +207,23 @@ public enum ConfigLoader {
                 }
                 try spec.apply(&config, try fileValue(raw, "\(path): \(key)"), "\(path): \(key)")
                 if spec.name == "upstream" { sawUpstream = true }
+                explicit.insert(spec.name)
             }
         }
         for spec in options {
             if let v = environment[spec.env] {
                 try spec.apply(&config, .text(v), spec.env)
                 if spec.name == "upstream" { sawUpstream = true }
+                explicit.insert(spec.name)
             }
         }
         for (spec, v, origin) in flagValues {
             try spec.apply(&config, .text(v), origin)
             if spec.name == "upstream" { sawUpstream = true }
+            explicit.insert(spec.name)
         }
+        // A short --timeout with the default connect timeout shortens the connect timeout with it.
+        if !explicit.contains("connect-timeout") { config.connectTimeout = min(config.connectTimeout, config.timeout) }
         guard sawUpstream else { throw ConfigError(option: "--upstream", problem: "is required (or PEEL_UPSTREAM)") }
         try validate(config)
         return config

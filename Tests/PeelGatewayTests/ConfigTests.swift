@@ -69,6 +69,7 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(option(["--upstream", "http://x"], ["PEEL_RISE": "-1"]), "PEEL_RISE")
         XCTAssertEqual(option(["--upstream", "http://x", "--access-log", "yaml"]), "--access-log")
         XCTAssertEqual(option(["--upstream", "http://x", "--connect-timeout", "60"]), "--connect-timeout")
+        XCTAssertNil(option(["--upstream", "http://x", "--timeout", "2"]), "the default connect timeout follows a shorter --timeout")
         XCTAssertEqual(option(["--upstream", "http://x", "--auth-codes", "0"]), "--auth-codes")
         XCTAssertNotNil(option(["--upstream", "http://x"], file: #"{"timeout": 3, "colour": "red"}"#)?.contains("colour"))
         XCTAssertEqual(option(["--upstream", "http://x"], file: #"{"timeout": 3,}"#), "--config", "trailing comma must be refused")
