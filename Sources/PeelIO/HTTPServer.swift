@@ -39,6 +39,8 @@ public final class HTTPServer {
     /// Client connections open now.
     public var connectionCount: Int { connections.count + unattached.count }
 
+    private static nonisolated(unsafe) let defaultContentType: UnsafeMutablePointer<CChar> = strdup("application/json")!
+
     /// Loop this server runs on.
     var eventLoop: EventLoop { loop }
     /// Seconds a request head may take to arrive completely.
@@ -67,8 +69,9 @@ public final class HTTPServer {
         // Read and discard the rest of an oversized body before answering 413, so the client sees the
         // answer instead of a reset.
         evhttp_set_flags(http, Int32(EVHTTP_SERVER_LINGERING_CLOSE))
-        // evhttp would label every reply text/html otherwise.
-        evhttp_set_default_content_type(http, "application/json")
+        // evhttp would label every reply text/html otherwise. It keeps the pointer, not a copy, so the
+        // string must outlive the server (AddressSanitizer caught a temporary here).
+        evhttp_set_default_content_type(http, UnsafePointer(HTTPServer.defaultContentType))
         let me = Unmanaged.passUnretained(self).toOpaque()
         attachEvent = event_new(loop.base, -1, 0, { _, _, arg in
             Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue().attachNewConnections()
