@@ -8,7 +8,7 @@ final class Forwarder {
     private let reachability: Reachability
     private let metrics: WorkerMetrics
     private let accessLog: AccessLog?
-    private let urlPrefix: String
+    private let basePath: String
     private let retryAfter: String
     private let idPrefix: String
     private var idCounter: UInt64 = 0
@@ -32,7 +32,7 @@ final class Forwarder {
         self.reachability = reachability
         self.metrics = metrics
         self.accessLog = accessLog
-        urlPrefix = config.upstream.origin + config.upstream.basePath
+        basePath = config.upstream.basePath
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
@@ -65,24 +65,22 @@ final class Forwarder {
         var xff: String? = nil
         var acceptLanguage: String? = nil
         var connectionTokens: [String] = []
-        var headers: [(String, String, String)] = []  // (name, lowercased name, value)
-        var contentLengths: [String] = []
+        var contentLengths = 0
         var transferEncoding: String? = nil
         var badHeader: String? = nil
-        ex.forEachHeader { name, value in
-            let lower = name.lowercased()
-            switch lower {
-            case "x-request-id": requestId = value
-            case "host": if host == nil { host = value } else { badHeader = "more than one Host header" }
-            case "x-forwarded-for": xff = xff.map { $0 + ", " + value } ?? value
-            case "accept-language": acceptLanguage = value
-            case "connection":
-                for t in value.split(separator: ",") { connectionTokens.append(trimOWS(t).lowercased()) }
-            case "content-length": contentLengths.append(value)
-            case "transfer-encoding": transferEncoding = (transferEncoding.map { $0 + "," } ?? "") + value
+        // Fields are read in place: only the few Peel acts on become Strings.
+        ex.forEachField { field in
+            switch field.index(in: Self.inspected) {
+            case 0: requestId = field.valueString
+            case 1: if host == nil { host = field.valueString } else { badHeader = "more than one Host header" }
+            case 2: xff = xff.map { $0 + ", " + field.valueString } ?? field.valueString
+            case 3: acceptLanguage = field.valueString
+            case 4:
+                for t in field.valueString.split(separator: ",") { connectionTokens.append(trimOWS(t).lowercased()) }
+            case 5: contentLengths += 1
+            case 6: transferEncoding = (transferEncoding.map { $0 + "," } ?? "") + field.valueString
             default: break
             }
-            headers.append((name, lower, value))
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
@@ -90,13 +88,13 @@ final class Forwarder {
         // RFC 9112 §3.2: a 1.1 request without Host, and framing that could be read two ways, are refused.
         if let badHeader { return refuse(call, badHeader) }
         if ex.version.major == 1 && ex.version.minor >= 1 && host == nil { return refuse(call, "HTTP/1.1 request without Host") }
-        if transferEncoding != nil && !contentLengths.isEmpty {
+        if transferEncoding != nil && contentLengths > 0 {
             return refuse(call, "both Transfer-Encoding and Content-Length")
         }
         if let te = transferEncoding, trimOWS(te).lowercased() != "chunked" {
             return refuse(call, "Transfer-Encoding must be exactly chunked")
         }
-        if contentLengths.count > 1 { return refuse(call, "more than one Content-Length") }
+        if contentLengths > 1 { return refuse(call, "more than one Content-Length") }
 
         let target: (path: String, query: String?)
         switch RequestPolicy.check(method: ex.method, target: ex.target, selfAuthorities: selfAuthorities) {
@@ -109,30 +107,34 @@ final class Forwarder {
             return answerProblem(call, Problem(kind: .offline))
         }
 
-        var lines: [String] = []
-        lines.reserveCapacity(headers.count + 5)
-        var sawAccept = false
-        var sawContentType = false
-        for (name, lower, value) in headers {
-            if RequestPolicy.droppedRequestHeaders.contains(lower) || connectionTokens.contains(lower) { continue }
-            if lower == "accept" { sawAccept = true }
-            if lower == "content-type" { sawContentType = true }
-            lines.append(name + ": " + value)
-        }
-        let client = ex.clientAddress
-        lines.append("X-Forwarded-For: " + (xff.map { $0 + ", " + client } ?? client))
-        lines.append("X-Forwarded-Proto: http")
-        if let host { lines.append("X-Forwarded-Host: " + host) }
-        lines.append("X-Request-Id: " + id)
-        // curl would invent these when the client sent none; an empty value tells it not to.
-        if !sawAccept { lines.append("Accept:") }
-        if !sawContentType { lines.append("Content-Type:") }
-
-        var url = urlPrefix
-        url += target.path
-        if let q = target.query { url += "?" + q }
-
-        let transfer = upstream.send(method: ex.method, url: url, headers: lines, body: .exchange(ex)) { [self] result in
+        // `Connection: keep-alive` (what HTTP/1.0 clients send) names nothing that is not dropped anyway.
+        let extraHopByHop = connectionTokens.filter { !RequestPolicy.droppedRequestHeaders.contains($0) }
+        let connectionNamed = extraHopByHop.isEmpty ? nil : HeaderNameSet(extraHopByHop)
+        let method = ex.method
+        let transfer = upstream.send(method: method, path: basePath + target.path, query: target.query, body: .exchange(ex),
+                                     headers: { lines in
+            var sawAccept = false
+            var sawContentType = false
+            ex.forEachField { field in
+                if field.isIn(Self.droppedRequest) { return }
+                if let connectionNamed, field.isIn(connectionNamed) { return }
+                switch field.index(in: Self.curlDefaults) {
+                case 0: sawAccept = true
+                case 1: sawContentType = true
+                default: break
+                }
+                lines.append(field)
+            }
+            let client = ex.clientAddress
+            lines.append("X-Forwarded-For", xff.map { $0 + ", " + client } ?? client)
+            lines.append("X-Forwarded-Proto", "http")
+            if let host { lines.append("X-Forwarded-Host", host) }
+            lines.append("X-Request-Id", id)
+            // curl would invent these when the client sent none; an empty value tells it not to.
+            if !sawAccept { lines.append("Accept", "") }
+            // Only a request sent with a body gets curl's form Content-Type (GET and HEAD never do).
+            if !sawContentType && method != "GET" && method != "HEAD" { lines.append("Content-Type", "") }
+        }) { [self] result in
             self.upstreamFinished(call, result)
         }
         call.transfer = transfer
@@ -142,6 +144,15 @@ final class Forwarder {
             self.record(call, status: 499, kind: "client-closed", bytes: 0, upstreamCode: nil)
         }
     }
+
+    /// Request fields Peel reads, by position: see `handle`.
+    private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
+                                                  "connection", "content-length", "transfer-encoding"])
+    /// Fields curl would add itself when the client sent none.
+    private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
+    private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
+    private static let droppedResponse = HeaderNameSet(RequestPolicy.droppedResponseHeaders)
+    private static let droppedResponseAndType = HeaderNameSet(RequestPolicy.droppedResponseHeaders.union(["content-type"]))
 
     func nextRequestId() -> String {
         idCounter &+= 1
@@ -159,24 +170,19 @@ final class Forwarder {
         case .success(let response):
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
-            let contentType = Self.header(response.headers, "content-type")
+            let contentType = response.headers.first("content-type")
             let isHead = call.exchange.method == "HEAD"
             let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: isHead)
             switch judge(answer, body: response.body, config: config.envelope) {
             case .unwrap(let status, let range):
-                var headers = passHeaders(response.headers, keepContentType: false, call: call)
-                if let range {
-                    headers.append(("Content-Type", "application/json"))
-                    send(call, status: status, headers: headers, body: Array(response.body[range]), kind: "ok", upstreamCode: nil)
-                } else {
-                    send(call, status: 204, headers: headers, body: [], kind: "ok", upstreamCode: nil)
-                }
+                // The data member's bytes are sent from the upstream body itself: no copy in Swift.
+                let status = range == nil ? 204 : status
+                pass(call, status: status, response, dropping: Self.droppedResponseAndType, range: range ?? 0..<0,
+                     kind: "ok", contentType: range == nil ? nil : "application/json", contentLength: nil)
             case .passthrough:
-                var headers = passHeaders(response.headers, keepContentType: true, call: call)
-                if isHead, let length = Self.header(response.headers, "content-length") {
-                    headers.append(("Content-Length", length))
-                }
-                send(call, status: response.status, headers: headers, body: response.body, kind: "passthrough", upstreamCode: nil)
+                let length = isHead ? response.headers.first("content-length") : nil
+                pass(call, status: response.status, response, dropping: Self.droppedResponse, range: nil,
+                     kind: "passthrough", contentType: nil, contentLength: length)
             case .problem(let p):
                 answerProblem(call, p)
             }
@@ -199,18 +205,20 @@ final class Forwarder {
         }
     }
 
-    private func passHeaders(_ upstream: [(String, String)], keepContentType: Bool, call: Call) -> [(String, String)] {
-        var out: [(String, String)] = []
-        out.reserveCapacity(upstream.count + 3)
-        for (name, value) in upstream {
-            let lower = name.lowercased()
-            if RequestPolicy.droppedResponseHeaders.contains(lower) { continue }
-            if !keepContentType && lower == "content-type" { continue }
-            out.append((name, value))
+    /// Answers with the upstream's fields minus `dropping` (SPEC: hop-by-hop and envelope-describing
+    /// ones), then Peel's own, and `response.body[range]` (all of it when nil).
+    private func pass(_ call: Call, status: Int, _ response: UpstreamResponse, dropping: HeaderNameSet, range: Range<Int>?,
+                      kind: String, contentType: String?, contentLength: String?) {
+        guard !call.exchange.answered else { return }
+        let draining = self.draining
+        call.exchange.respond(status: status, body: response.body, range: range) { out in
+            out.add(response.headers, dropping: dropping)
+            out.add("X-Request-Id", call.requestId)
+            if draining { out.add("Connection", "close") }
+            if let contentType { out.add("Content-Type", contentType) }
+            if let contentLength { out.add("Content-Length", contentLength) }
         }
-        out.append(("X-Request-Id", call.requestId))
-        if draining { out.append(("Connection", "close")) }
-        return out
+        record(call, status: status, kind: kind, bytes: range?.count ?? response.body.count, upstreamCode: nil)
     }
 
     private func refuse(_ call: Call, _ why: String) {
@@ -250,11 +258,6 @@ final class Forwarder {
         line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
         line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))}"
         accessLog.append(line)
-    }
-
-    static func header(_ headers: [(String, String)], _ lowerName: String) -> String? {
-        for (n, v) in headers where n.lowercased() == lowerName { return v }
-        return nil
     }
 }
 

@@ -44,7 +44,7 @@ enum RequestPolicy {
             if origin.isEmpty { origin = "/" }
             if origin.hasPrefix("?") { return .forward(path: "/", query: String(origin.dropFirst())) }
         }
-        if origin.contains("#") { return .refuse("request target must not carry a fragment") }
+        if origin.utf8.contains(UInt8(ascii: "#")) { return .refuse("request target must not carry a fragment") }
         for b in origin.utf8 where b <= 0x20 || b == 0x7F {
             return .refuse("request target contains a control character or space")
         }

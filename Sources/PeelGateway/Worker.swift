@@ -23,6 +23,7 @@ final class Worker: @unchecked Sendable {
         upstreamOptions.maxResponseBody = config.maxUpstreamBody
         upstreamOptions.caFile = config.caFile
         upstreamOptions.maxInFlight = config.maxInFlight
+        upstreamOptions.origin = config.upstream.origin
         client = try UpstreamClient(loop: loop, options: upstreamOptions)
         accessLog = config.accessLog ? AccessLog() : nil
         forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,

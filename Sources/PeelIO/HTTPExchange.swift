@@ -62,6 +62,17 @@ public final class HTTPExchange {
         }
     }
 
+    /// Calls `body` with each request header field, in order, as sent, without copying it.
+    public func forEachField(_ body: (HeaderField) -> Void) {
+        guard let req, let headers = evhttp_request_get_input_headers(req) else { return }
+        var node = headers.pointee.tqh_first
+        while let kv = node {
+            body(HeaderField(name: UnsafeRawBufferPointer(start: kv.pointee.key, count: strlen(kv.pointee.key)),
+                             value: UnsafeRawBufferPointer(start: kv.pointee.value, count: strlen(kv.pointee.value))))
+            node = kv.pointee.next.tqe_next
+        }
+    }
+
     /// The first value of header `name` (case-insensitive), if present.
     public func header(_ name: String) -> String? {
         guard let req, let headers = evhttp_request_get_input_headers(req),
@@ -92,22 +103,31 @@ public final class HTTPExchange {
 
     /// Answers the request once; later calls, and calls after the client left, do nothing.
     public func respond(status: Int, headers: [(String, String)], body: [UInt8]) {
+        respond(status: status, body: body) { out in
+            for (name, value) in headers { out.add(name, value) }
+        }
+    }
+
+    /// Answers once with `body[range]` (all of it when nil) and the fields `headers` adds; later calls,
+    /// and calls after the client left, do nothing. Large bodies are handed to evhttp without a copy.
+    public func respond(status: Int, body: [UInt8], range: Range<Int>? = nil, headers: (inout ReplyHeaders) -> Void) {
         guard !answered else { return }
         answered = true
         stopWatchingHangUp()
         guard let req else { release(); return }
-        let out = evhttp_request_get_output_headers(req)
-        var hasLength = false
-        for (name, value) in headers {
-            if !hasLength && name.utf8.count == 14 && name.lowercased() == "content-length" { hasLength = true }
-            evhttp_add_header(out, name, value)
-        }
+        let range = range ?? 0..<body.count
+        var out = ReplyHeaders(list: evhttp_request_get_output_headers(req))
+        headers(&out)
         // Always state the length ourselves: evhttp omits it on some paths (CONNECT) and formats it otherwise.
-        if !hasLength && status != 204 && status != 304 && status >= 200 {
-            evhttp_add_header(out, "Content-Length", String(body.count))
+        if !out.hasLength && status != 204 && status != 304 && status >= 200 {
+            out.add("Content-Length", String(range.count))
         }
-        if !body.isEmpty, let buf = evhttp_request_get_output_buffer(req) {
-            body.withUnsafeBytes { _ = evbuffer_add(buf, $0.baseAddress, $0.count) }
+        if !range.isEmpty, let buf = evhttp_request_get_output_buffer(req) {
+            if range.count >= ReplyBody.referenceThreshold {
+                ReplyBody.add(body, range, to: buf)
+            } else {
+                body.withUnsafeBytes { _ = evbuffer_add(buf, $0.baseAddress! + range.lowerBound, range.count) }
+            }
         }
         // Stay counted as pending until the bytes are written (or the connection dies), so a
         // draining server never frees a connection with half a reply in it.
@@ -175,5 +195,57 @@ public final class HTTPExchange {
             stopWatchingHangUp()
         }
         release()
+    }
+}
+
+/// The response header fields being set for one answer; valid only inside `respond`'s closure.
+public struct ReplyHeaders {
+    fileprivate let list: UnsafeMutablePointer<evkeyvalq>?
+    fileprivate var hasLength = false
+
+    fileprivate init(list: UnsafeMutablePointer<evkeyvalq>?) { self.list = list }
+
+    /// Adds `name: value`.
+    public mutating func add(_ name: String, _ value: String) {
+        if !hasLength && name.utf8.count == 14 && HeaderNameSet.contentLength.contains(name) { hasLength = true }
+        evhttp_add_header(list, name, value)
+    }
+
+    /// Copies the upstream's fields except those named in `dropping`, without a String per field.
+    public mutating func add(_ fields: ResponseHeaders, dropping: HeaderNameSet) {
+        let list = self.list
+        fields.forEachField { f in
+            if !f.isIn(dropping) { evhttp_add_header(list, f.cName, f.cValue) }
+        }
+    }
+}
+
+extension HeaderNameSet {
+    static let contentLength = HeaderNameSet(["content-length"])
+}
+
+/// A reply body evhttp sends straight from the Swift array that holds it (evbuffer_add_reference),
+/// instead of copying it into the connection's buffer.
+private final class ReplyBody {
+    // Below this a copy into evbuffer's current chain is cheaper than a reference chain.
+    static let referenceThreshold = 8192
+
+    let bytes: [UInt8]
+
+    private init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    static func add(_ body: [UInt8], _ range: Range<Int>, to buffer: OpaquePointer) {
+        let box = ReplyBody(body)
+        // `bytes` is a let in a class: never mutated, so its storage stays where it is until the box
+        // goes, and the box is released only by evbuffer's cleanup once the bytes are sent or dropped.
+        let base = box.bytes.withUnsafeBytes { $0.baseAddress! } + range.lowerBound
+        let retained = Unmanaged.passRetained(box)
+        let rc = evbuffer_add_reference(buffer, base, range.count, { _, _, extra in
+            Unmanaged<ReplyBody>.fromOpaque(extra!).release()
+        }, retained.toOpaque())
+        if rc != 0 {
+            retained.release()
+            _ = body.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress! + range.lowerBound, range.count) }
+        }
     }
 }

@@ -19,6 +19,9 @@ public struct UpstreamOptions: Sendable {
     public var maxIdleConnections: Int = 1024
     /// Transfers in flight per worker before new ones are refused (default 10000).
     public var maxInFlight: Int = 10_000
+    /// `scheme://host[:port]` that `send(method:path:query:…)` talks to (default none: `send(url:…)` only).
+    /// Each pooled handle keeps it pre-parsed, so a call only changes the path and query.
+    public var origin: String? = nil
     /// Creates the defaults.
     public init() {}
 }
@@ -85,8 +88,8 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
 public struct UpstreamResponse: Sendable {
     /// HTTP status of the final response.
     public var status: Int
-    /// Response headers as received (final response only).
-    public var headers: [(String, String)]
+    /// Response header fields as received (final response only, no trailers).
+    public var headers: ResponseHeaders
     /// Body bytes, decoded from any Content-Encoding.
     public var body: [UInt8]
     /// Seconds from start to the last byte.
@@ -105,9 +108,10 @@ public enum UpstreamBody {
 
 /// A transfer in flight; `cancel()` stops it without calling its completion.
 public final class UpstreamTransfer {
-    fileprivate var easy: UnsafeMutableRawPointer?
+    fileprivate var handle: EasyHandle?
     fileprivate var headerList: UnsafeMutablePointer<curl_slist>?
     fileprivate var body: [UInt8] = []
+    fileprivate var head = ResponseHeaders()
     fileprivate var ownedRequestBody: [UInt8] = []
     fileprivate var requestBodyOwner: HTTPExchange?
     fileprivate var tooLarge = false
@@ -130,13 +134,13 @@ public final class UpstreamClient {
     private let multi: UnsafeMutableRawPointer
     private let options: UpstreamOptions
     private var timer: OpaquePointer?
-    private var freeHandles: [UnsafeMutableRawPointer] = []
-    // CURLOPT_ERRORBUFFER storage per easy handle; curl writes its detailed reason here.
-    private var errorBuffers: [UnsafeMutableRawPointer: UnsafeMutablePointer<CChar>] = [:]
+    // Runs curl's "timeout now" on this loop pass instead of through a 0 ms timer (no extra epoll_wait).
+    private var kick: OpaquePointer?
+    private var freeHandles: [EasyHandle] = []
     private var sockets: [Int32: SocketWatch] = [:]
+    private let scratch = LineScratch()
     /// Transfers in flight.
     public private(set) var inFlight = 0
-    private var inCallback = false
 
     /// Creates the multi handle and hooks it to `loop`.
     public init(loop: EventLoop, options: UpstreamOptions) throws(PeelIOError) {
@@ -147,6 +151,9 @@ public final class UpstreamClient {
         self.options = options
         let me = Unmanaged.passUnretained(self).toOpaque()
         timer = event_new(loop.base, -1, 0, { _, _, arg in
+            Unmanaged<UpstreamClient>.fromOpaque(arg!).takeUnretainedValue().timerFired()
+        }, me)
+        kick = event_new(loop.base, -1, 0, { _, _, arg in
             Unmanaged<UpstreamClient>.fromOpaque(arg!).takeUnretainedValue().timerFired()
         }, me)
         try check(peel_multi_setopt_socket_cb(m, { easy, s, what, userp, socketp in
@@ -164,11 +171,11 @@ public final class UpstreamClient {
     }
 
     deinit {
-        for easy in freeHandles { curl_easy_cleanup(easy) }
-        for (_, buffer) in errorBuffers { buffer.deallocate() }
+        for h in freeHandles { h.cleanup() }
         curl_multi_cleanup(multi)
         for (_, w) in sockets { w.free() }
         if let timer { event_free(timer) }
+        if let kick { event_free(kick) }
     }
 
     private static let initOnce: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
@@ -184,28 +191,60 @@ public final class UpstreamClient {
     @discardableResult
     public func send(method: String, url: String, headers: [String], body: UpstreamBody,
                      completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
+        var list = UpstreamHeaderList(scratch: scratch)
+        for line in headers { list.append(line: line) }
+        return start(method: method, headers: list.list, body: body, completion: completion) { h in
+            peel_easy_setopt_ptr(h.easy, CURLOPT_CURLU, nil)
+            peel_easy_setopt_ptr(h.easy, CURLOPT_URL, url)
+            return true
+        }
+    }
+
+    /// Starts `method` on `options.origin` + `path` (already validated, sent as is) and `query`
+    /// (without `?`) with the header lines `headers` adds; `completion` runs once on this loop.
+    @discardableResult
+    public func send(method: String, path: String, query: String?, body: UpstreamBody,
+                     headers: (inout UpstreamHeaderList) -> Void,
+                     completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
+        var list = UpstreamHeaderList(scratch: scratch)
+        headers(&list)
+        return start(method: method, headers: list.list, body: body, completion: completion) { h in
+            // A pre-parsed URL handle: curl neither parses nor re-prints the whole URL per call.
+            guard let url = h.url,
+                  curl_url_set(url, CURLUPART_PATH, path, 0) == CURLUE_OK,
+                  curl_url_set(url, CURLUPART_QUERY, query, 0) == CURLUE_OK else { return false }
+            peel_easy_setopt_ptr(h.easy, CURLOPT_CURLU, UnsafeRawPointer(url))
+            return true
+        }
+    }
+
+    private func start(method: String, headers: UnsafeMutablePointer<curl_slist>?, body: UpstreamBody,
+                       completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void,
+                       target: (EasyHandle) -> Bool) -> UpstreamTransfer {
         let t = UpstreamTransfer()
         t.client = self
         t.limit = options.maxResponseBody
-        guard inFlight < options.maxInFlight, let easy = takeHandle() else {
+        var list = headers
+        guard inFlight < options.maxInFlight, let h = takeHandle() else {
+            curl_slist_free_all(list)
             loop.defer { completion(.failure(.overloaded)) }
             return t
         }
-        t.easy = easy
+        guard target(h) else {
+            curl_slist_free_all(list)
+            freeHandles.append(h)
+            loop.defer { completion(.failure(.other("the request target was refused by curl"))) }
+            return t
+        }
+        let easy = h.easy
+        t.handle = h
         t.completion = completion
-        errorBuffers[easy]?.pointee = 0
+        h.errorBuffer.pointee = 0
         t.started = loop.now
         let ptr = Unmanaged.passRetained(t).toOpaque()
         peel_easy_setopt_ptr(easy, CURLOPT_PRIVATE, ptr)
         peel_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, ptr)
-        peel_easy_setopt_ptr(easy, CURLOPT_URL, url)
-
-        var list: UnsafeMutablePointer<curl_slist>? = nil
-        for line in headers { list = curl_slist_append(list, line) }
-        // curl adds `Expect: 100-continue` to large bodies; the client already sent the whole body.
-        list = curl_slist_append(list, "Expect:")
-        t.headerList = list
-        peel_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
+        peel_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, ptr)
 
         var bodyPtr: UnsafeRawPointer? = nil
         var bodyLen = 0
@@ -229,6 +268,8 @@ public final class UpstreamClient {
             peel_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil)
         default:
             if bodyLen > 0 || method == "POST" || method == "PUT" || method == "PATCH" {
+                // curl adds `Expect: 100-continue` to large bodies; the client already sent the whole body.
+                list = curl_slist_append(list, "Expect:")
                 peel_easy_setopt_long(easy, CURLOPT_POST, 1)
                 peel_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bodyLen))
                 // POSTFIELDS must not be NULL or curl would read the body from stdin-like callbacks.
@@ -238,52 +279,63 @@ public final class UpstreamClient {
             }
             peel_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, method == "POST" ? nil : method)
         }
+        t.headerList = list
+        peel_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
         inFlight += 1
         let rc = curl_multi_add_handle(multi, easy)
         if rc != CURLM_OK {
             inFlight -= 1
-            finish(t, easy: easy, result: .failure(.other(String(cString: curl_multi_strerror(rc)))), removeFromMulti: false)
+            finish(t, handle: h, result: .failure(.other(String(cString: curl_multi_strerror(rc)))), removeFromMulti: false)
         }
         return t
     }
 
     fileprivate func abort(_ t: UpstreamTransfer) {
-        guard let easy = t.easy else { return }
-        curl_multi_remove_handle(multi, easy)
+        guard let h = t.handle else { return }
+        curl_multi_remove_handle(multi, h.easy)
         inFlight -= 1
-        finish(t, easy: easy, result: nil, removeFromMulti: false)
+        finish(t, handle: h, result: nil, removeFromMulti: false)
     }
 
-    private func finish(_ t: UpstreamTransfer, easy: UnsafeMutableRawPointer, result: Result<UpstreamResponse, UpstreamFailure>?,
+    private func finish(_ t: UpstreamTransfer, handle h: EasyHandle, result: Result<UpstreamResponse, UpstreamFailure>?,
                         removeFromMulti: Bool) {
+        let easy = h.easy
         if removeFromMulti { curl_multi_remove_handle(multi, easy) }
-        t.easy = nil
+        t.handle = nil
         if let list = t.headerList { curl_slist_free_all(list) }
         t.headerList = nil
         peel_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, nil)
         peel_easy_setopt_ptr(easy, CURLOPT_PRIVATE, nil)
         peel_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, nil)
+        peel_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, nil)
         t.requestBodyOwner = nil
         t.ownedRequestBody = []
-        freeHandles.append(easy)
+        freeHandles.append(h)
         let completion = t.completion
         t.completion = nil
         Unmanaged.passUnretained(t).release()
         if let result, let completion { completion(result) }
     }
 
-    private func takeHandle() -> UnsafeMutableRawPointer? {
-        if let easy = freeHandles.popLast() { return easy }
+    private func takeHandle() -> EasyHandle? {
+        if let h = freeHandles.popLast() { return h }
         guard let easy = curl_easy_init() else { return nil }
         let me = Unmanaged.passUnretained(self).toOpaque()
-        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
-        errorBuffer.pointee = 0
-        errorBuffers[easy] = errorBuffer
-        peel_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, errorBuffer)
+        let h = EasyHandle(easy: easy)
+        if let origin = options.origin {
+            h.url = curl_url()
+            if let url = h.url, curl_url_set(url, CURLUPART_URL, origin, 0) != CURLUE_OK {
+                h.cleanup()
+                return nil
+            }
+        }
+        peel_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, h.errorBuffer)
         // Signals must not be used in a threaded server; DNS timeouts come from the threaded resolver.
         peel_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         // An empty proxy disables http_proxy and friends: only the configured upstream is contacted.
         peel_easy_setopt_ptr(easy, CURLOPT_PROXY, "")
+        // With no proxy, no_proxy means nothing; set, curl stops reading it from the environment per call.
+        peel_easy_setopt_ptr(easy, CURLOPT_NOPROXY, "")
         peel_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(options.timeout * 1000))
         peel_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
         peel_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
@@ -302,7 +354,20 @@ public final class UpstreamClient {
                 t.tooLarge = true
                 return 0
             }
+            if t.body.capacity == 0, let easy = t.handle?.easy {
+                // Size the buffer once from Content-Length (a hint: decoding may change it) instead of
+                // growing and copying it chunk by chunk.
+                var length: curl_off_t = -1
+                peel_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+                if length > 0 { t.body.reserveCapacity(min(Int(length), t.limit)) }
+            }
             t.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n))
+            return n
+        }
+        peel_easy_setopt_write_cb(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
+            let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
+            let n = size * count
+            t.head.addLine(UnsafeRawBufferPointer(start: data, count: n))
             return n
         }
         peel_easy_setopt_open_cb(easy) { clientp, purpose, address in
@@ -320,7 +385,7 @@ public final class UpstreamClient {
             return close(fd)
         }
         peel_easy_setopt_ptr(easy, CURLOPT_CLOSESOCKETDATA, me)
-        return easy
+        return h
     }
 
     // MARK: curl callbacks
@@ -381,6 +446,10 @@ public final class UpstreamClient {
     private func timerCallback(_ timeoutMs: Int) {
         if timeoutMs < 0 {
             event_del(timer)
+        } else if timeoutMs == 0 {
+            // "Now" (a handle was just added): later on this loop pass, batched with its neighbours.
+            event_del(timer)
+            event_active(kick, 0, 0)
         } else {
             var tv = timeval(tv_sec: timeoutMs / 1000, tv_usec: (timeoutMs % 1000) * 1000)
             event_add(timer, &tv)
@@ -405,35 +474,28 @@ public final class UpstreamClient {
             inFlight -= 1
             guard let priv else { continue }
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(priv).takeUnretainedValue()
+            guard let h = t.handle else { continue }
             let result: Result<UpstreamResponse, UpstreamFailure>
             if code == CURLE_OK {
                 var status = 0
                 peel_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
                 let body = t.body
                 t.body = []
-                result = .success(UpstreamResponse(status: status, headers: responseHeaders(easy), body: body,
+                result = .success(UpstreamResponse(status: status, headers: t.head, body: body,
                                                    duration: loop.now - t.started))
+                t.head = ResponseHeaders()
             } else {
-                result = .failure(classify(code, easy: easy, tooLarge: t.tooLarge))
+                result = .failure(classify(code, handle: h, tooLarge: t.tooLarge))
             }
-            finish(t, easy: easy, result: result, removeFromMulti: false)
+            finish(t, handle: h, result: result, removeFromMulti: false)
         }
-    }
-
-    private func responseHeaders(_ easy: UnsafeMutableRawPointer) -> [(String, String)] {
-        var out: [(String, String)] = []
-        var prev: UnsafeMutablePointer<curl_header>? = nil
-        while let h = curl_easy_nextheader(easy, UInt32(CURLH_HEADER), -1, prev) {
-            out.append((String(cString: h.pointee.name), String(cString: h.pointee.value)))
-            prev = h
-        }
-        return out
     }
 
     // The one place CURLcodes become Peel's failure kinds.
-    private func classify(_ code: CURLcode, easy: UnsafeMutableRawPointer, tooLarge: Bool) -> UpstreamFailure {
+    private func classify(_ code: CURLcode, handle h: EasyHandle, tooLarge: Bool) -> UpstreamFailure {
+        let easy = h.easy
         var text = String(cString: curl_easy_strerror(code))
-        if let detail = errorBuffers[easy], detail.pointee != 0 { text = String(cString: detail) }
+        if h.errorBuffer.pointee != 0 { text = String(cString: h.errorBuffer) }
         switch code {
         case CURLE_WRITE_ERROR where tooLarge, CURLE_FILESIZE_EXCEEDED:
             return .tooLarge
@@ -470,6 +532,88 @@ private nonisolated(unsafe) let emptyBody: UnsafePointer<CChar> = {
     p.pointee = 0
     return UnsafePointer(p)
 }()
+
+/// The request header lines of one upstream call, built straight into curl's list (no String per line).
+public struct UpstreamHeaderList {
+    fileprivate var list: UnsafeMutablePointer<curl_slist>?
+    fileprivate let scratch: LineScratch
+
+    fileprivate init(scratch: LineScratch) { self.scratch = scratch }
+
+    /// Adds a client's field as `Name: value`.
+    public mutating func append(_ field: HeaderField) {
+        list = scratch.line(field.name, field.value) { curl_slist_append(list, $0) } ?? list
+    }
+
+    /// Adds `Name: value`; `Name:` alone stops curl from sending a field it would add itself.
+    public mutating func append(_ name: String, _ value: String) {
+        var name = name
+        var value = value
+        name.withUTF8 { n in
+            value.withUTF8 { v in
+                list = scratch.line(UnsafeRawBufferPointer(n), UnsafeRawBufferPointer(v)) { curl_slist_append(list, $0) } ?? list
+            }
+        }
+    }
+
+    /// Adds one whole line as curl takes it.
+    public mutating func append(line: String) {
+        list = curl_slist_append(list, line) ?? list
+    }
+}
+
+/// A reusable buffer in which header lines are assembled before curl copies them.
+final class LineScratch {
+    private var buffer = UnsafeMutablePointer<CChar>.allocate(capacity: 256)
+    private var capacity = 256
+
+    deinit { buffer.deallocate() }
+
+    /// Writes `name: value` (or `name:` for an empty value) NUL-terminated and hands it to `use`.
+    func line<R>(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
+                 _ use: (UnsafePointer<CChar>) -> R) -> R {
+        let n = name.count + value.count + 3
+        if n > capacity {
+            buffer.deallocate()
+            capacity = max(n, capacity * 2)
+            buffer = UnsafeMutablePointer<CChar>.allocate(capacity: capacity)
+        }
+        let raw = UnsafeMutableRawPointer(buffer)
+        if let p = name.baseAddress { raw.copyMemory(from: p, byteCount: name.count) }
+        var at = name.count
+        raw.storeBytes(of: 0x3A, toByteOffset: at, as: UInt8.self)
+        at += 1
+        if value.count > 0 {
+            raw.storeBytes(of: 0x20, toByteOffset: at, as: UInt8.self)
+            at += 1
+            raw.advanced(by: at).copyMemory(from: value.baseAddress!, byteCount: value.count)
+            at += value.count
+        }
+        raw.storeBytes(of: 0, toByteOffset: at, as: UInt8.self)
+        return use(buffer)
+    }
+}
+
+/// One pooled easy handle and what it owns: curl's error text buffer and the pre-parsed origin URL.
+final class EasyHandle {
+    let easy: UnsafeMutableRawPointer
+    // CURLOPT_ERRORBUFFER storage; curl writes its detailed reason here.
+    let errorBuffer: UnsafeMutablePointer<CChar>
+    var url: OpaquePointer?
+
+    init(easy: UnsafeMutableRawPointer) {
+        self.easy = easy
+        errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        errorBuffer.pointee = 0
+    }
+
+    func cleanup() {
+        curl_easy_cleanup(easy)
+        if let url { curl_url_cleanup(url) }
+        url = nil
+        errorBuffer.deallocate()
+    }
+}
 
 /// One socket curl asked us to watch; found by fd.
 final class SocketWatch {

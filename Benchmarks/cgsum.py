@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Exclusive instruction counts from a callgrind dump, per object (library) and per function.
+
+    python3 Benchmarks/cgsum.py callgrind.out.PID.1 [REQUESTS] [TOP]
+    python3 Benchmarks/cgsum.py callgrind.out.PID.1 REQUESTS callers SUBSTRING   who calls it, how often
+
+With REQUESTS, every count is also shown per request.
+"""
+import collections
+import re
+import sys
+
+
+EDGES = collections.Counter()
+EDGE_CALLS = collections.Counter()
+
+
+def parse(path):
+    names = {"ob": {}, "fn": {}, "fl": {}}
+    by_fn = collections.Counter()
+    ob = fn = "?"
+    after_call = False
+    cob = None
+    cfn = "?"
+    ncalls = 0
+    for line in open(path, errors="replace"):
+        m = re.match(r"^(c?)(ob|fn|fl|fi|fe)=(\((\d+)\))?\s*(.*)$", line)
+        if m:
+            called, kind, _, num, name = m.groups()
+            base = "fl" if kind in ("fi", "fe") else kind
+            if num is not None:
+                if name:
+                    names[base][num] = name
+                else:
+                    name = names[base].get(num, "?")
+            if called:
+                if kind == "ob":
+                    cob = name
+                elif kind == "fn":
+                    cfn = name
+                continue
+            if kind == "ob":
+                ob = name
+            elif kind == "fn":
+                fn = name
+            continue
+        if line.startswith("calls="):
+            after_call = True
+            ncalls = int(line[6:].split()[0])
+            continue
+        if line and (line[0].isdigit() or line[0] in "+-*"):
+            parts = line.split()
+            if len(parts) >= 2:
+                if after_call:
+                    after_call = False
+                    EDGES[(fn, cfn)] += int(parts[1])
+                    EDGE_CALLS[(fn, cfn)] += ncalls
+                    continue
+                by_fn[(ob, fn)] += int(parts[1])
+            continue
+    return by_fn
+
+
+def main():
+    by_fn = parse(sys.argv[1])
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    if len(sys.argv) > 4 and sys.argv[3] == "callers":
+        want = sys.argv[4]
+        rows = [(c, k) for k, c in EDGES.items() if want in k[1]]
+        for c, (caller, callee) in sorted(rows, reverse=True)[:40]:
+            print("%9.0f instr/req  %6.2f calls/req  %s  <-  %s" % (c / n, EDGE_CALLS[(caller, callee)] / n, callee[:60], caller[:100]))
+        return
+    top = int(sys.argv[3]) if len(sys.argv) > 3 else 40
+    total = sum(by_fn.values())
+    by_ob = collections.Counter()
+    for (ob, _), c in by_fn.items():
+        by_ob[ob.rsplit("/", 1)[-1]] += c
+    print("total %d instructions, %.0f per request" % (total, total / n))
+    for ob, c in by_ob.most_common():
+        if c / total >= 0.002:
+            print("  %5.1f%% %9.0f  %s" % (100 * c / total, c / n, ob))
+    print()
+    for (ob, fn), c in by_fn.most_common(top):
+        print("  %5.1f%% %9.0f  %s  [%s]" % (100 * c / total, c / n, fn[:110], ob.rsplit("/", 1)[-1]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Peel against the gateways people would use instead, side by side on loopback (issue 7).
+# Starts an nginx upstream, nginx proxy_pass, nginx+Lua unwrap and the Peel release binary on free
+# ports with private configs in a temp dir, verifies each answers the right bytes, runs interleaved
+# wrk rounds plus one ab run per target, prints a markdown table and appends it to RESULTS.md.
+#
+# Knobs (environment): PEEL (binary; default: the release build), ROUNDS (3), DURATION (5 s per
+# round), CONNECTIONS (50), PATHS ("small big"), TARGETS ("direct nginx lua peel1 peel2"),
+# AB_N (20000), AB_SECONDS (30, cap per ab run), RESULTS (file to append to; "-" = don't), NOTE.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+need=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for p in nginx libnginx-mod-http-lua lua-cjson wrk apache2-utils curl python3; do
+  have_pkg "$p" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  # policy-rc.d-free containers may try to start the system nginx; it is not used and is left alone.
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if [ -z "${PEEL:-}" ]; then
+  [ -d /opt/swift/usr/bin ] && PATH="/opt/swift/usr/bin:$PATH"
+  flags=(-c release -Xswiftc -warnings-as-errors)
+  bin=$(cd "$root" && swift build "${flags[@]}" --show-bin-path)
+  [ -x "$bin/peel" ] || (cd "$root" && swift build "${flags[@]}")
+  PEEL="$bin/peel"
+fi
+export PEEL
+exec python3 "$root/Benchmarks/harness.py"

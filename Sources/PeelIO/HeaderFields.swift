@@ -1,0 +1,188 @@
+import Glibc
+
+/// Header names compared without ASCII case against raw bytes, so the hot path builds no String per
+/// field (RFC 9110 §5.1: field names are case-insensitive).
+public struct HeaderNameSet: Sendable {
+    private let names: [[UInt8]]
+    // Bit n is set when some name is n bytes long: most fields are rejected by length alone.
+    private let lengths: UInt64
+
+    /// Creates the set; `index(of:)` answers positions in this order.
+    public init<S: Sequence>(_ names: S) where S.Element == String {
+        let lowered = names.map { Array($0.lowercased().utf8) }
+        var lengths: UInt64 = 0
+        for n in lowered { lengths |= n.count < 64 ? 1 << UInt64(n.count) : 1 << 63 }
+        self.names = lowered
+        self.lengths = lengths
+    }
+
+    /// Whether `name` is in the set.
+    public func contains(_ name: String) -> Bool {
+        var name = name
+        return name.withUTF8 { index(of: UnsafeRawBufferPointer($0)) } != nil
+    }
+
+    func index(of name: UnsafeRawBufferPointer) -> Int? {
+        let n = name.count
+        if lengths & (n < 64 ? 1 << UInt64(n) : 1 << 63) == 0 { return nil }
+        for i in names.indices where names[i].count == n {
+            if names[i].withUnsafeBufferPointer({ Self.equalsLowercased(name, $0) }) { return i }
+        }
+        return nil
+    }
+
+    static func equalsLowercased(_ a: UnsafeRawBufferPointer, _ lower: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard a.count == lower.count else { return false }
+        for i in 0..<a.count {
+            var c = a[i]
+            if c &- 0x41 < 26 { c |= 0x20 }
+            if c != lower[i] { return false }
+        }
+        return true
+    }
+}
+
+/// One header field borrowed from a parsed message; valid only inside the closure that received it.
+public struct HeaderField {
+    // Both are NUL-terminated in storage (evhttp's and ResponseHeaders'), so C callers can take them as is.
+    let name: UnsafeRawBufferPointer
+    let value: UnsafeRawBufferPointer
+
+    /// The name as sent.
+    public var nameString: String { String(decoding: name, as: UTF8.self) }
+    /// The value as sent (without surrounding whitespace).
+    public var valueString: String { String(decoding: value, as: UTF8.self) }
+    /// The name's position in `set`, or nil when it is not there.
+    public func index(in set: HeaderNameSet) -> Int? { set.index(of: name) }
+    /// Whether the name is in `set`.
+    public func isIn(_ set: HeaderNameSet) -> Bool { set.index(of: name) != nil }
+    /// Whether the value, without ASCII case, equals `lowercased`.
+    public func valueEquals(_ lowercased: StaticString) -> Bool {
+        Self.equalsLowercased(value, lowercased)
+    }
+
+    var cName: UnsafePointer<CChar> { name.baseAddress!.assumingMemoryBound(to: CChar.self) }
+    var cValue: UnsafePointer<CChar> { value.baseAddress!.assumingMemoryBound(to: CChar.self) }
+
+    static func equalsLowercased(_ a: UnsafeRawBufferPointer, _ lowercased: StaticString) -> Bool {
+        lowercased.withUTF8Buffer { HeaderNameSet.equalsLowercased(a, $0) }
+    }
+}
+
+/// The final response's header fields as received from the upstream, kept as one byte block
+/// (`name NUL value NUL …`) instead of a String pair per field.
+public struct ResponseHeaders: Sendable {
+    private var storage: [UInt8] = []
+    private var complete = false
+    /// Number of fields.
+    public private(set) var count = 0
+
+    /// Creates an empty block.
+    public init() {}
+
+    /// Creates a block from pairs (tests and synthetic answers).
+    public init(_ pairs: [(String, String)]) {
+        for (n, v) in pairs { append(name: Array(n.utf8)[...], value: Array(v.utf8)[...]) }
+    }
+
+    /// The first value of `lowercasedName`, if present.
+    public func first(_ lowercasedName: StaticString) -> String? {
+        var found: String? = nil
+        forEachField { f in
+            if found == nil, HeaderField.equalsLowercased(f.name, lowercasedName) { found = f.valueString }
+        }
+        return found
+    }
+
+    /// The fields as String pairs, in order.
+    public var pairs: [(String, String)] {
+        var out: [(String, String)] = []
+        out.reserveCapacity(count)
+        forEachField { out.append(($0.nameString, $0.valueString)) }
+        return out
+    }
+
+    /// Calls `body` with each field, in order.
+    public func forEachField(_ body: (HeaderField) -> Void) {
+        storage.withUnsafeBytes { all in
+            var i = 0
+            while i < all.count {
+                let nameEnd = Self.nul(all, from: i)
+                let valueEnd = Self.nul(all, from: nameEnd + 1)
+                body(HeaderField(name: UnsafeRawBufferPointer(rebasing: all[i..<nameEnd]),
+                                 value: UnsafeRawBufferPointer(rebasing: all[(nameEnd + 1)..<valueEnd])))
+                i = valueEnd + 1
+            }
+        }
+    }
+
+    private static func nul(_ p: UnsafeRawBufferPointer, from: Int) -> Int {
+        var j = from
+        while p[j] != 0 { j += 1 }
+        return j
+    }
+
+    /// Takes one raw line as curl's header callback hands it over (RFC 9112 §2.1, §5).
+    mutating func addLine(_ line: UnsafeRawBufferPointer) {
+        guard let base = line.baseAddress else { return }
+        var end = line.count
+        while end > 0 && (line[end - 1] == 0x0A || line[end - 1] == 0x0D) { end -= 1 }
+        if end >= 5 && memcmp(base, "HTTP/", 5) == 0 {
+            // A status line starts a new response: only the final one's fields count (1xx are dropped).
+            storage.removeAll(keepingCapacity: true)
+            count = 0
+            complete = false
+            return
+        }
+        if end == 0 {
+            complete = true
+            return
+        }
+        // Trailer fields arrive after the head; they are not the response's header fields.
+        if complete { return }
+        if line[0] == 0x20 || line[0] == 0x09 {
+            // obs-fold (RFC 9112 §5.2): a proxy replaces it with SP.
+            guard count > 0 else { return }
+            storage.removeLast()
+            storage.append(0x20)
+            appendTerminated(Self.trimmed(base, 0, end))
+            return
+        }
+        guard let colonPointer = memchr(base, 0x3A, end) else { return }
+        let colon = UnsafeRawPointer(colonPointer) - base
+        guard colon > 0 else { return }
+        var nameEnd = colon
+        while nameEnd > 0 && (line[nameEnd - 1] == 0x20 || line[nameEnd - 1] == 0x09) { nameEnd -= 1 }
+        appendTerminated(UnsafeRawBufferPointer(start: base, count: nameEnd))
+        appendTerminated(Self.trimmed(base, colon + 1, end))
+        count += 1
+    }
+
+    private mutating func append(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) {
+        name.withUnsafeBytes { appendTerminated($0) }
+        value.withUnsafeBytes { appendTerminated($0) }
+        count += 1
+    }
+
+    private mutating func appendTerminated(_ bytes: UnsafeRawBufferPointer) {
+        let start = storage.count
+        storage.append(contentsOf: bytes)
+        // A NUL inside a field would cut it short in C; it is never valid there (RFC 9110 §5.5).
+        if let base = bytes.baseAddress, memchr(base, 0, bytes.count) != nil {
+            for i in start..<storage.count where storage[i] == 0 { storage[i] = 0x20 }
+        }
+        storage.append(0)
+    }
+
+    private static func trimmed(_ base: UnsafeRawPointer, _ from: Int, _ to: Int) -> UnsafeRawBufferPointer {
+        var a = from
+        var b = to
+        while a < b && (base.load(fromByteOffset: a, as: UInt8.self) == 0x20 || base.load(fromByteOffset: a, as: UInt8.self) == 0x09) {
+            a += 1
+        }
+        while b > a && (base.load(fromByteOffset: b - 1, as: UInt8.self) == 0x20 || base.load(fromByteOffset: b - 1, as: UInt8.self) == 0x09) {
+            b -= 1
+        }
+        return UnsafeRawBufferPointer(start: base + a, count: b - a)
+    }
+}
