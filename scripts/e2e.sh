@@ -2,20 +2,7 @@
 # End-to-end: the built binary, driven by real curl and ab against the built-in demo upstream.
 set -euo pipefail
 PEEL=${1:?usage: e2e.sh PATH/TO/peel}
-WORK=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-pass=0; fail=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" == "$3" ]; then pass=$((pass+1)); echo "ok   $1"
-  else fail=$((fail+1)); echo "FAIL $1: expected [$2] got [$3]"; fi
-}
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
+source "$(dirname "$0")/lib.sh"
 
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)

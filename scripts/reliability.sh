@@ -3,25 +3,8 @@
 # upstream on loopback. Every loop is bounded in count and time; the script stops by itself.
 set -uo pipefail
 PEEL=${1:?usage: reliability.sh PATH/TO/peel}
-WORK=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/lib.sh"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-pass=0; fail=0
-check() {  # check NAME EXPECTED ACTUAL
-  if [ "$2" == "$3" ]; then pass=$((pass+1)); echo "ok   $1"
-  else fail=$((fail+1)); echo "FAIL $1: expected [$2] got [$3]"; fi
-}
-check_le() {  # check_le NAME LIMIT ACTUAL
-  if [ "$3" -le "$2" ]; then pass=$((pass+1)); echo "ok   $1 ($3 <= $2)"
-  else fail=$((fail+1)); echo "FAIL $1: $3 > $2"; fi
-}
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
 fds() { ls /proc/$PEEL_PID/fd | wc -l; }
 # Descriptors other than pooled keep-alive connections to the upstream (curl keeps those for reuse).
 fds_without_pool() {

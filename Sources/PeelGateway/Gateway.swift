@@ -1,3 +1,4 @@
+import Glibc
 import PeelIO
 import Synchronization
 
@@ -71,7 +72,7 @@ public final class Gateway: @unchecked Sendable {
         let finished = Mutex(0)
         for w in workers {
             let loop = w.loop
-            Thread0.detach { loop.join(); finished.withLock { $0 += 1 } }
+            OSThread.detach { loop.join(); finished.withLock { $0 += 1 } }
         }
         var clean = true
         while finished.withLock({ $0 }) < workers.count {
@@ -120,21 +121,4 @@ func sleepSeconds(_ s: Double) {
     var want = timespec(tv_sec: Int(s), tv_nsec: Int((s - Double(Int(s))) * 1e9))
     var left = timespec()
     while nanosleep(&want, &left) != 0 && errno == EINTR { want = left }
-}
-
-import Glibc
-
-/// Starts a detached OS thread (used off the hot path only).
-enum Thread0 {
-    static func detach(_ body: @escaping @Sendable () -> Void) {
-        final class Box: @unchecked Sendable { let body: @Sendable () -> Void; init(_ b: @escaping @Sendable () -> Void) { body = b } }
-        let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let b = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
-            b.body()
-            return nil
-        }, box)
-        if rc == 0 { pthread_detach(tid) } else { Unmanaged<Box>.fromOpaque(box).release() }
-    }
 }

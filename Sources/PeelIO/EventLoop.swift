@@ -100,15 +100,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Starts a dedicated thread running this loop.
     public func startThread() {
-        let box = Unmanaged.passRetained(self).toOpaque()
-        var tid = pthread_t()
-        let rc = pthread_create(&tid, nil, { arg in
-            let loop = Unmanaged<EventLoop>.fromOpaque(arg!).takeRetainedValue()
-            loop.run()
-            return nil
-        }, box)
-        precondition(rc == 0, "pthread_create failed: \(rc)")
-        thread = tid
+        thread = OSThread.start { [self] in run() }
     }
 
     /// Waits for the thread started by `startThread()` to finish.
@@ -158,5 +150,32 @@ extension timeval {
         let s = max(0, seconds)
         let whole = Int(s)
         return timeval(tv_sec: whole, tv_usec: Int((s - Double(whole)) * 1_000_000))
+    }
+}
+
+/// Plain OS threads (pthreads) for loops and off-hot-path waits; started from a non-main file so
+/// the closure is never inferred main-actor isolated.
+public enum OSThread {
+    private final class Box: @unchecked Sendable {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+
+    /// Starts a joinable thread running `body`.
+    @discardableResult
+    public static func start(_ body: @escaping @Sendable () -> Void) -> pthread_t {
+        let box = Unmanaged.passRetained(Box(body)).toOpaque()
+        var tid = pthread_t()
+        let rc = pthread_create(&tid, nil, { arg in
+            Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue().body()
+            return nil
+        }, box)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+        return tid
+    }
+
+    /// Starts a detached thread running `body`.
+    public static func detach(_ body: @escaping @Sendable () -> Void) {
+        pthread_detach(start(body))
     }
 }
