@@ -37,14 +37,13 @@ enum AcceptLanguage {
 
     /// Weight in thousandths and zh-ness of one list element; nil when malformed or empty.
     private static func element(_ b: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> (Int, Bool)? {
-        var cursor = start
         var rangeEnd = start
         while rangeEnd < end && b[rangeEnd] != UInt8(ascii: ";") { rangeEnd += 1 }
-        let (lo, hi) = trimmed(b, cursor, rangeEnd)
+        let (lo, hi) = trimmed(b, start, rangeEnd)
         // Empty elements are allowed in HTTP lists (RFC 9110 §5.6.1) and carry nothing.
         guard lo < hi, let isChinese = languageRange(b, lo, hi) else { return nil }
         var weight = 1000
-        cursor = rangeEnd
+        var cursor = rangeEnd
         while cursor < end {
             let paramStart = cursor + 1
             var paramEnd = paramStart

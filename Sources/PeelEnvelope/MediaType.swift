@@ -3,10 +3,10 @@ enum MediaType {
     /// Whether a Content-Type value falls in any of the media ranges (`image/*`, `*/*`, `application/pdf`).
     static func matchesAny(_ contentType: String, _ patterns: [String]) -> Bool {
         guard !patterns.isEmpty else { return false }
-        return withUTF8(contentType) { value in
+        return withUTF8Bytes(contentType) { value in
             // The value is parsed once; each pattern is then one case-folded byte comparison.
             guard let (type, subtype) = split(value) else { return false }
-            for pattern in patterns where withUTF8(pattern, { matches(value, type, subtype, $0) }) {
+            for pattern in patterns where withUTF8Bytes(pattern, { matches(value, type, subtype, $0) }) {
                 return true
             }
             return false
@@ -17,6 +17,12 @@ enum MediaType {
     private static func matches(
         _ value: UnsafeBufferPointer<UInt8>, _ type: Range<Int>, _ subtype: Range<Int>, _ range: UnsafeBufferPointer<UInt8>
     ) -> Bool {
+        // Most patterns differ from the value in their first letter; skip parsing those.
+        var first = 0
+        while first < range.count && (range[first] == 0x20 || range[first] == 0x09) { first += 1 }
+        guard first < range.count,
+            range[first] == UInt8(ascii: "*") || fold(range[first]) == fold(value[type.lowerBound])
+        else { return false }
         guard let (rangeType, rangeSubtype) = split(range) else { return false }
         if isStar(range, rangeType) {
             // Only `*/*` may wildcard the type (RFC 9110 §12.5.1); `*/json` is malformed and never matches.
@@ -24,13 +30,6 @@ enum MediaType {
         }
         guard equalFolded(value, type, range, rangeType) else { return false }
         return isStar(range, rangeSubtype) || equalFolded(value, subtype, range, rangeSubtype)
-    }
-
-    /// Runs body over a string's UTF-8 without copying when the string is contiguous.
-    @inline(__always)
-    static func withUTF8<R>(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
-        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
-        return Array(text.utf8).withUnsafeBufferPointer(body)
     }
 
     /// The type and subtype bounds of `type/subtype [; params]`; nil when either is empty.

@@ -14,6 +14,18 @@ extension ScanCore {
         return i
     }
 
+    /// The first index at or after i that is not whitespace, with its byte (0 at the end of the buffer).
+    @inline(__always)
+    static func token(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> (Int, UInt8) {
+        // Compact JSON has no whitespace between tokens, so test the first byte before looping.
+        if i < n {
+            let c = base[i]
+            if c > 0x20 { return (i, c) }
+        }
+        let j = skipWhitespace(base, n, i)
+        return (j, j < n ? base[j] : 0)
+    }
+
     /// Matches the 4 bytes at i against `word` (big-endian ASCII) and steps `length` bytes.
     @inline(__always)
     static func literal(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int, _ word: UInt32, _ length: Int) -> Bool {
@@ -24,41 +36,46 @@ extension ScanCore {
         return true
     }
 
-    /// Scans `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?` (RFC 8259 §6).
+    /// Scans `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?` (RFC 8259 §6); `first` is base[i].
     @inline(__always)
-    static func scanNumber(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
-        if base[i] == UInt8(ascii: "-") {
-            i += 1
+    static func scanNumber(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int, _ first: UInt8) -> Bool {
+        var c = first
+        if c == UInt8(ascii: "-") {
+            i &+= 1
             guard i < n else { return false }
+            c = base[i]
         }
-        let first = base[i]
-        if first == UInt8(ascii: "0") {
+        if c == UInt8(ascii: "0") {
             // A leading zero is the whole integer part; "01" then fails as garbage after a value.
-            i += 1
-        } else if first &- UInt8(ascii: "1") < 9 {
-            i += 1
+            i &+= 1
+        } else if c &- UInt8(ascii: "1") < 9 {
+            i &+= 1
             skipDigits(base, n, &i)
         } else {
             return false
         }
-        if i < n && base[i] == UInt8(ascii: ".") {
-            i += 1
+        guard i < n else { return true }
+        c = base[i]
+        if c == UInt8(ascii: ".") {
+            i &+= 1
             guard i < n, base[i] &- UInt8(ascii: "0") < 10 else { return false }
             skipDigits(base, n, &i)
+            guard i < n else { return true }
+            c = base[i]
         }
-        if i < n && base[i] | 0x20 == UInt8(ascii: "e") {
-            i += 1
-            if i < n && (base[i] == UInt8(ascii: "+") || base[i] == UInt8(ascii: "-")) { i += 1 }
+        if c | 0x20 == UInt8(ascii: "e") {
+            i &+= 1
+            if i < n && (base[i] == UInt8(ascii: "+") || base[i] == UInt8(ascii: "-")) { i &+= 1 }
             guard i < n, base[i] &- UInt8(ascii: "0") < 10 else { return false }
             skipDigits(base, n, &i)
         }
         return true
     }
 
-    /// Steps over a run of ASCII digits.
+    /// Steps over a run of ASCII digits (a word-at-a-time version measured slower: runs are short).
     @inline(__always)
     private static func skipDigits(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) {
-        while i < n && base[i] &- UInt8(ascii: "0") < 10 { i += 1 }
+        while i < n && base[i] &- UInt8(ascii: "0") < 10 { i &+= 1 }
     }
 
     /// The index just past the closing quote of a string whose body starts at i, or -1 when malformed (RFC 8259 §7, §8.1).
@@ -99,29 +116,27 @@ extension ScanCore {
         return 8 &+ high.trailingZeroBitCount >> 3  // 8 + 64 / 8 == 16 when high is zero too
     }
 
-    /// The general string loop: long runs, escapes, multi-byte UTF-8, and the last bytes of the buffer.
+    /// The general string loop: escapes, multi-byte UTF-8, and the buffer's last bytes.
     @inline(never)
     static func scanStringSlow(_ base: UnsafePointer<UInt8>, _ n: Int, _ start: Int) -> Int {
         var i = start
-        while true {
-            i = skipPlainASCII(base, n, i)
-            guard i < n else { return -1 }
+        while i < n {
             let c = base[i]
             if c == UInt8(ascii: "\"") {
                 return i &+ 1
-            }
-            if c == UInt8(ascii: "\\") {
+            } else if c == UInt8(ascii: "\\") {
                 guard scanEscape(base, n, &i) else { return -1 }
+            } else if c >= 0x80 {
+                // Checked before the ASCII skip so runs of CJK text go character to character.
+                guard scanMultibyte(base, n, &i) else { return -1 }
             } else if c < 0x20 {
                 // Control characters must be escaped inside strings (RFC 8259 §7).
                 return -1
-            } else if c < 0x80 {
-                // Only reached in the last few bytes, where the word-at-a-time skip stops.
-                i &+= 1
             } else {
-                guard scanMultibyte(base, n, &i) else { return -1 }
+                i = skipPlainASCII(base, n, i &+ 1)
             }
         }
+        return -1
     }
 
     /// Eight bytes at i as a little-endian word; the caller guarantees i + 8 <= n.
@@ -145,29 +160,24 @@ extension ScanCore {
         return special & 0x8080_8080_8080_8080
     }
 
-    /// The first index at or after i holding `"`, `\`, a control byte or a non-ASCII byte.
+    /// The first index at or after i holding `"`, `\`, a control byte or a non-ASCII byte (n when none).
     @inline(__always)
     static func skipPlainASCII(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> Int {
         var i = i
-        // 16 bytes per step with SIMD compares; the word trick then pins down the exact byte.
-        let quote = SIMD16<UInt8>(repeating: 0x22)
-        let backslash = SIMD16<UInt8>(repeating: 0x5C)
-        let space = SIMD16<UInt8>(repeating: 0x20)
-        let printableSpan = SIMD16<UInt8>(repeating: 0x5F)
         while n &- i >= 16 {
-            let v = UnsafeRawPointer(base + i).loadUnaligned(as: SIMD16<UInt8>.self)
-            // Bytes outside 0x20...0x7F land above 0x5F after subtracting 0x20 (unsigned wrap).
-            let special = (v .== quote) .| (v .== backslash) .| ((v &- space) .> printableSpan)
-            let lanes = unsafeBitCast(special, to: SIMD2<UInt64>.self)
-            if lanes[0] | lanes[1] != 0 { break }
-            i &+= 16
+            let offset = firstSpecial(base, i)
+            i &+= offset
+            if offset < 16 { return i }
         }
-        while n &- i >= 8 {
+        if n &- i >= 8 {
             let flags = specialBytes(loadWord(base, i))
-            if flags != 0 {
-                return i &+ flags.trailingZeroBitCount >> 3
-            }
+            if flags != 0 { return i &+ flags.trailingZeroBitCount >> 3 }
             i &+= 8
+        }
+        while i < n {
+            let c = base[i]
+            if c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") || c &- 0x20 >= 0x60 { return i }
+            i &+= 1
         }
         return i
     }

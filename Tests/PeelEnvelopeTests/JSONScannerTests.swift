@@ -195,6 +195,16 @@ final class JSONScannerTests: XCTestCase {
         }
     }
 
+    func testValidate_stringsEndingAtEveryDistanceFromTheBufferEnd() {
+        for length in 0..<40 {
+            let body = String(repeating: "x", count: length)
+            accepts("\"\(body)\"")
+            accepts("[\"\(body)\",\"\(body)é\"]")
+            rejects("\"\(body)\\\"")  // the closing quote is escaped
+            rejects(bytes: Array("\"\(body)".utf8) + [0xE4, 0xB8])  // truncated UTF-8 at the very end
+        }
+    }
+
     func testValidate_rejectsNonASCIIOutsideStrings() {
         rejects("é")
         rejects("[1,é]")
@@ -208,8 +218,9 @@ final class JSONScannerTests: XCTestCase {
     }
 
     func testValidate_findsSpecialBytesAtEveryOffsetOfALongString() {
-        // Walk a quote, backslash escape, control byte and multi-byte char across every lane of the 8-byte skip.
-        for offset in 0..<20 {
+        // Walk a quote, escape, control byte and multi-byte char across every lane of two 16-byte
+        // blocks and the word-sized and byte-sized tails after them.
+        for offset in 0..<41 {
             let pad = String(repeating: "a", count: offset)
             accepts("[\"\(pad)\",\"\(pad)\"]")
             accepts("\"\(pad)\\n\(pad)\"")

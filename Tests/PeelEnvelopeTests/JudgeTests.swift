@@ -62,6 +62,12 @@ final class JudgeTests: XCTestCase {
         XCTAssertEqual(String(decoding: Array(body.utf8)[range], as: UTF8.self), "[1]")
     }
 
+    func testUnwrap_whenBodyIsPrettyPrinted() {
+        let body = "\u{FEFF}\r\n{\r\n\t\"code\" :\t0 ,\r\n\t\"message\" : \"ok\",\r\n\t\"data\" : {\r\n\t\t\"a\" : [ 1 , 2 ]\r\n\t}\r\n}\r\n"
+        guard case .unwrap(200, let range?) = verdict(body) else { return XCTFail() }
+        XCTAssertEqual(String(decoding: Array(body.utf8)[range], as: UTF8.self), "{\r\n\t\t\"a\" : [ 1 , 2 ]\r\n\t}")
+    }
+
     func testUnwrap_whenCodeIsStringZero() {
         XCTAssertEqual(verdict(#"{"code":"0","data":1}"#), .unwrap(status: 200, data: 19..<20))
     }

@@ -1,0 +1,79 @@
+// Times judge() against Foundation's JSONSerialization (parse, pick `data`, serialise again) on a
+// ~200-byte and a ~100 KB envelope, in the same process. Built by run.sh with -O -wmo.
+import Foundation
+
+/// Keeps results alive so the optimiser cannot drop the work.
+nonisolated(unsafe) var sink = 0
+
+/// A small realistic envelope, about 200 bytes.
+func smallEnvelope() -> [UInt8] {
+    Array(
+        (#"{"code":0,"message":"ok","data":{"id":12345,"name":"Alice Zhang","email":"alice@example.com","#
+            + #""balance":1024.50,"tags":["vip","beta"],"active":true,"created_at":"2024-05-01T12:00:00Z"}}"#).utf8)
+}
+
+/// A list endpoint's envelope, about 100 KB: objects with decimals, short and long strings, some Chinese.
+func largeEnvelope(targetBytes: Int = 100_000) -> [UInt8] {
+    var text = #"{"code":0,"message":"success","data":{"total":0,"items":["#
+    var index = 0
+    while text.utf8.count < targetBytes {
+        if index > 0 { text += "," }
+        let price = String(format: "%d.%02d", 10 + index * 7 % 990, index * 13 % 100)
+        let chinese = index % 4 == 0 ? "商品描述：高品质，限时优惠" : "Product description, limited offer"
+        text += #"{"id":\#(100_000 + index),"sku":"SKU-\#(index)-X","name":"Item number \#(index) of the catalogue","#
+        text += #""price":\#(price),"ratio":0.\#(index % 97)e-3,"stock":\#(index * 31 % 1000),"available":\#(index % 3 != 0),"#
+        text += #""tags":["new","sale","tag\#(index % 10)"],"description":"\#(chinese) with a \"quoted\" word and more text to read","#
+        text += #""seller":{"id":\#(index % 50),"name":"Seller \#(index % 50)","rating":4.\#(index % 10)},"image":null}"#
+        index += 1
+    }
+    text += "]}}"
+    return Array(text.utf8)
+}
+
+/// Nanoseconds per call of each case: rounds of the cases alternate and each keeps its best round,
+/// so time slices lost to other processes on a shared machine drop out and hit every case alike.
+func measure(rounds: Int = 200, _ cases: [(iterations: Int, body: () -> Int)]) -> [Double] {
+    var best = [Double](repeating: .infinity, count: cases.count)
+    for _ in 0..<rounds {
+        for (index, item) in cases.enumerated() {
+            let start = ContinuousClock.now
+            for _ in 0..<item.iterations { sink &+= item.body() }
+            let elapsed = ContinuousClock.now - start
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            best[index] = min(best[index], seconds * 1e9 / Double(item.iterations))
+        }
+    }
+    return best
+}
+
+func report(_ name: String, bytes: [UInt8], iterations: Int) {
+    let config = EnvelopeConfig()
+    let answer = UpstreamAnswer(status: 200, contentType: "application/json", path: "/items", isHead: false)
+    guard case .unwrap(200, _?) = judge(answer, body: bytes, config: config) else { fatalError("benchmark body does not unwrap") }
+    let data = Data(bytes)
+
+    let judgeCase = {
+        if case .unwrap(_, let range?) = judge(answer, body: bytes, config: config) { return range.count }
+        return 0
+    }
+    let validateCase = { JSONScanner.validate(bytes) ? 1 : 0 }
+    let foundationCase = {
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let inner = object["data"],
+            let out = try? JSONSerialization.data(withJSONObject: inner, options: [.fragmentsAllowed])
+        else { return 0 }
+        return out.count
+    }
+    // Foundation is a few hundred times slower, so it gets one call per round and fewer rounds' worth of time.
+    let times = measure([(iterations, judgeCase), (iterations, validateCase), (1, foundationCase)])
+    let (judgeNs, validateNs, foundationNs) = (times[0], times[1], times[2])
+    let gbs = { (ns: Double) in Double(bytes.count) / ns }  // bytes per ns == GB/s
+    print("\(name): \(bytes.count) bytes")
+    print(String(format: "  judge()                       %12.0f ns/op  %6.2f GB/s", judgeNs, gbs(judgeNs)))
+    print(String(format: "  JSONScanner.validate()        %12.0f ns/op  %6.2f GB/s", validateNs, gbs(validateNs)))
+    print(String(format: "  JSONSerialization parse+write %12.0f ns/op  %6.2f GB/s", foundationNs, gbs(foundationNs)))
+    print(String(format: "  ratio Foundation / judge()    %12.1fx", foundationNs / judgeNs))
+}
+
+report("small envelope", bytes: smallEnvelope(), iterations: 2_000)
+report("large envelope", bytes: largeEnvelope(), iterations: 20)
+if sink == 42 { print("") }
