@@ -18,10 +18,11 @@ if ! ls "$resource_dir"/../clang/*/lib/linux/libclang_rt.fuzzer-"$(uname -m)".a 
 fi
 
 # One module from the library sources plus the entry point, so the oracle can see internals.
-"$swiftc" -sanitize=fuzzer,address -parse-as-library -O -wmo -g \
+# Compiled from inside $out: with -g, swiftc writes module files to the working directory.
+(cd "$out" && "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -wmo -g \
   -module-name ScannerFuzz \
   "$root"/Sources/PeelEnvelope/*.swift "$root"/Fuzz/ScannerFuzz/*.swift \
-  -o "$out/scanner-fuzz"
+  -o "$out/scanner-fuzz")
 
 # Seed from the shared JSONTestSuite files when present, plus Peel's own envelope seeds.
 seeds=("$root/Fuzz/ScannerFuzz/seeds")

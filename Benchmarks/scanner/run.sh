@@ -5,7 +5,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 out="$root/.build-bench"
 mkdir -p "$out"
-"${SWIFTC:-swiftc}" -O -wmo -module-name ScannerBench \
+# Compiled from inside $out so nothing the compiler writes lands in the repository.
+(cd "$out" && "${SWIFTC:-swiftc}" -O -wmo -module-name ScannerBench \
   "$root"/Sources/PeelEnvelope/*.swift "$root"/Benchmarks/scanner/main.swift \
-  -o "$out/scanner-bench"
+  -o "$out/scanner-bench")
 exec "$out/scanner-bench"
