@@ -8,7 +8,7 @@ final class DemoStats: Sendable {
     /// Whole requests to the health endpoint (`/`, `/__demo/health`).
     let probes = Atomic<Int>(0)
     /// The most recent non-probe request.
-    let last = Mutex<RecordedRequest?>(nil)
+    let last = Locked<RecordedRequest?>(nil)
 
     /// Counts one request; probes are counted apart so a gateway's prober cannot disturb "not contacted" checks.
     func record(_ request: ParsedRequest) {

@@ -10,7 +10,7 @@ public final class DemoUpstream: @unchecked Sendable {
     private let address: HostPort
     private let stats = DemoStats()
     private let boundPort = Atomic<Int>(0)
-    private let phase = Mutex(Phase.created)
+    private let phase = Locked(Phase.created)
     private var server: DemoServer?
 
     private enum Phase { case created, running, stopped }

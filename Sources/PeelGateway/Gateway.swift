@@ -69,7 +69,7 @@ public final class Gateway: @unchecked Sendable {
         if config.drainDelay > 0 { sleepSeconds(config.drainDelay) }
         for w in workers { w.drain() }
         let deadline = monotonicNow() + config.shutdownTimeout
-        let finished = Mutex(0)
+        let finished = Locked(0)
         for w in workers {
             let loop = w.loop
             OSThread.detach { loop.join(); finished.withLock { $0 += 1 } }

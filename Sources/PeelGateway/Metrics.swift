@@ -1,4 +1,5 @@
 import Glibc
+import PeelIO
 import Synchronization
 
 /// Fixed histogram buckets in seconds, shared by request and upstream durations.
@@ -40,7 +41,7 @@ public final class WorkerMetrics: Sendable {
         var upstreamDuration = Histogram()
         var upstreamErrors: [String: UInt64] = [:]
     }
-    let stats = Mutex(Stats())
+    let stats = Locked(Stats())
     /// Calls being handled right now on this worker.
     let inflight = Atomic<Int>(0)
 

@@ -1,3 +1,4 @@
+import PeelIO
 import Synchronization
 
 /// What Peel believes about the upstream.
@@ -102,10 +103,10 @@ public struct ProbeReport: Sendable {
 
 /// The machine shared by all workers: the hot path reads one atomic; updates take a lock (rare).
 public final class Reachability: Sendable {
-    private let machine: Mutex<ReachabilityMachine>
+    private let machine: Locked<ReachabilityMachine>
     private let published = Atomic<UInt8>(ReachabilityState.unknown.rawValue)
-    private let lastProbe = Mutex<ProbeReport?>(nil)
-    private let transitions = Mutex<[ReachabilityState: Int]>([:])
+    private let lastProbe = Locked<ProbeReport?>(nil)
+    private let transitions = Locked<[ReachabilityState: Int]>([:])
     private let clock: @Sendable () -> Double
     private let onTransition: @Sendable (ReachabilityTransition) -> Void
 
@@ -114,7 +115,7 @@ public final class Reachability: Sendable {
                 onTransition: @escaping @Sendable (ReachabilityTransition) -> Void) {
         self.clock = clock
         self.onTransition = onTransition
-        machine = Mutex(ReachabilityMachine(fall: fall, rise: rise, now: clock()))
+        machine = Locked(ReachabilityMachine(fall: fall, rise: rise, now: clock()))
     }
 
     /// Current state (one relaxed atomic load: the hot path).

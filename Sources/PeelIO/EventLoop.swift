@@ -8,7 +8,7 @@ public final class EventLoop: @unchecked Sendable {
     let base: OpaquePointer
     private let wakeFD: Int32
     private var wakeEvent: OpaquePointer?
-    private let mailbox = Mutex<[@Sendable () -> Void]>([])
+    private let mailbox = Locked<[@Sendable () -> Void]>([])
     private var thread: pthread_t?
     private var deferredEvent: OpaquePointer?
     private var deferred: [() -> Void] = []

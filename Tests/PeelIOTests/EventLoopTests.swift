@@ -33,7 +33,7 @@ final class EventLoopTests: XCTestCase {
 
     func testExecute_keepsTheOrderJobsWereQueuedIn() throws {
         let loop = try EventLoop()
-        let seen = Mutex<[Int]>([])
+        let seen = Locked<[Int]>([])
         for i in 0..<100 { loop.execute { seen.withLock { $0.append(i) } } }
         loop.startThread()
         let done = DispatchSemaphore(value: 0)
@@ -47,7 +47,7 @@ final class EventLoopTests: XCTestCase {
     func testDefer_runsAfterTheCurrentJob() throws {
         let loop = try EventLoop()
         loop.startThread()
-        let order = Mutex<[String]>([])
+        let order = Locked<[String]>([])
         let done = DispatchSemaphore(value: 0)
         loop.execute {
             order.withLock { $0.append("a") }
