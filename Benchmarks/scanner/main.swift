@@ -22,7 +22,8 @@ func largeEnvelope(targetBytes: Int = 100_000) -> [UInt8] {
         let chinese = index % 4 == 0 ? "商品描述：高品质，限时优惠" : "Product description, limited offer"
         text += #"{"id":\#(100_000 + index),"sku":"SKU-\#(index)-X","name":"Item number \#(index) of the catalogue","#
         text += #""price":\#(price),"ratio":0.\#(index % 97)e-3,"stock":\#(index * 31 % 1000),"available":\#(index % 3 != 0),"#
-        text += #""tags":["new","sale","tag\#(index % 10)"],"description":"\#(chinese) with a \"quoted\" word and more text to read","#
+        text +=
+            #""tags":["new","sale","tag\#(index % 10)"],"description":"\#(chinese) with a \"quoted\" word and more text to read","#
         text += #""seller":{"id":\#(index % 50),"name":"Seller \#(index % 50)","rating":4.\#(index % 10)},"image":null}"#
         index += 1
     }

@@ -21,7 +21,9 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if valid && !bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
         if !JSONScanner.validate([0x20] + bytes + [0x0A], maxDepth: depth) { disagree("whitespace changed validity", bytes) }
         if !JSONScanner.validate([0xEF, 0xBB, 0xBF] + bytes, maxDepth: depth) { disagree("a BOM changed validity", bytes) }
-        if JSONScanner.validate([0xEF, 0xBB, 0xBF, 0xEF, 0xBB, 0xBF] + bytes, maxDepth: depth) { disagree("two BOMs accepted", bytes) }
+        if JSONScanner.validate([0xEF, 0xBB, 0xBF, 0xEF, 0xBB, 0xBF] + bytes, maxDepth: depth) {
+            disagree("two BOMs accepted", bytes)
+        }
     }
 
     var config = EnvelopeConfig()
@@ -37,7 +39,8 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             // Any JSON value is itself a JSON text, so the unwrapped bytes must validate on their own.
             if !JSONScanner.validate(Array(bytes[range]), maxDepth: depth) { disagree("unwrapped data is not JSON", bytes) }
         case .problem(let problem):
-            let rendered = renderProblem(problem, requestId: String(decoding: bytes.prefix(40), as: UTF8.self), language: .chinese, typeBase: "urn:x:")
+            let rendered = renderProblem(
+                problem, requestId: String(decoding: bytes.prefix(40), as: UTF8.self), language: .chinese, typeBase: "urn:x:")
             if !JSONScanner.validate(rendered) { disagree("rendered problem is not JSON", bytes) }
         case .unwrap(_, nil), .passthrough:
             break

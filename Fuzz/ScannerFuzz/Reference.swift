@@ -226,7 +226,10 @@ func referenceVerdict(_ bytes: [UInt8], status: Int, config: EnvelopeConfig) -> 
         var seen: Set<[UInt8]> = []
         for member in reader.members {
             let name = member.name
-            guard name == Array(config.codeField.utf8) || name == Array(config.messageField.utf8) || name == Array(config.dataField.utf8) else {
+            guard
+                name == Array(config.codeField.utf8) || name == Array(config.messageField.utf8)
+                    || name == Array(config.dataField.utf8)
+            else {
                 continue
             }
             if !seen.insert(name).inserted { wellFormed = false }
@@ -245,8 +248,13 @@ func referenceVerdict(_ bytes: [UInt8], status: Int, config: EnvelopeConfig) -> 
     if status >= 200 && status <= 299 {
         guard wellFormed, let code else { return .problem(Problem(kind: .badUpstreamFormat, upstreamStatus: status)) }
         if config.successCodes.contains(code) { return .unwrap(status: data == nil ? 204 : status, data: data) }
-        if config.authCodes.contains(code) { return .problem(Problem(kind: .authExpired, code: code, detail: message, upstreamStatus: status)) }
-        return .problem(Problem(kind: .businessError, status: config.codeStatus[code] ?? config.businessStatus, code: code, detail: message, upstreamStatus: status))
+        if config.authCodes.contains(code) {
+            return .problem(Problem(kind: .authExpired, code: code, detail: message, upstreamStatus: status))
+        }
+        return .problem(
+            Problem(
+                kind: .businessError, status: config.codeStatus[code] ?? config.businessStatus, code: code, detail: message,
+                upstreamStatus: status))
     }
     if wellFormed, let code, config.authCodes.contains(code) {
         return .problem(Problem(kind: .authExpired, code: code, detail: message, upstreamStatus: status))

@@ -23,7 +23,9 @@ public func judge(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, co
         }
         let businessStatus = config.codeStatus[envelope.code] ?? config.businessStatus
         return .problem(
-            Problem(kind: .businessError, status: businessStatus, code: envelope.code, detail: envelope.message, upstreamStatus: status))
+            Problem(
+                kind: .businessError, status: businessStatus, code: envelope.code, detail: envelope.message,
+                upstreamStatus: status))
     }
 
     if let envelope, config.authCodes.contains(envelope.code) {
@@ -33,7 +35,8 @@ public func judge(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, co
     // 100...599) is a bad gateway from the client's point of view (RFC 9110 §15.6.3).
     let clientStatus = status >= 400 && status <= 499 ? status : 502
     return .problem(
-        Problem(kind: .upstreamError, status: clientStatus, code: envelope?.code, detail: envelope?.message, upstreamStatus: status))
+        Problem(
+            kind: .upstreamError, status: clientStatus, code: envelope?.code, detail: envelope?.message, upstreamStatus: status))
 }
 
 /// Whether the answer goes to the client untouched.

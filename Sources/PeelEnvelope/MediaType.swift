@@ -52,7 +52,9 @@ enum MediaType {
     }
 
     /// ASCII case-insensitive equality; media types are case-insensitive tokens (RFC 9110 §8.3.1).
-    private static func equalFolded(_ a: UnsafeBufferPointer<UInt8>, _ ar: Range<Int>, _ b: UnsafeBufferPointer<UInt8>, _ br: Range<Int>) -> Bool {
+    private static func equalFolded(
+        _ a: UnsafeBufferPointer<UInt8>, _ ar: Range<Int>, _ b: UnsafeBufferPointer<UInt8>, _ br: Range<Int>
+    ) -> Bool {
         guard ar.count == br.count else { return false }
         var k = 0
         while k < ar.count {

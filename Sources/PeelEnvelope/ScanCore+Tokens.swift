@@ -153,7 +153,8 @@ extension ScanCore {
         let backslashes = word ^ (ones &* 0x5C)
         // Classic "has zero/less-than byte" tricks: the lowest flagged lane is always exact, false
         // positives only appear above a true one, so the first stop is right.
-        let special = ((quotes &- ones) & ~quotes)
+        let special =
+            ((quotes &- ones) & ~quotes)
             | ((backslashes &- ones) & ~backslashes)
             | ((word &- ones &* 0x20) & ~word)
             | word

@@ -1,7 +1,9 @@
 /// The single-pass scanner: an explicit container stack instead of recursion, so depth costs bits, not frames.
 enum ScanCore {
     /// Validates the whole buffer; with `names`, also requires a top-level object and records its envelope members.
-    static func run(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int, names: EnvelopeNames?, members: inout EnvelopeMembers) -> Bool {
+    static func run(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int, names: EnvelopeNames?, members: inout EnvelopeMembers)
+        -> Bool
+    {
         guard let base = buffer.baseAddress else { return false }
         let n = buffer.count
         var i = 0

@@ -81,7 +81,10 @@ final class JSONScannerTests: XCTestCase {
 
     // RFC 8259 §6: numbers.
     func testValidate_acceptsNumberForms() {
-        for text in ["0", "-0", "1", "-1", "1.10", "12345678901234567890", "-0.0", "1e400", "1E400", "1e+2", "1e-2", "0.5e0", "-1.5E-07", "0e0"] {
+        for text in [
+            "0", "-0", "1", "-1", "1.10", "12345678901234567890", "-0.0", "1e400", "1E400", "1e+2", "1e-2", "0.5e0", "-1.5E-07",
+            "0e0",
+        ] {
             accepts(text)
         }
     }
@@ -103,7 +106,9 @@ final class JSONScannerTests: XCTestCase {
 
     // RFC 8259 §3: literals are lowercase and exact.
     func testValidate_rejectsMalformedLiterals() {
-        for text in ["tru", "nul", "fals", "True", "NULL", "nulll", "truee", "[tru]", "[nul", "f", "t", "n", "falsee", "undefined"] {
+        for text in [
+            "tru", "nul", "fals", "True", "NULL", "nulll", "truee", "[tru]", "[nul", "f", "t", "n", "falsee", "undefined",
+        ] {
             rejects(text)
         }
     }
@@ -158,7 +163,9 @@ final class JSONScannerTests: XCTestCase {
 
     // RFC 8259 §8.1: UTF-8, checked as RFC 3629 §4 defines it.
     func testValidate_acceptsUTF8Boundaries() {
-        for scalar in ["\u{80}", "\u{7FF}", "\u{800}", "\u{D7FF}", "\u{E000}", "\u{FFFD}", "\u{FFFF}", "\u{10000}", "\u{10FFFF}", "中文😀é"] {
+        for scalar in [
+            "\u{80}", "\u{7FF}", "\u{800}", "\u{D7FF}", "\u{E000}", "\u{FFFD}", "\u{FFFF}", "\u{10000}", "\u{10FFFF}", "中文😀é",
+        ] {
             accepts("\"\(scalar)\"")
         }
     }

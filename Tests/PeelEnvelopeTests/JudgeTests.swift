@@ -21,7 +21,8 @@ final class JudgeTests: XCTestCase {
     /// Asserts the body unwraps to exactly `data`'s bytes.
     private func assertUnwraps(_ data: String, status: Int = 200, file: StaticString = #filePath, line: UInt = #line) {
         let body = Array(("{\"code\":0,\"message\":\"ok\",\"data\":" + data + "}").utf8)
-        let result = judge(UpstreamAnswer(status: status, contentType: "text/html", path: "/", isHead: false), body: body, config: config)
+        let result = judge(
+            UpstreamAnswer(status: status, contentType: "text/html", path: "/", isHead: false), body: body, config: config)
         guard case .unwrap(let unwrappedStatus, let range?) = result else {
             return XCTFail("expected unwrap, got \(result)", file: file, line: line)
         }
@@ -63,7 +64,8 @@ final class JudgeTests: XCTestCase {
     }
 
     func testUnwrap_whenBodyIsPrettyPrinted() {
-        let body = "\u{FEFF}\r\n{\r\n\t\"code\" :\t0 ,\r\n\t\"message\" : \"ok\",\r\n\t\"data\" : {\r\n\t\t\"a\" : [ 1 , 2 ]\r\n\t}\r\n}\r\n"
+        let body =
+            "\u{FEFF}\r\n{\r\n\t\"code\" :\t0 ,\r\n\t\"message\" : \"ok\",\r\n\t\"data\" : {\r\n\t\t\"a\" : [ 1 , 2 ]\r\n\t}\r\n}\r\n"
         guard case .unwrap(200, let range?) = verdict(body) else { return XCTFail() }
         XCTAssertEqual(String(decoding: Array(body.utf8)[range], as: UTF8.self), "{\r\n\t\t\"a\" : [ 1 , 2 ]\r\n\t}")
     }
@@ -139,7 +141,8 @@ final class JudgeTests: XCTestCase {
     }
 
     func testAuthExpired_whenCodeIsStringSeven() {
-        XCTAssertEqual(verdict(#"{"code":"7"}"#), .problem(Problem(kind: .authExpired, status: 401, code: 7, upstreamStatus: 200)))
+        XCTAssertEqual(
+            verdict(#"{"code":"7"}"#), .problem(Problem(kind: .authExpired, status: 401, code: 7, upstreamStatus: 200)))
     }
 
     func testSuccessWins_whenCodeIsBothSuccessAndAuth() {
@@ -158,12 +161,17 @@ final class JudgeTests: XCTestCase {
         var custom = EnvelopeConfig()
         custom.codeStatus = [404: 404, 42: 409]
         custom.businessStatus = 400
-        XCTAssertEqual(verdict(#"{"code":42}"#, config: custom), .problem(Problem(kind: .businessError, status: 409, code: 42, upstreamStatus: 200)))
-        XCTAssertEqual(verdict(#"{"code":43}"#, config: custom), .problem(Problem(kind: .businessError, status: 400, code: 43, upstreamStatus: 200)))
+        XCTAssertEqual(
+            verdict(#"{"code":42}"#, config: custom),
+            .problem(Problem(kind: .businessError, status: 409, code: 42, upstreamStatus: 200)))
+        XCTAssertEqual(
+            verdict(#"{"code":43}"#, config: custom),
+            .problem(Problem(kind: .businessError, status: 400, code: 43, upstreamStatus: 200)))
     }
 
     func testBusinessError_whenCodeIsNegativeString() {
-        XCTAssertEqual(verdict(#"{"code":"-3"}"#), .problem(Problem(kind: .businessError, status: 422, code: -3, upstreamStatus: 200)))
+        XCTAssertEqual(
+            verdict(#"{"code":"-3"}"#), .problem(Problem(kind: .businessError, status: 422, code: -3, upstreamStatus: 200)))
     }
 
     func testBusinessError_acceptsInt64Limits() {
@@ -184,7 +192,8 @@ final class JudgeTests: XCTestCase {
     }
 
     func testBusinessError_whenMessageIsEmpty_detailIsNil() {
-        XCTAssertEqual(verdict(#"{"code":3,"message":""}"#), .problem(Problem(kind: .businessError, code: 3, upstreamStatus: 200)))
+        XCTAssertEqual(
+            verdict(#"{"code":3,"message":""}"#), .problem(Problem(kind: .businessError, code: 3, upstreamStatus: 200)))
     }
 
     // MARK: bad upstream format on 2xx
@@ -259,7 +268,8 @@ final class JudgeTests: XCTestCase {
         XCTAssertEqual(
             verdict("Internal Server Error", status: 500, contentType: "text/plain"),
             .problem(Problem(kind: .upstreamError, status: 502, code: -104, detail: nil, upstreamStatus: 500)))
-        XCTAssertEqual(verdict("", status: 503), .problem(Problem(kind: .upstreamError, status: 502, code: -104, upstreamStatus: 503)))
+        XCTAssertEqual(
+            verdict("", status: 503), .problem(Problem(kind: .upstreamError, status: 502, code: -104, upstreamStatus: 503)))
     }
 
     func testUpstreamError_5xxWithEnvelopeKeepsItsCode() {
@@ -293,8 +303,10 @@ final class JudgeTests: XCTestCase {
     }
 
     func testUpstreamError_whenStatusIsOutsideHTTPRange() {
-        XCTAssertEqual(verdict("x", status: 600), .problem(Problem(kind: .upstreamError, status: 502, code: -104, upstreamStatus: 600)))
-        XCTAssertEqual(verdict("x", status: 0), .problem(Problem(kind: .upstreamError, status: 502, code: -104, upstreamStatus: 0)))
+        XCTAssertEqual(
+            verdict("x", status: 600), .problem(Problem(kind: .upstreamError, status: 502, code: -104, upstreamStatus: 600)))
+        XCTAssertEqual(
+            verdict("x", status: 0), .problem(Problem(kind: .upstreamError, status: 502, code: -104, upstreamStatus: 0)))
     }
 
     // MARK: passthrough

@@ -4,7 +4,8 @@ import XCTest
 /// Accept-Language → Language, following RFC 9110 §12.5.4 weights.
 final class LanguageTests: XCTestCase {
     private func assertLanguage(_ header: String?, _ expected: Language, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertEqual(Language(acceptLanguage: header), expected, "Accept-Language: \(header ?? "<none>")", file: file, line: line)
+        XCTAssertEqual(
+            Language(acceptLanguage: header), expected, "Accept-Language: \(header ?? "<none>")", file: file, line: line)
     }
 
     func testLanguage_defaultsToEnglishWithoutHeader() {

@@ -47,7 +47,8 @@ final class ProblemRenderingTests: XCTestCase {
     }
 
     func testRender_addsUpstreamStatusLastOnlyWhenSet() {
-        let with = String(decoding: render(Problem(kind: .upstreamError, status: 404, code: 12, upstreamStatus: 404)), as: UTF8.self)
+        let with = String(
+            decoding: render(Problem(kind: .upstreamError, status: 404, code: 12, upstreamStatus: 404)), as: UTF8.self)
         XCTAssertTrue(with.hasSuffix(#""request_id":"req-1","upstream_status":404}"#), with)
         let without = String(decoding: render(Problem(kind: .upstreamTimeout)), as: UTF8.self)
         XCTAssertFalse(without.contains("upstream_status"))
@@ -57,7 +58,10 @@ final class ProblemRenderingTests: XCTestCase {
     func testRender_membersInFixedOrder() {
         let text = String(decoding: render(Problem(kind: .authExpired, code: 7, detail: "x", upstreamStatus: 200)), as: UTF8.self)
         var cursor = text.startIndex
-        for name in ["\"type\":", "\"title\":", "\"status\":", "\"detail\":", "\"code\":", "\"kind\":", "\"request_id\":", "\"upstream_status\":"] {
+        for name in [
+            "\"type\":", "\"title\":", "\"status\":", "\"detail\":", "\"code\":", "\"kind\":", "\"request_id\":",
+            "\"upstream_status\":",
+        ] {
             guard let found = text.range(of: name, range: cursor..<text.endIndex) else {
                 return XCTFail("\(name) missing or out of order in \(text)")
             }
@@ -106,7 +110,8 @@ final class ProblemRenderingTests: XCTestCase {
     }
 
     func testRender_usesTheGivenTypeBase() {
-        let bytes = renderProblem(Problem(kind: .badRequest), requestId: "r", language: .english, typeBase: "https://errors.example.com/\"x\"/")
+        let bytes = renderProblem(
+            Problem(kind: .badRequest), requestId: "r", language: .english, typeBase: "https://errors.example.com/\"x\"/")
         XCTAssertEqual(parse(bytes)["type"] as? String, "https://errors.example.com/\"x\"/bad-request")
     }
 
