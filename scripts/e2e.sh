@@ -4,6 +4,14 @@ set -euo pipefail
 PEEL=${1:?usage: e2e.sh PATH/TO/peel}
 source "$(dirname "$0")/lib.sh"
 
+# Command line: bad configuration exits 2 with one line naming the option; check-config prints JSON.
+rc=0; out=$("$PEEL" --upstream http://127.0.0.1:1 --timeout soon 2>&1) || rc=$?
+check "bad option exits 2" "2" "$rc"
+check "bad option names the option in one line" "1 --timeout" "$(echo "$out" | wc -l) $(echo "$out" | grep -o -- '--timeout' | head -1)"
+check "missing upstream is named" "yes" "$( { "$PEEL" 2>&1 || true; } | grep -q -- '--upstream' && echo yes || echo no)"
+check "check-config prints the effective configuration" "12.5" "$(PEEL_UPSTREAM=http://u.example "$PEEL" check-config --timeout 12.5 | python3 -c 'import json,sys;print(json.load(sys.stdin)["timeout"])')"
+check "--version" "yes" "$("$PEEL" --version | grep -q '^peel [0-9]' && echo yes || echo no)"
+
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD \
