@@ -99,3 +99,14 @@ struct ProblemWriter {
         }
     }
 }
+
+/// JSON string literals for the rest of Peel (logs, status documents, the demo's bodies), written
+/// by the same escaper as problem documents.
+public enum JSONString {
+    /// `text` as a JSON string literal with the escapes RFC 8259 §7 requires; non-ASCII stays UTF-8.
+    public static func quoted(_ text: String) -> String {
+        var w = ProblemWriter()
+        w.string(text)
+        return String(decoding: w.bytes, as: UTF8.self)
+    }
+}

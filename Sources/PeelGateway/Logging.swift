@@ -1,25 +1,8 @@
+import PeelEnvelope
 import Glibc
 
 /// JSON-string escaping for log lines and small documents (RFC 8259 §7).
-func jsonEscaped(_ s: String) -> String {
-    var out = "\""
-    for u in s.unicodeScalars {
-        switch u {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        default:
-            if u.value < 0x20 || u.value == 0x7F {
-                out += "\\u" + String(u.value, radix: 16).leftPadded(to: 4)
-            } else {
-                out.unicodeScalars.append(u)
-            }
-        }
-    }
-    return out + "\""
-}
+func jsonEscaped(_ s: String) -> String { JSONString.quoted(s) }
 
 /// Seconds on the monotonic clock (vDSO, no syscall).
 func monotonicNow() -> Double {
