@@ -29,6 +29,10 @@ AB_SECONDS = int(os.environ.get("AB_SECONDS", "30"))
 RESULTS = os.environ.get("RESULTS", os.path.join(ROOT, "Benchmarks", "RESULTS.md"))
 NOTE = os.environ.get("NOTE", "")
 PEEL_ENV = os.environ.get("PEEL_ENV", "")  # extra KEY=VALUE pairs for Peel, e.g. LD_PRELOAD=...
+# An A/B target "peelB" (--workers 1): another binary and/or environment, measured in the same rounds.
+PEEL_B = os.environ.get("PEEL_B", PEEL)
+PEEL_B_ENV = os.environ.get("PEEL_B_ENV", "")
+PEEL_B_LABEL = os.environ.get("PEEL_B_LABEL", "variant B")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 LABELS = {
@@ -37,6 +41,7 @@ LABELS = {
     "lua": "nginx+Lua unwrap",
     "peel1": "Peel --workers 1",
     "peel2": "Peel (2 workers)",
+    "peelB": "Peel B --workers 1 (%s)" % PEEL_B_LABEL,
 }
 
 children = []
@@ -189,12 +194,12 @@ def start_nginx(tmp, name, http, modules=""):
     return p
 
 
-def start_peel(tmp, name, port, up, workers):
+def start_peel(tmp, name, port, up, workers, binary=PEEL, extra_env=PEEL_ENV):
     env = dict(os.environ)
-    for kv in PEEL_ENV.split():
+    for kv in extra_env.split():
         k, _, v = kv.partition("=")
         env[k] = v
-    args = [PEEL, "--upstream", "http://127.0.0.1:%d" % up, "--listen", "127.0.0.1:%d" % port,
+    args = [binary, "--upstream", "http://127.0.0.1:%d" % up, "--listen", "127.0.0.1:%d" % port,
             "--admin-listen", "off", "--access-log", "off"]
     if workers:
         args += ["--workers", str(workers)]
@@ -327,7 +332,7 @@ def verify(name, port, bodies):
         elif name == "lua":
             # cjson re-serialises: 1024.50 becomes 1024.5 and escapes change, so only the value is compared.
             ok = json.loads(body) == json.loads(data)
-        else:
+        else:  # peel1, peel2, peelB
             # Peel's contract: the data member's bytes, byte for byte (1024.50 stays 1024.50).
             ok = body == data and headers.get("Content-Type") == "application/json" and "X-Request-Id" in headers
             if path == "small" and b"1024.50" not in body:
@@ -378,7 +383,7 @@ def main():
     bodies = make_bodies(www)
     for n in os.listdir(www):
         os.chmod(os.path.join(www, n), 0o644)
-    up, p_nginx, p_lua, p_peel1, p_peel2 = free_ports(5)
+    up, p_nginx, p_lua, p_peel1, p_peel2, p_peelb = free_ports(6)
     procs, ports = {}, {}
     try:
         procs["direct"] = start_nginx(tmp, "upstream", UPSTREAM_HTTP.format(port=up, www=www))
@@ -396,6 +401,9 @@ def main():
         if "peel2" in TARGETS:
             procs["peel2"] = start_peel(tmp, "peel2", p_peel2, up, 0)
             ports["peel2"] = p_peel2
+        if "peelB" in TARGETS:
+            procs["peelB"] = start_peel(tmp, "peelB", p_peelb, up, 1, PEEL_B, PEEL_B_ENV)
+            ports["peelB"] = p_peelb
         targets = [t for t in TARGETS if t in procs]
         for t in targets:
             wait_port(ports[t], procs[t], t)
@@ -463,7 +471,7 @@ def main():
                          % (LABELS[t], path, m["rps"], m["p50"], m["p99"], m["cpu_us"], rss[t], m["errors"],
                             a["rps"], a["failed"], "" if a["done"] >= AB_N else " (%d done)" % a["done"]))
     lines.append("")
-    peels = [t for t in ("peel1", "peel2") if t in targets]
+    peels = [t for t in ("peel1", "peel2", "peelB") if t in targets]
     if peels:
         lines.append("| ratio | path | req/s vs nginx | req/s vs Lua | req/s vs direct | p99 vs nginx | CPU/req vs nginx |")
         lines.append("|---|---|---:|---:|---:|---:|---:|")

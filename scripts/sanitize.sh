@@ -36,7 +36,7 @@ WORK=$(mktemp -d)
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
 UP=$(free_port); GW=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >/dev/null 2>&1 & UPID=$!
-valgrind --leak-check=full --show-leak-kinds=definite --log-file="$WORK/vg.txt" \
+valgrind --leak-check=full --show-leak-kinds=definite '--soname-synonyms=somalloc=*jemalloc*' --log-file="$WORK/vg.txt" \
   "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen off --access-log off --workers 2 --timeout 1 \
   >/dev/null 2>&1 & VPID=$!
 for _ in $(seq 1 200); do curl -s -o /dev/null "http://127.0.0.1:$GW/api/user" && break; sleep 0.1; done

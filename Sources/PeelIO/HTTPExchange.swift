@@ -116,12 +116,13 @@ public final class HTTPExchange {
         stopWatchingHangUp()
         guard let req else { release(); return }
         let range = range ?? 0..<body.count
-        var out = ReplyHeaders(list: evhttp_request_get_output_headers(req))
+        var out = ReplyHeaders(list: evhttp_request_get_output_headers(req), block: server.replyBlock)
         headers(&out)
         // Always state the length ourselves: evhttp omits it on some paths (CONNECT) and formats it otherwise.
         if !out.hasLength && status != 204 && status != 304 && status >= 200 {
             out.add("Content-Length", String(range.count))
         }
+        server.withHTTPDate { out.finish(date: $0) }
         if !range.isEmpty, let buf = evhttp_request_get_output_buffer(req) {
             if range.count >= ReplyBody.referenceThreshold {
                 ReplyBody.add(body, range, to: buf)
@@ -198,54 +199,3 @@ public final class HTTPExchange {
     }
 }
 
-/// The response header fields being set for one answer; valid only inside `respond`'s closure.
-public struct ReplyHeaders {
-    fileprivate let list: UnsafeMutablePointer<evkeyvalq>?
-    fileprivate var hasLength = false
-
-    fileprivate init(list: UnsafeMutablePointer<evkeyvalq>?) { self.list = list }
-
-    /// Adds `name: value`.
-    public mutating func add(_ name: String, _ value: String) {
-        if !hasLength && name.utf8.count == 14 && HeaderNameSet.contentLength.contains(name) { hasLength = true }
-        evhttp_add_header(list, name, value)
-    }
-
-    /// Copies the upstream's fields except those named in `dropping`, without a String per field.
-    public mutating func add(_ fields: ResponseHeaders, dropping: HeaderNameSet) {
-        let list = self.list
-        fields.forEachField { f in
-            if !f.isIn(dropping) { evhttp_add_header(list, f.cName, f.cValue) }
-        }
-    }
-}
-
-extension HeaderNameSet {
-    static let contentLength = HeaderNameSet(["content-length"])
-}
-
-/// A reply body evhttp sends straight from the Swift array that holds it (evbuffer_add_reference),
-/// instead of copying it into the connection's buffer.
-private final class ReplyBody {
-    // Below this a copy into evbuffer's current chain is cheaper than a reference chain.
-    static let referenceThreshold = 8192
-
-    let bytes: [UInt8]
-
-    private init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    static func add(_ body: [UInt8], _ range: Range<Int>, to buffer: OpaquePointer) {
-        let box = ReplyBody(body)
-        // `bytes` is a let in a class: never mutated, so its storage stays where it is until the box
-        // goes, and the box is released only by evbuffer's cleanup once the bytes are sent or dropped.
-        let base = box.bytes.withUnsafeBytes { $0.baseAddress! } + range.lowerBound
-        let retained = Unmanaged.passRetained(box)
-        let rc = evbuffer_add_reference(buffer, base, range.count, { _, _, extra in
-            Unmanaged<ReplyBody>.fromOpaque(extra!).release()
-        }, retained.toOpaque())
-        if rc != 0 {
-            retained.release()
-            _ = body.withUnsafeBytes { evbuffer_add(buffer, $0.baseAddress! + range.lowerBound, range.count) }
-        }
-    }
-}

@@ -136,6 +136,49 @@ public final class HTTPServer {
 
     func finished() { pending -= 1 }
 
+    /// Header lines of the reply being built (one reply at a time on this loop).
+    let replyBlock = HeaderBlock()
+    private var dateSecond = -1
+    private var date = [UInt8](repeating: 0, count: 29)
+    private static let days = Array("SunMonTueWedThuFriSat".utf8)
+    private static let months = Array("JanFebMarAprMayJunJulAugSepOctNovDec".utf8)
+
+    /// Calls `body` with the loop's current time as an IMF-fixdate (RFC 9110 §5.6.7), formatted at
+    /// most once per second.
+    func withHTTPDate(_ body: (UnsafeRawBufferPointer) -> Void) {
+        var tv = timeval()
+        event_base_gettimeofday_cached(loop.base, &tv)
+        if tv.tv_sec != dateSecond {
+            dateSecond = tv.tv_sec
+            var t = time_t(tv.tv_sec)
+            var parts = tm()
+            gmtime_r(&t, &parts)
+            func two(_ v: Int32, _ at: Int) {
+                date[at] = 0x30 + UInt8(v / 10 % 10)
+                date[at + 1] = 0x30 + UInt8(v % 10)
+            }
+            let d = Int(parts.tm_wday) * 3
+            let m = Int(parts.tm_mon) * 3
+            date[0] = Self.days[d]; date[1] = Self.days[d + 1]; date[2] = Self.days[d + 2]
+            date[3] = 0x2C; date[4] = 0x20
+            two(parts.tm_mday, 5)
+            date[7] = 0x20
+            date[8] = Self.months[m]; date[9] = Self.months[m + 1]; date[10] = Self.months[m + 2]
+            date[11] = 0x20
+            let year = parts.tm_year + 1900
+            two(year / 100, 12)
+            two(year % 100, 14)
+            date[16] = 0x20
+            two(parts.tm_hour, 17)
+            date[19] = 0x3A
+            two(parts.tm_min, 20)
+            date[22] = 0x3A
+            two(parts.tm_sec, 23)
+            date[25] = 0x20; date[26] = 0x47; date[27] = 0x4D; date[28] = 0x54
+        }
+        date.withUnsafeBytes(body)
+    }
+
     /// Stops accepting new connections; open ones keep being served.
     public func stopAccepting() {
         if let bound { evhttp_del_accept_socket(http, bound) }
