@@ -76,6 +76,8 @@ final class Forwarder {
             case 2: xff = xff.map { $0 + ", " + field.valueString } ?? field.valueString
             case 3: acceptLanguage = field.valueString
             case 4:
+                // `keep-alive` and `close` (nearly every client's value) name nothing that is not dropped anyway.
+                if field.valueEquals("keep-alive") || field.valueEquals("close") { break }
                 for t in field.valueString.split(separator: ",") { connectionTokens.append(trimOWS(t).lowercased()) }
             case 5: contentLengths += 1
             case 6: transferEncoding = (transferEncoding.map { $0 + "," } ?? "") + field.valueString

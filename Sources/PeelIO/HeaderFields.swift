@@ -73,7 +73,6 @@ public struct HeaderField {
 /// (`name NUL value NUL …`) instead of a String pair per field.
 public struct ResponseHeaders: Sendable {
     private var storage: [UInt8] = []
-    private var complete = false
     /// Number of fields.
     public private(set) var count = 0
 
@@ -82,7 +81,18 @@ public struct ResponseHeaders: Sendable {
 
     /// Creates a block from pairs (tests and synthetic answers).
     public init(_ pairs: [(String, String)]) {
-        for (n, v) in pairs { append(name: Array(n.utf8)[...], value: Array(v.utf8)[...]) }
+        let collector = HeaderCollector()
+        for (n, v) in pairs {
+            var n = n
+            var v = v
+            n.withUTF8 { nb in v.withUTF8 { vb in collector.append(UnsafeRawBufferPointer(nb), UnsafeRawBufferPointer(vb)) } }
+        }
+        self = collector.take()
+    }
+
+    fileprivate init(storage: [UInt8], count: Int) {
+        self.storage = storage
+        self.count = count
     }
 
     /// The first value of `lowercasedName`, if present.
@@ -105,33 +115,53 @@ public struct ResponseHeaders: Sendable {
     /// Calls `body` with each field, in order.
     public func forEachField(_ body: (HeaderField) -> Void) {
         storage.withUnsafeBytes { all in
+            guard let base = all.baseAddress else { return }
             var i = 0
             while i < all.count {
-                let nameEnd = Self.nul(all, from: i)
-                let valueEnd = Self.nul(all, from: nameEnd + 1)
-                body(HeaderField(name: UnsafeRawBufferPointer(rebasing: all[i..<nameEnd]),
-                                 value: UnsafeRawBufferPointer(rebasing: all[(nameEnd + 1)..<valueEnd])))
-                i = valueEnd + 1
+                let nameCount = strlen(base.advanced(by: i).assumingMemoryBound(to: CChar.self))
+                let valueStart = i + nameCount + 1
+                let valueCount = strlen(base.advanced(by: valueStart).assumingMemoryBound(to: CChar.self))
+                body(HeaderField(name: UnsafeRawBufferPointer(start: base + i, count: nameCount),
+                                 value: UnsafeRawBufferPointer(start: base + valueStart, count: valueCount)))
+                i = valueStart + valueCount + 1
             }
         }
     }
+}
 
-    private static func nul(_ p: UnsafeRawBufferPointer, from: Int) -> Int {
-        var j = from
-        while p[j] != 0 { j += 1 }
-        return j
+/// Collects one response's header lines as curl's header callback hands them over (RFC 9112 §2.1,
+/// §5); one per pooled handle, its buffer reused from transfer to transfer.
+final class HeaderCollector {
+    private var bytes = UnsafeMutableRawPointer.allocate(byteCount: 1024, alignment: 1)
+    private var capacity = 1024
+    private var used = 0
+    private var fields = 0
+    private var complete = false
+
+    deinit { bytes.deallocate() }
+
+    /// Forgets everything (a new transfer, or a new response after a 1xx).
+    func reset() {
+        used = 0
+        fields = 0
+        complete = false
     }
 
-    /// Takes one raw line as curl's header callback hands it over (RFC 9112 §2.1, §5).
-    mutating func addLine(_ line: UnsafeRawBufferPointer) {
+    /// The fields collected so far, as a value the response can carry.
+    func take() -> ResponseHeaders {
+        let out = ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields)
+        reset()
+        return out
+    }
+
+    /// Takes one raw line.
+    func addLine(_ line: UnsafeRawBufferPointer) {
         guard let base = line.baseAddress else { return }
         var end = line.count
         while end > 0 && (line[end - 1] == 0x0A || line[end - 1] == 0x0D) { end -= 1 }
         if end >= 5 && memcmp(base, "HTTP/", 5) == 0 {
             // A status line starts a new response: only the final one's fields count (1xx are dropped).
-            storage.removeAll(keepingCapacity: true)
-            count = 0
-            complete = false
+            reset()
             return
         }
         if end == 0 {
@@ -142,10 +172,11 @@ public struct ResponseHeaders: Sendable {
         if complete { return }
         if line[0] == 0x20 || line[0] == 0x09 {
             // obs-fold (RFC 9112 §5.2): a proxy replaces it with SP.
-            guard count > 0 else { return }
-            storage.removeLast()
-            storage.append(0x20)
-            appendTerminated(Self.trimmed(base, 0, end))
+            guard fields > 0 else { return }
+            used -= 1
+            var space: UInt8 = 0x20
+            withUnsafeBytes(of: &space) { put($0) }
+            putTerminated(Self.trimmed(base, 0, end))
             return
         }
         guard let colonPointer = memchr(base, 0x3A, end) else { return }
@@ -153,25 +184,39 @@ public struct ResponseHeaders: Sendable {
         guard colon > 0 else { return }
         var nameEnd = colon
         while nameEnd > 0 && (line[nameEnd - 1] == 0x20 || line[nameEnd - 1] == 0x09) { nameEnd -= 1 }
-        appendTerminated(UnsafeRawBufferPointer(start: base, count: nameEnd))
-        appendTerminated(Self.trimmed(base, colon + 1, end))
-        count += 1
+        append(UnsafeRawBufferPointer(start: base, count: nameEnd), Self.trimmed(base, colon + 1, end))
     }
 
-    private mutating func append(name: ArraySlice<UInt8>, value: ArraySlice<UInt8>) {
-        name.withUnsafeBytes { appendTerminated($0) }
-        value.withUnsafeBytes { appendTerminated($0) }
-        count += 1
+    /// Adds one field.
+    func append(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        putTerminated(name)
+        putTerminated(value)
+        fields += 1
     }
 
-    private mutating func appendTerminated(_ bytes: UnsafeRawBufferPointer) {
-        let start = storage.count
-        storage.append(contentsOf: bytes)
-        // A NUL inside a field would cut it short in C; it is never valid there (RFC 9110 §5.5).
-        if let base = bytes.baseAddress, memchr(base, 0, bytes.count) != nil {
-            for i in start..<storage.count where storage[i] == 0 { storage[i] = 0x20 }
+    private func put(_ b: UnsafeRawBufferPointer) {
+        if used + b.count + 1 > capacity {
+            let grown = UnsafeMutableRawPointer.allocate(byteCount: max(used + b.count + 1, capacity * 2), alignment: 1)
+            grown.copyMemory(from: bytes, byteCount: used)
+            bytes.deallocate()
+            bytes = grown
+            capacity = max(used + b.count + 1, capacity * 2)
         }
-        storage.append(0)
+        if let p = b.baseAddress { (bytes + used).copyMemory(from: p, byteCount: b.count) }
+        used += b.count
+    }
+
+    private func putTerminated(_ b: UnsafeRawBufferPointer) {
+        let start = used
+        put(b)
+        // A NUL inside a field would cut it short in C; it is never valid there (RFC 9110 §5.5).
+        if b.count > 0, memchr(bytes + start, 0, b.count) != nil {
+            for i in start..<used where bytes.load(fromByteOffset: i, as: UInt8.self) == 0 {
+                bytes.storeBytes(of: 0x20, toByteOffset: i, as: UInt8.self)
+            }
+        }
+        bytes.storeBytes(of: 0, toByteOffset: used, as: UInt8.self)
+        used += 1
     }
 
     private static func trimmed(_ base: UnsafeRawPointer, _ from: Int, _ to: Int) -> UnsafeRawBufferPointer {

@@ -111,7 +111,6 @@ public final class UpstreamTransfer {
     fileprivate var handle: EasyHandle?
     fileprivate var headerList: UnsafeMutablePointer<curl_slist>?
     fileprivate var body: [UInt8] = []
-    fileprivate var head = ResponseHeaders()
     fileprivate var ownedRequestBody: [UInt8] = []
     fileprivate var requestBodyOwner: HTTPExchange?
     fileprivate var tooLarge = false
@@ -240,6 +239,7 @@ public final class UpstreamClient {
         t.handle = h
         t.completion = completion
         h.errorBuffer.pointee = 0
+        h.head.reset()
         t.started = loop.now
         let ptr = Unmanaged.passRetained(t).toOpaque()
         peel_easy_setopt_ptr(easy, CURLOPT_PRIVATE, ptr)
@@ -367,7 +367,7 @@ public final class UpstreamClient {
         peel_easy_setopt_write_cb(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
             let n = size * count
-            t.head.addLine(UnsafeRawBufferPointer(start: data, count: n))
+            t.handle?.head.addLine(UnsafeRawBufferPointer(start: data, count: n))
             return n
         }
         peel_easy_setopt_open_cb(easy) { clientp, purpose, address in
@@ -481,9 +481,8 @@ public final class UpstreamClient {
                 peel_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
                 let body = t.body
                 t.body = []
-                result = .success(UpstreamResponse(status: status, headers: t.head, body: body,
+                result = .success(UpstreamResponse(status: status, headers: h.head.take(), body: body,
                                                    duration: loop.now - t.started))
-                t.head = ResponseHeaders()
             } else {
                 result = .failure(classify(code, handle: h, tooLarge: t.tooLarge))
             }
@@ -600,6 +599,8 @@ final class EasyHandle {
     // CURLOPT_ERRORBUFFER storage; curl writes its detailed reason here.
     let errorBuffer: UnsafeMutablePointer<CChar>
     var url: OpaquePointer?
+    // The response's header lines, captured by CURLOPT_HEADERFUNCTION.
+    let head = HeaderCollector()
 
     init(easy: UnsafeMutableRawPointer) {
         self.easy = easy
