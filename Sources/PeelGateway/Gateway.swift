@@ -100,7 +100,7 @@ public final class Gateway: @unchecked Sendable {
     /// Prometheus text for /metrics.
     func metricsText() -> String {
         MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability,
-                               connections: MetricsRenderer.establishedConnections(port: port))
+                               connections: workers.reduce(0) { $0 + $1.server.connectionCount })
     }
 
     /// JSON for /status.

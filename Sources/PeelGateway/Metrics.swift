@@ -96,7 +96,7 @@ enum MetricsRenderer {
         for s in [ReachabilityState.reachable, .unreachable] {
             out += "peel_reachability_transitions_total{to=\"\(s)\"} \(t[s] ?? 0)\n"
         }
-        out += "# HELP peel_connections_active Established client connections on the gateway port.\n"
+        out += "# HELP peel_connections_active Open client connections.\n"
         out += "# TYPE peel_connections_active gauge\n"
         out += "peel_connections_active \(connections)\n"
         out += "# HELP peel_inflight_requests Requests being handled now.\n"
@@ -116,38 +116,8 @@ enum MetricsRenderer {
         out += "\(name)_bucket{le=\"+Inf\"} \(cumulative)\n"
         out += "\(name)_sum \(h.sum)\n\(name)_count \(h.count)\n"
     }
-
-    /// Established TCP connections whose local port is `port`, read from /proc (scrape time only).
-    static func establishedConnections(port: Int) -> Int {
-        var total = 0
-        let hexPort = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4)
-        for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = readSmallFile(file) else { continue }
-            for line in text.split(separator: "\n").dropFirst() {
-                let cols = line.split(separator: " ", omittingEmptySubsequences: true)
-                guard cols.count > 3 else { continue }
-                if cols[1].hasSuffix(hexPort) && cols[3] == "01" { total += 1 }
-            }
-        }
-        return total
-    }
 }
 
 extension String {
     func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
-}
-
-/// Reads a small text file (proc files) without Foundation.
-func readSmallFile(_ path: String, limit: Int = 8 << 20) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while bytes.count < limit {
-        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, 65536) }
-        if n <= 0 { break }
-        bytes.append(contentsOf: chunk[0..<n])
-    }
-    return String(decoding: bytes, as: UTF8.self)
 }

@@ -45,6 +45,8 @@ final class Worker: @unchecked Sendable {
                 problem = Problem(kind: .badRequest, detail: violation)
             } else if status == 413 {
                 problem = Problem(kind: .requestTooLarge)
+            } else if status == 431 {
+                problem = Problem(kind: .requestTooLarge, status: 431, detail: "request head too large")
             } else {
                 problem = Problem(kind: .badRequest, detail: "malformed HTTP request")
             }

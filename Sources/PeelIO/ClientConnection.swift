@@ -42,6 +42,7 @@ final class ClientConnection {
         var arg: UnsafeMutableRawPointer? = nil
         bufferevent_getcb(bev, nil, nil, nil, &arg)
         guard let arg else {
+            server.connectionClosed(nil)
             release()
             return nil
         }
@@ -56,7 +57,7 @@ final class ClientConnection {
     private func connectionClosed() {
         closed = true
         if let headTimer { event_del(headTimer) }
-        if let evcon { server.connectionClosed(evcon) }
+        server.connectionClosed(evcon)
         let ex = exchange
         exchange = nil
         ex?.connectionFreed()
@@ -171,7 +172,9 @@ final class ClientConnection {
         guard evbuffer_ptr_set(buffer, &statusAt, headStart + 9, EVBUFFER_PTR_SET) == 0 else { return }
         _ = statusBytes.withUnsafeMutableBytes { evbuffer_copyout_from(buffer, &statusAt, $0.baseAddress, 3) }
         guard let status = Int(String(decoding: statusBytes, as: UTF8.self)) else { return }
-        let doc = errorDocument(status, violation?.rawValue)
+        // evhttp answers a head over its limit with 400 or 413, like a bad head or a big body; it is 431 (RFC 6585 §5).
+        let headTooLarge = (status == 413 || status == 400) && violation == nil && framing.headBytes > server.maxHeadersSize
+        let doc = errorDocument(headTooLarge ? 431 : status, violation?.rawValue)
         let head = "HTTP/1.1 \(doc.status) \(HTTPServer.reason(doc.status))\r\nContent-Type: \(doc.contentType)\r\n"
             + "Content-Length: \(doc.body.count)\r\nConnection: close\r\n\r\n"
         rewriting = true

@@ -61,6 +61,9 @@ struct HTTP1Framing {
 
     private enum Field { case contentLength, transferEncoding, other }
 
+    /// Bytes of the current (or last) request head, CR LF included.
+    private(set) var headBytes = 0
+
     /// True while a request head is arriving (for the header deadline).
     var inHead: Bool {
         switch state {
@@ -118,6 +121,7 @@ struct HTTP1Framing {
             default:
                 break
             }
+            if inHead { headBytes &+= 1 }
             // Line endings: CR must be followed by LF; LF alone is refused (RFC 9112 §2.2).
             if afterCR {
                 guard b == 0x0A else { return .bareLF }
@@ -136,6 +140,7 @@ struct HTTP1Framing {
         switch state {
         case .lineStart:
             state = .requestLine
+            headBytes = 1
             spaces = 0; methodLength = 0; methodBits = 0; targetLength = 0; version = 0; versionLength = 0
             return requestLineByte(b)
         case .requestLine:

@@ -1,5 +1,6 @@
 import CEvent
 import Glibc
+import Synchronization
 
 /// Limits and timeouts for one evhttp listener.
 public struct HTTPServerOptions: Sendable {
@@ -36,8 +37,11 @@ public final class HTTPServer {
     private var connections: [OpaquePointer: ClientConnection] = [:]
     private var unattached: [ClientConnection] = []
     private var attachEvent: OpaquePointer?
-    /// Client connections open now.
-    public var connectionCount: Int { connections.count + unattached.count }
+    private let openConnections = Atomic<Int>(0)
+    /// Client connections open now (safe to read from any thread).
+    public var connectionCount: Int { openConnections.load(ordering: .relaxed) }
+    /// Largest request head in bytes.
+    var maxHeadersSize: Int { options.maxHeadersSize }
 
     private static nonisolated(unsafe) let defaultContentType: UnsafeMutablePointer<CChar> = strdup("application/json")!
 
@@ -112,6 +116,7 @@ public final class HTTPServer {
 
     // bevcb runs before evhttp has wired the connection; finish on this loop pass, before any read.
     private func connectionCreated(_ bev: OpaquePointer) {
+        openConnections.add(1, ordering: .relaxed)
         unattached.append(ClientConnection(server: self, bev: bev))
         if unattached.count == 1 { event_active(attachEvent, 0, 0) }
     }
@@ -124,7 +129,10 @@ public final class HTTPServer {
         }
     }
 
-    func connectionClosed(_ evcon: OpaquePointer) { connections.removeValue(forKey: evcon) }
+    func connectionClosed(_ evcon: OpaquePointer?) {
+        if let evcon { connections.removeValue(forKey: evcon) }
+        openConnections.subtract(1, ordering: .relaxed)
+    }
 
     func connection(for evcon: OpaquePointer) -> ClientConnection? { connections[evcon] }
 
