@@ -55,6 +55,15 @@ enum DemoRoutes {
         case "/api/nodata": return .envelope(data: nil)
         case "/api/code-string": return .text(#"{"code":"0","message":"ok","data":{"id":42}}"#)
         case "/api/created": return .envelope(data: #"{"id":43}"#, status: 201)
+        case "/api/with-headers":
+            // End-to-end fields a gateway keeps, and ones describing the envelope bytes or the hop it drops.
+            var r = DemoResponse.envelope(data: #"{"id":44}"#)
+            r.headers += [("Cache-Control", "private, max-age=60"), ("ETag", "\"v44\""), ("Set-Cookie", "a=1; Path=/"),
+                          ("Set-Cookie", "b=2; Path=/"), ("X-Upstream", "demo"), ("Content-MD5", "bogus"),
+                          ("Keep-Alive", "timeout=5"), ("Proxy-Authenticate", "Basic"), ("Trailer", "X-T"),
+                          ("Upgrade", "h2c")]
+            return r
+        case "/api/code-1002": return .envelope(code: 1002, message: "not found in the ledger", data: "null")
         case "/api/business-error": return .envelope(code: 1001, message: "insufficient balance", data: "null")
         case "/api/token-expired": return .envelope(code: 7, message: "token expired", data: "null")
         case "/api/html":

@@ -167,3 +167,32 @@ final class ForwardingTests: XCTestCase {
 extension String {
     func leftPad16() -> String { count >= 16 ? self : String(repeating: "0", count: 16 - count) + self }
 }
+
+final class ResponseHeaderTests: XCTestCase {
+    func testUpstreamFields_endToEndKeptHopByHopAndEnvelopeFieldsDropped() throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let r = try h.request("GET", "/api/with-headers")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.text, #"{"id":44}"#)
+        XCTAssertEqual(r.header("Cache-Control"), "private, max-age=60")
+        XCTAssertEqual(r.header("ETag"), "\"v44\"")
+        XCTAssertEqual(r.header("X-Upstream"), "demo")
+        XCTAssertEqual(r.headers.filter { $0.0.lowercased() == "set-cookie" }.map(\.1), ["a=1; Path=/", "b=2; Path=/"])
+        for dropped in ["content-md5", "keep-alive", "proxy-authenticate", "trailer", "upgrade", "content-encoding"] {
+            XCTAssertNil(r.header(dropped), "\(dropped) passed through")
+        }
+        XCTAssertEqual(r.header("Content-Length"), "9", "recomputed for the data bytes")
+        XCTAssertEqual(r.headers.filter { $0.0.lowercased() == "content-type" }.map(\.1), ["application/json"])
+    }
+
+    func testCodeStatusMap_setsTheBusinessErrorStatus() throws {
+        let h = try Harness { c in c.envelope.codeStatus = [1002: 404] }
+        defer { h.stop() }
+        let mapped = try h.request("GET", "/api/code-1002")
+        XCTAssertEqual(mapped.status, 404)
+        XCTAssertEqual(problem(mapped)["kind"] as? String, "business-error")
+        XCTAssertEqual(problem(mapped)["code"] as? Int, 1002)
+        XCTAssertEqual(try h.request("GET", "/api/business-error").status, 422, "unmapped codes keep the default")
+    }
+}
