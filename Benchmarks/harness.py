@@ -249,15 +249,17 @@ def proc_pids(proc):
 
 
 def cpu_seconds(pids):
-    total = 0
+    """(user, system) CPU seconds of the processes, all threads included."""
+    user = system = 0
     for pid in pids:
         try:
             with open("/proc/%d/stat" % pid) as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15)
+            user += int(fields[11])  # utime (field 14)
+            system += int(fields[12])  # stime (field 15)
         except OSError:
             pass
-    return total / CLK_TCK
+    return user / CLK_TCK, system / CLK_TCK
 
 
 def peak_rss_mb(pids):
@@ -427,7 +429,10 @@ def main():
                     c0 = cpu_seconds(pids)
                     res = run_wrk("http://127.0.0.1:%d/%s" % (ports[t], path), DURATION)
                     c1 = cpu_seconds(pids)
-                    res["cpu_us"] = (c1 - c0) * 1e6 / max(1, res["requests"])
+                    n = max(1, res["requests"])
+                    res["user_us"] = (c1[0] - c0[0]) * 1e6 / n
+                    res["sys_us"] = (c1[1] - c0[1]) * 1e6 / n
+                    res["cpu_us"] = res["user_us"] + res["sys_us"]
                     samples[(t, path)].append(res)
                     log("round %d %-6s /%-5s %9.0f req/s  p50 %.2f ms  p99 %.2f ms  %.1f µs/req  errors %d"
                         % (r + 1, t, path, res["rps"], res["p50"], res["p99"], res["cpu_us"], res["errors"]))
@@ -449,7 +454,7 @@ def main():
 
     med = {}
     for key, rs in samples.items():
-        med[key] = {k: statistics.median(r[k] for r in rs) for k in ("rps", "p50", "p99", "cpu_us")}
+        med[key] = {k: statistics.median(r[k] for r in rs) for k in ("rps", "p50", "p99", "cpu_us", "user_us", "sys_us")}
         med[key]["errors"] = sum(r["errors"] for r in rs)
 
     commit = git("rev-parse", "--short", "HEAD") + (" (dirty tree)" if git("status", "--porcelain", "--untracked-files=no") else "")
@@ -462,13 +467,14 @@ def main():
     if NOTE:
         lines.append("Note: " + NOTE)
     lines.append("")
-    lines.append("| target | path | req/s (median) | p50 ms | p99 ms | CPU µs/req | peak RSS MB | wrk errors | ab -k req/s | ab failed |")
+    lines.append("| target | path | req/s (median) | p50 ms | p99 ms | CPU µs/req (user+sys) | peak RSS MB | wrk errors | ab -k req/s | ab failed |")
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for path in PATHS:
         for t in targets:
             m, a = med[(t, path)], ab[(t, path)]
-            lines.append("| %s | /%s | %.0f | %.2f | %.2f | %.1f | %.1f | %d | %.0f | %d%s |"
-                         % (LABELS[t], path, m["rps"], m["p50"], m["p99"], m["cpu_us"], rss[t], m["errors"],
+            lines.append("| %s | /%s | %.0f | %.2f | %.2f | %.1f (%.0f+%.0f) | %.1f | %d | %.0f | %d%s |"
+                         % (LABELS[t], path, m["rps"], m["p50"], m["p99"], m["cpu_us"], m["user_us"], m["sys_us"],
+                            rss[t], m["errors"],
                             a["rps"], a["failed"], "" if a["done"] >= AB_N else " (%d done)" % a["done"]))
     lines.append("")
     peels = [t for t in ("peel1", "peel2", "peelB") if t in targets]
