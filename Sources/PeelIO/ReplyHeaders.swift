@@ -73,7 +73,7 @@ final class HeaderBlock {
     private var bytes = UnsafeMutablePointer<UInt8>.allocate(capacity: 1024)
     private var capacity = 1024
     private var count = 0
-    private var date = UnsafeMutablePointer<UInt8>.allocate(capacity: 64)
+    private var date = UnsafeMutablePointer<UInt8>.allocate(capacity: 256)
     private var dateCount = -1
     private var scratchBytes = UnsafeMutableRawPointer.allocate(byteCount: 256, alignment: 1)
     private var scratchCapacity = 256
@@ -119,7 +119,7 @@ final class HeaderBlock {
 
     /// Keeps `value` as the reply's Date unless one is kept already or it does not fit.
     func takeDate(_ value: UnsafeRawBufferPointer) -> Bool {
-        guard dateCount < 0, !value.isEmpty, value.count < 64, Self.isFieldSafe(value) else { return false }
+        guard dateCount < 0, !value.isEmpty, value.count <= 256, Self.isFieldSafe(value) else { return false }
         UnsafeMutableRawPointer(date).copyMemory(from: value.baseAddress!, byteCount: value.count)
         dateCount = value.count
         return true
