@@ -194,6 +194,7 @@ public final class UpstreamClient {
         for line in headers { list.append(line: line) }
         return start(method: method, headers: list.list, body: body, completion: completion) { h in
             peel_easy_setopt_ptr(h.easy, CURLOPT_CURLU, nil)
+            peel_easy_setopt_ptr(h.easy, CURLOPT_REQUEST_TARGET, nil)
             peel_easy_setopt_ptr(h.easy, CURLOPT_URL, url)
             return true
         }
@@ -208,12 +209,12 @@ public final class UpstreamClient {
         var list = UpstreamHeaderList(scratch: scratch)
         headers(&list)
         return start(method: method, headers: list.list, body: body, completion: completion) { h in
-            // A pre-parsed URL handle: curl neither parses nor re-prints the whole URL per call.
-            guard let url = h.url,
-                  curl_url_set(url, CURLUPART_PATH, path, 0) == CURLUE_OK,
-                  curl_url_set(url, CURLUPART_QUERY, query, 0) == CURLUE_OK else { return false }
+            // The handle's URL is the origin, parsed once; the path and query go in as the request
+            // target, copied into the request line as they are. (Setting them as URL parts would
+            // make curl lowercase %-escapes: `%C3%A9` → `%c3%a9`, which breaks signed queries.)
+            guard let url = h.url else { return false }
             peel_easy_setopt_ptr(h.easy, CURLOPT_CURLU, UnsafeRawPointer(url))
-            return true
+            return scratch.target(path: path, query: query) { peel_easy_setopt_ptr(h.easy, CURLOPT_REQUEST_TARGET, $0) } == CURLE_OK
         }
     }
 
@@ -568,15 +569,52 @@ final class LineScratch {
 
     deinit { buffer.deallocate() }
 
-    /// Writes `name: value` (or `name:` for an empty value) NUL-terminated and hands it to `use`.
-    func line<R>(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
-                 _ use: (UnsafePointer<CChar>) -> R) -> R {
-        let n = name.count + value.count + 3
+    /// Writes `path[?query]` NUL-terminated and hands it to `use`. Bytes above 0x7F in the path are
+    /// %-encoded (lowercase hex) and the query is left as it is, as curl did with whole URLs.
+    func target<R>(path: String, query: String?, _ use: (UnsafePointer<CChar>) -> R) -> R {
+        var path = path
+        var rest = query ?? ""
+        return path.withUTF8 { p in
+            rest.withUTF8 { q in
+                reserve(p.count * 3 + q.count + 2)
+                let raw = UnsafeMutableRawPointer(buffer)
+                var at = 0
+                for b in p {
+                    if b < 0x80 {
+                        raw.storeBytes(of: b, toByteOffset: at, as: UInt8.self)
+                        at += 1
+                    } else {
+                        raw.storeBytes(of: 0x25, toByteOffset: at, as: UInt8.self)
+                        raw.storeBytes(of: Self.hex[Int(b >> 4)], toByteOffset: at + 1, as: UInt8.self)
+                        raw.storeBytes(of: Self.hex[Int(b & 15)], toByteOffset: at + 2, as: UInt8.self)
+                        at += 3
+                    }
+                }
+                if query != nil {
+                    raw.storeBytes(of: 0x3F, toByteOffset: at, as: UInt8.self)
+                    if let base = q.baseAddress { (raw + at + 1).copyMemory(from: base, byteCount: q.count) }
+                    at += 1 + q.count
+                }
+                raw.storeBytes(of: 0, toByteOffset: at, as: UInt8.self)
+                return use(buffer)
+            }
+        }
+    }
+
+    private static let hex = Array("0123456789abcdef".utf8)
+
+    private func reserve(_ n: Int) {
         if n > capacity {
             buffer.deallocate()
             capacity = max(n, capacity * 2)
             buffer = UnsafeMutablePointer<CChar>.allocate(capacity: capacity)
         }
+    }
+
+    /// Writes `name: value` (or `name:` for an empty value) NUL-terminated and hands it to `use`.
+    func line<R>(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer,
+                 _ use: (UnsafePointer<CChar>) -> R) -> R {
+        reserve(name.count + value.count + 3)
         let raw = UnsafeMutableRawPointer(buffer)
         if let p = name.baseAddress { raw.copyMemory(from: p, byteCount: name.count) }
         var at = name.count

@@ -37,6 +37,13 @@ final class ForwardingTests: XCTestCase {
         }
     }
 
+    func testForward_targetKeepsPercentEscapesAsSent() throws {
+        // Upper-case %-escapes stay upper-case: signed query strings depend on the exact bytes.
+        let target = "/api/echo/%C3%A9t%C3%A9?q=%E4%B8%AD&sig=A%2Fb%3D"
+        let e = echo(try h.request("GET", target))
+        XCTAssertEqual(e["target"] as? String, target)
+    }
+
     func testForward_headReturnsHeadersWithoutBody() throws {
         let r = try h.request("HEAD", "/api/user")
         XCTAssertEqual(r.status, 200)
