@@ -24,6 +24,7 @@ final class HTTP1FramingTests: XCTestCase {
             "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloGET /next HTTP/1.1\r\nHost: x\r\n\r\n",
             "POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n0\r\nX-Trailer: 1\r\n\r\nGET / HTTP/1.1\r\n\r\n",
             "GET / HTTP/1.1\r\nX-Empty:\r\nX-Tab:\tv\talue\r\nContent-Length: 0\r\n\r\n",
+            "GET /\(String(repeating: "p", count: 500))?q=%C3%A9 HTTP/1.1\r\nX-Utf8: caf\u{E9} \u{4E2D}\r\nX-Long: \(String(repeating: "v", count: 900))\r\n\r\n",
             "PUT /b HTTP/1.1\r\ncontent-length:  3 \r\n\r\n\r\n\n",
             "GET /search HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}DELETE /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
         ]
@@ -43,6 +44,9 @@ final class HTTP1FramingTests: XCTestCase {
             ("GET / HTTP/1.1\r\n Host: x\r\n\r\n", .obsFold),
             ("GET / HTTP/1.1\r\nX-A: a\u{0}b\r\n\r\n", .controlCharacter),
             ("GET /a\u{0}b HTTP/1.1\r\n\r\n", .controlCharacter),
+            ("GET /\(String(repeating: "a", count: 300))\u{7F} HTTP/1.1\r\n\r\n", .controlCharacter),
+            ("GET / HTTP/1.1\r\nX-Long: \(String(repeating: "v", count: 300))\u{1B}x\r\n\r\n", .controlCharacter),
+            ("GET / HTTP/1.1\r\nX-Long: \(String(repeating: "v", count: 300))\nX: y\r\n\r\n", .bareLF),
             ("GET  / HTTP/1.1\r\n\r\n", .badRequestLine),
             ("GET / HTTP/1.1 \r\n\r\n", .badRequestLine),
             ("GET /\r\n\r\n", .badRequestLine),
