@@ -10,18 +10,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-need=()
-have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in nginx libnginx-mod-http-lua lua-cjson wrk apache2-utils curl python3; do
-  have_pkg "$p" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing: ${need[*]}" >&2
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  # policy-rc.d-free containers may try to start the system nginx; it is not used and is left alone.
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+# policy-rc.d-free containers may try to start the system nginx; it is not used and is left alone.
+"$(dirname "$0")/../scripts/install-deps.sh" nginx libnginx-mod-http-lua lua-cjson wrk
 
 if [ -z "${PEEL:-}" ]; then
   [ -d /opt/swift/usr/bin ] && PATH="/opt/swift/usr/bin:$PATH"

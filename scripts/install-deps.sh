@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the system packages Peel builds and tests with, only when something is missing.
+# Extra package names given as arguments are installed the same way (Benchmarks/run.sh uses it).
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in libevent-dev libcurl4-openssl-dev libjemalloc-dev pkg-config curl apache2-utils python3 openssl valgrind; do
+for p in libevent-dev libcurl4-openssl-dev libjemalloc-dev pkg-config curl apache2-utils python3 openssl valgrind "$@"; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
