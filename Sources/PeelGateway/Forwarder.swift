@@ -134,8 +134,11 @@ final class Forwarder {
             lines.append("X-Request-Id", id)
             // curl would invent these when the client sent none; an empty value tells it not to.
             if !sawAccept { lines.append("Accept", "") }
-            // Only a request sent with a body gets curl's form Content-Type (GET and HEAD never do).
-            if !sawContentType && method != "GET" && method != "HEAD" { lines.append("Content-Type", "") }
+            // Only a request curl sends as a POST gets its form Content-Type: one with a body, or
+            // POST/PUT/PATCH (see UpstreamClient.send).
+            if !sawContentType && (ex.bodyCount > 0 || method == "POST" || method == "PUT" || method == "PATCH") {
+                lines.append("Content-Type", "")
+            }
         }) { [self] result in
             self.upstreamFinished(call, result)
         }

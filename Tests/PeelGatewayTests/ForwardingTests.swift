@@ -44,6 +44,15 @@ final class ForwardingTests: XCTestCase {
         XCTAssertEqual(e["target"] as? String, target)
     }
 
+    func testForward_bodyWithoutContentTypeGetsNoneInvented() throws {
+        for method in ["GET", "POST", "DELETE"] {
+            let e = echo(try h.request(method, "/api/echo", body: Array("raw".utf8)))
+            XCTAssertEqual(e["body"] as? String, "raw", method)
+            XCTAssertFalse(echoedHeaders(e).contains { $0.0.lowercased() == "content-type" }, "\(method): curl invented a Content-Type")
+            XCTAssertTrue(echoedHeaders(e).contains { $0.0.lowercased() == "content-length" && $0.1 == "3" }, method)
+        }
+    }
+
     func testForward_headReturnsHeadersWithoutBody() throws {
         let r = try h.request("HEAD", "/api/user")
         XCTAssertEqual(r.status, 200)
