@@ -3,7 +3,6 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/eventfd.h>
-#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <event2/event.h>

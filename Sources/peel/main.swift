@@ -5,7 +5,6 @@ import PeelGateway
 import PeelIO
 
 signal(SIGPIPE, SIG_IGN)
-ProcessTuning.pinAllocatorThresholds()
 ProcessTuning.raiseFileLimit()
 // Stop signals are taken with sigwait on this thread; every thread started later inherits the mask.
 Signals.blockStopSignals()
