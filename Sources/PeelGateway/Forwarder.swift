@@ -65,8 +65,6 @@ final class Forwarder {
         var xff: String? = nil
         var acceptLanguage: String? = nil
         var connectionTokens: [String] = []
-        var contentLengths = 0
-        var transferEncoding: String? = nil
         var badHeader: String? = nil
         // Fields are read in place: only the few Peel acts on become Strings.
         ex.forEachField { field in
@@ -79,24 +77,17 @@ final class Forwarder {
                 // `keep-alive` and `close` (nearly every client's value) name nothing that is not dropped anyway.
                 if field.valueEquals("keep-alive") || field.valueEquals("close") { break }
                 for t in field.valueString.split(separator: ",") { connectionTokens.append(trimOWS(t).lowercased()) }
-            case 5: contentLengths += 1
-            case 6: transferEncoding = (transferEncoding.map { $0 + "," } ?? "") + field.valueString
             default: break
             }
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
 
-        // RFC 9112 §3.2: a 1.1 request without Host, and framing that could be read two ways, are refused.
+        // RFC 9112 §3.2: a 1.1 request without Host, or with two, is refused.
         if let badHeader { return refuse(call, badHeader) }
         if ex.version.major == 1 && ex.version.minor >= 1 && host == nil { return refuse(call, "HTTP/1.1 request without Host") }
-        if transferEncoding != nil && contentLengths > 0 {
-            return refuse(call, "both Transfer-Encoding and Content-Length")
-        }
-        if let te = transferEncoding, trimOWS(te).lowercased() != "chunked" {
-            return refuse(call, "Transfer-Encoding must be exactly chunked")
-        }
-        if contentLengths > 1 { return refuse(call, "more than one Content-Length") }
+        // Content-Length and Transfer-Encoding framing was already judged on the raw bytes
+        // (PeelIO's HTTP1Framing) before evhttp parsed the request.
 
         let target: (path: String, query: String?)
         switch RequestPolicy.check(method: ex.method, target: ex.target, selfAuthorities: selfAuthorities) {
@@ -152,7 +143,7 @@ final class Forwarder {
 
     /// Request fields Peel reads, by position: see `handle`.
     private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
-                                                  "connection", "content-length", "transfer-encoding"])
+                                                  "connection"])
     /// Fields curl would add itself when the client sent none.
     private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
     private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
