@@ -197,34 +197,27 @@ public enum ConfigLoader {
         if configPath == nil, let p = environment["PEEL_CONFIG"], !p.isEmpty { configPath = (p, "PEEL_CONFIG") }
 
         var config = GatewayConfig()
-        var sawUpstream = false
         var explicit: Set<String> = []
+        func apply(_ spec: OptionSpec, _ value: ConfigValue, _ origin: String) throws(ConfigError) {
+            try spec.apply(&config, value, origin)
+            explicit.insert(spec.name)
+        }
         if let (path, origin) = configPath {
             let entries = try readConfigFile(path, origin: origin)
             for (key, raw) in entries.sorted(by: { $0.key < $1.key }) {
                 guard let spec = options.first(where: { $0.key == key }) else {
                     throw ConfigError(option: "\(path): \(key)", problem: "unknown key")
                 }
-                try spec.apply(&config, try fileValue(raw, "\(path): \(key)"), "\(path): \(key)")
-                if spec.name == "upstream" { sawUpstream = true }
-                explicit.insert(spec.name)
+                try apply(spec, try fileValue(raw, "\(path): \(key)"), "\(path): \(key)")
             }
         }
         for spec in options {
-            if let v = environment[spec.env] {
-                try spec.apply(&config, .text(v), spec.env)
-                if spec.name == "upstream" { sawUpstream = true }
-                explicit.insert(spec.name)
-            }
+            if let v = environment[spec.env] { try apply(spec, .text(v), spec.env) }
         }
-        for (spec, v, origin) in flagValues {
-            try spec.apply(&config, .text(v), origin)
-            if spec.name == "upstream" { sawUpstream = true }
-            explicit.insert(spec.name)
-        }
+        for (spec, v, origin) in flagValues { try apply(spec, .text(v), origin) }
         // A short --timeout with the default connect timeout shortens the connect timeout with it.
         if !explicit.contains("connect-timeout") { config.connectTimeout = min(config.connectTimeout, config.timeout) }
-        guard sawUpstream else { throw ConfigError(option: "--upstream", problem: "is required (or PEEL_UPSTREAM)") }
+        guard explicit.contains("upstream") else { throw ConfigError(option: "--upstream", problem: "is required (or PEEL_UPSTREAM)") }
         try validate(config)
         return config
     }
