@@ -3,7 +3,7 @@ import Glibc
 
 /// Peel's state for one client connection, alive from evhttp's bevcb to its close callback:
 /// the RFC 9112 framing check on incoming bytes, the header deadline, the rewrite of evhttp's own
-/// error pages, and close notification for the request being answered.
+/// error pages, and hang-up and close notification for the request being answered.
 final class ClientConnection {
     private unowned let server: HTTPServer
     private let bev: OpaquePointer
@@ -15,8 +15,13 @@ final class ClientConnection {
     private var rewriting = false
     private var closed = false
     private var vectors = [iovec](repeating: iovec(), count: 8)
-    /// The request waiting for its answer on this connection, if any.
-    weak var exchange: HTTPExchange?
+    /// The request evhttp handed out on this connection and has not finished with (answer not yet
+    /// written), if any; evhttp reads the next request only after that. Strong: the exchange clears it
+    /// in its `release`, or this connection does when evhttp frees it first.
+    private(set) var exchange: HTTPExchange?
+    /// EV_CLOSED (EPOLLRDHUP) on the socket; made on the first request, armed only while a request
+    /// waits for its answer, freed when the connection closes.
+    private var hangUpWatch: OpaquePointer?
 
     init(server: HTTPServer, bev: OpaquePointer) {
         self.server = server
@@ -56,18 +61,59 @@ final class ClientConnection {
 
     private func connectionClosed() {
         closed = true
+        // Both stop before evhttp closes the socket (right after this callback).
         if let headTimer { event_del(headTimer) }
+        if let hangUpWatch { event_del(hangUpWatch) }
         server.connectionClosed(evcon)
         let ex = exchange
         exchange = nil
         ex?.connectionFreed()
-        // The timer may be the caller (header deadline); free it once this callback unwinds.
+        // Either event may be the caller (header deadline, hang-up); free them once this callback unwinds.
         let timer = headTimer
+        let watch = hangUpWatch
         headTimer = nil
+        hangUpWatch = nil
         server.eventLoop.defer { [self] in
             if let timer { event_free(timer) }
+            if let watch { event_free(watch) }
             release()
         }
+    }
+
+    // MARK: hang-ups
+
+    // evhttp stops reading while a request is being answered, so it misses a client that hangs up.
+    // The socket is watched for EPOLLRDHUP (EV_CLOSED) meanwhile; pipelined bytes do not trigger it.
+    // One event per connection, armed per request: no event allocation per request.
+
+    /// `ex` was handed to the server's handler; watch for the client leaving until it is answered.
+    func exchangeStarted(_ ex: HTTPExchange) {
+        exchange = ex
+        guard !closed else { return }
+        if hangUpWatch == nil {
+            let fd = bufferevent_getfd(bev)
+            guard fd >= 0 else { return }
+            hangUpWatch = event_new(server.eventLoop.base, fd, Int16(EV_CLOSED), { _, _, arg in
+                Unmanaged<ClientConnection>.fromOpaque(arg!).takeUnretainedValue().hungUp()
+            }, Unmanaged.passUnretained(self).toOpaque())
+        }
+        event_add(hangUpWatch, nil)
+    }
+
+    /// `ex` is being answered: a hang-up from now on is evhttp's to see while writing.
+    func replyStarted(_ ex: HTTPExchange) {
+        if exchange === ex, let hangUpWatch { event_del(hangUpWatch) }
+    }
+
+    /// `ex` is done with (reply written, or abandoned).
+    func exchangeEnded(_ ex: HTTPExchange) {
+        if exchange === ex { exchange = nil }
+    }
+
+    private func hungUp() {
+        // Not persistent: firing disarmed it.
+        guard !closed, let ex = exchange else { return }
+        ex.clientHungUp()
     }
 
     private func release() {

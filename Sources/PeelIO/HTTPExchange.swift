@@ -6,8 +6,9 @@ public final class HTTPExchange {
     private var req: UnsafeMutablePointer<evhttp_request>?
     private let loop: EventLoop
     private unowned let server: HTTPServer
-    private var closeWatch: OpaquePointer?
     private var retainedSelf: Unmanaged<HTTPExchange>?
+    /// The connection this request came on; it watches for the client hanging up and tells us if
+    /// evhttp frees it before or while we answer. Cleared (breaking the cycle) in `release`.
     private var connection: ClientConnection?
     /// True once `respond` ran or the client vanished; a second answer is ignored.
     public private(set) var answered = false
@@ -34,7 +35,10 @@ public final class HTTPExchange {
         version = (Int(req.pointee.major), Int(req.pointee.minor))
         clientAddress = req.pointee.remote_host.map { String(cString: $0) } ?? ""
         retainedSelf = Unmanaged.passRetained(self)
-        watchClient()
+        if let evcon = evhttp_request_get_connection(req) {
+            connection = server.connection(for: evcon)
+            connection?.exchangeStarted(self)
+        }
     }
 
     private static func methodName(_ cmd: evhttp_cmd_type) -> String {
@@ -113,7 +117,7 @@ public final class HTTPExchange {
     public func respond(status: Int, body: [UInt8], range: Range<Int>? = nil, headers: (inout ReplyHeaders) -> Void) {
         guard !answered else { return }
         answered = true
-        stopWatchingHangUp()
+        connection?.replyStarted(self)
         guard let req else { release(); return }
         let range = range ?? 0..<body.count
         var out = ReplyHeaders(list: evhttp_request_get_output_headers(req), block: server.replyBlock)
@@ -142,43 +146,20 @@ public final class HTTPExchange {
     private func release() {
         guard let retainedSelf else { return }
         self.retainedSelf = nil
-        if connection?.exchange === self { connection?.exchange = nil }
+        connection?.exchangeEnded(self)
         connection = nil
         server.finished()
         retainedSelf.release()
     }
 
-    // evhttp stops reading while a request is being answered, so it misses a client that hangs up.
-    // Watch the socket for EPOLLRDHUP (EV_CLOSED) ourselves; pipelined bytes do not trigger it.
-    private func watchClient() {
-        guard let req, let conn = evhttp_request_get_connection(req) else { return }
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        // The connection tells us if evhttp frees it before or while we answer.
-        connection = server.connection(for: conn)
-        connection?.exchange = self
-        guard let bev = evhttp_connection_get_bufferevent(conn) else { return }
-        let fd = bufferevent_getfd(bev)
-        guard fd >= 0 else { return }
-        closeWatch = event_new(loop.base, fd, Int16(EV_CLOSED), { _, _, arg in
-            Unmanaged<HTTPExchange>.fromOpaque(arg!).takeUnretainedValue().hangUp()
-        }, me)
-        event_add(closeWatch, nil)
-    }
-
-    private func stopWatchingHangUp() {
-        if let closeWatch {
-            event_free(closeWatch)
-            self.closeWatch = nil
-        }
-    }
-
-    private func hangUp() {
+    /// The client hung up before the answer (the connection's EV_CLOSED watch saw it): cancel the
+    /// upstream call and answer into the closing socket, so evhttp frees the request and the connection.
+    func clientHungUp() {
         guard !answered else { return }
         clientGone = true
         let callback = onClientGone
         onClientGone = nil
         callback?()
-        // Answer into the closing socket: evhttp then frees the request and the connection.
         if !answered {
             respond(status: 499, headers: [("Connection", "close")], body: [])
         }
@@ -193,7 +174,6 @@ public final class HTTPExchange {
             onClientGone = nil
             callback?()
             answered = true
-            stopWatchingHangUp()
         }
         release()
     }

@@ -58,6 +58,41 @@ final class LifecycleTests: XCTestCase {
         XCTAssertEqual(try h.request("GET", "/api/user").status, 200, "gateway keeps serving")
     }
 
+    // The hang-up watch belongs to the connection and is armed per request: it must work again on a
+    // later request of a keep-alive connection, after earlier replies disarmed it.
+    func testClientHangUp_onALaterKeepAliveRequest_cancelsUpstreamTransfer() throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        for _ in 0..<3 {
+            try c.send("GET /api/user HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(try c.readResponse().status, 200)
+        }
+        try c.send("GET /fault/stall HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(h.eventually { h.gateway.inflight == 1 })
+        c.close()
+        XCTAssertTrue(h.eventually(1) { h.gateway.inflight == 0 }, "hang-up did not end the call")
+        let metrics = try h.admin("/metrics").text
+        XCTAssertTrue(metrics.contains("peel_requests_total{kind=\"client-closed\",status=\"499\"} 1"), metrics)
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200, "gateway keeps serving")
+    }
+
+    // Bytes of the next request arriving while one waits for the upstream are no hang-up.
+    func testPipelinedBytesWhileWaiting_areNotAHangUp() throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /api/slow?ms=400 HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(h.eventually { h.gateway.inflight == 1 })
+        try c.send("GET /api/user HTTP/1.1\r\nHost: x\r\n\r\n")
+        let slow = try c.readResponse()
+        XCTAssertEqual(slow.status, 200)
+        XCTAssertEqual(slow.text, #"{"slow":true,"ms":400}"#)
+        XCTAssertEqual(try c.readResponse().text, DemoCatalog.userData)
+        let metrics = try h.admin("/metrics").text
+        XCTAssertFalse(metrics.contains("kind=\"client-closed\""), metrics)
+    }
+
     func testAdmin_statusMetricsHealthz() throws {
         let h = try Harness()
         defer { h.stop() }
