@@ -31,6 +31,20 @@ func largeEnvelope(targetBytes: Int = 100_000) -> [UInt8] {
     return Array(text.utf8)
 }
 
+/// The shape of `make bench`'s /big (Benchmarks/harness.py): 900 small objects, compact, each title
+/// holding `\u00e9` escapes the way PHP's and Jackson's default encoders write non-ASCII text.
+func benchListEnvelope() -> [UInt8] {
+    var items: [String] = []
+    for i in 0..<900 {
+        let price = String(format: "%d.%02d", 10 + i % 90, i % 100)
+        let sku = String(format: "%06d", i * 7919 % 1_000_000)
+        items.append(
+            #"{"id":\#(i + 1),"sku":"SKU-\#(sku)","title":"Item \#(i + 1) \u00e9t\u00e9","price":\#(price),"#
+                + #""qty":\#(i % 13),"tags":["a","b"],"active":\#(i % 2 == 1)}"#)
+    }
+    return Array((#"{"code":0,"message":"success","data":["# + items.joined(separator: ",") + "]}").utf8)
+}
+
 /// Nanoseconds per call of each case: rounds of the cases alternate and each keeps its best round,
 /// so time slices lost to other processes on a shared machine drop out and hit every case alike.
 func measure(rounds: Int = 200, _ cases: [(iterations: Int, body: () -> Int)]) -> [Double] {
@@ -77,4 +91,5 @@ func report(_ name: String, bytes: [UInt8], iterations: Int) {
 
 report("small envelope", bytes: smallEnvelope(), iterations: 2_000)
 report("large envelope", bytes: largeEnvelope(), iterations: 20)
+report("bench /big envelope", bytes: benchListEnvelope(), iterations: 20)
 if sink == 42 { print("") }

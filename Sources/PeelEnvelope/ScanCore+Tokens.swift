@@ -193,21 +193,49 @@ extension ScanCore {
             i += 2
             return true
         case UInt8(ascii: "u"):
-            guard let unit = hex4(base, n, i + 2) else { return false }
-            i += 6
-            // Lone or reversed surrogates name no character (RFC 8259 §8.2); Peel refuses them so every
-            // accepted string converts to valid UTF-8.
-            if unit & 0xFC00 == 0xDC00 { return false }
-            if unit & 0xFC00 == 0xD800 {
-                guard n &- i >= 6, base[i] == UInt8(ascii: "\\"), base[i + 1] == UInt8(ascii: "u"),
-                    let low = hex4(base, n, i + 2), low & 0xFC00 == 0xDC00
-                else { return false }
-                i += 6
+            // Four hex digits checked at once; only a leading 'd' can start a surrogate, so the
+            // digits' value is worked out for those alone.
+            guard n &- i >= 6, isHex4(UnsafeRawPointer(base + i + 2).loadUnaligned(as: UInt32.self)) else {
+                return false
             }
+            if base[i + 2] | 0x20 == UInt8(ascii: "d") { return scanSurrogate(base, n, &i) }
+            i += 6
             return true
         default:
             return false
         }
+    }
+
+    /// Finishes a `\\uDxxx` escape at i whose digits are known to be hex: lone or reversed surrogates
+    /// name no character (RFC 8259 §8.2), and Peel refuses them so every accepted string converts to
+    /// valid UTF-8; a high surrogate must be followed by a `\\u` low one.
+    @inline(never)
+    private static func scanSurrogate(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
+        guard let unit = hex4(base, n, i + 2) else { return false }
+        if unit & 0xFC00 == 0xDC00 { return false }
+        if unit & 0xFC00 == 0xD800 {
+            guard n &- i >= 12, base[i + 6] == UInt8(ascii: "\\"), base[i + 7] == UInt8(ascii: "u"),
+                let low = hex4(base, n, i + 8), low & 0xFC00 == 0xDC00
+            else { return false }
+            i += 6
+        }
+        i += 6
+        return true
+    }
+
+    /// Whether all four bytes of `word` are ASCII hex digits, in any byte order.
+    @inline(__always)
+    static func isHex4(_ word: UInt32) -> Bool {
+        let ones: UInt32 = 0x0101_0101
+        let high: UInt32 = 0x8080_8080
+        // For bytes below 0x80, `b + (0x80 - lo)` sets the lane's high bit when b >= lo and
+        // `b + (0x7F - hi)` leaves it clear when b <= hi; no lane carries into the next. Digits are
+        // tested on the bytes as they are (so 0x10...0x19 cannot pass as digits after folding), letters
+        // after folding to lower case.
+        let lower = word | 0x2020_2020
+        let digit = (word &+ ones &* 0x50) & ~(word &+ ones &* 0x46)
+        let letter = (lower &+ ones &* 0x1F) & ~(lower &+ ones &* 0x19)
+        return word & high == 0 && (digit | letter) & high == high
     }
 
     /// The value of 4 hex digits at i, or nil.

@@ -48,9 +48,15 @@ enum ScanCore {
                 if depth == 1, let top {
                     top.pointee.field = match(base, nameStart, i &- 1, top.pointee.names)
                 }
-                (i, c) = token(base, n, i)
-                guard c == UInt8(ascii: ":") else { return false }
-                (i, c) = token(base, n, i &+ 1)
+                // Compact JSON puts the colon and the value right after the name: two loads, no loops.
+                if n &- i >= 2 && base[i] == UInt8(ascii: ":") && base[i &+ 1] > 0x20 {
+                    i &+= 1
+                    c = base[i]
+                } else {
+                    (i, c) = token(base, n, i)
+                    guard c == UInt8(ascii: ":") else { return false }
+                    (i, c) = token(base, n, i &+ 1)
+                }
                 if depth == 1, let top { top.pointee.fieldStart = i }
             }
             if c == UInt8(ascii: "\"") {
@@ -98,6 +104,13 @@ enum ScanCore {
                         guard record(top.pointee.field, top.pointee.fieldStart..<i, &top.pointee.members) else { return false }
                         top.pointee.field = .none
                     }
+                }
+                // Compact JSON again: a comma and the next value's first byte, or the closer, right here.
+                if n &- i >= 2 && base[i] == UInt8(ascii: ",") && base[i &+ 1] > 0x20 {
+                    i &+= 1
+                    c = base[i]
+                    wantKey = inObject
+                    continue nextValue
                 }
                 (i, c) = token(base, n, i)
                 if c == UInt8(ascii: ",") {

@@ -134,6 +134,24 @@ final class JSONScannerTests: XCTestCase {
         }
     }
 
+    func testValidate_uEscapeTakesExactlyTheHexDigitsInEveryPosition() {
+        // The four digits are checked as one word; sweep every byte value through each position, with
+        // padding so the fast path (16 bytes left) and the tail both see it.
+        let hex = Set(Array("0123456789abcdefABCDEF".utf8))
+        for position in 0..<4 {
+            for byte in UInt8(0)...UInt8(255) {
+                var digits = Array("00e9".utf8)
+                digits[position] = byte
+                for padding in [0, 20] {
+                    let text = Array("[\"\\u".utf8) + digits + Array(repeating: UInt8(ascii: "x"), count: padding) + Array("\"]".utf8)
+                    let expected = hex.contains(byte)
+                    XCTAssertEqual(
+                        JSONScanner.validate(text), expected, "byte \(byte) at digit \(position), padding \(padding)")
+                }
+            }
+        }
+    }
+
     func testValidate_rejectsLoneOrMismatchedSurrogateEscapes() {
         for text in [
             #""\ud800""#, #""\udc00""#, #""\ud800\u0041""#, #""\udc00\ud800""#, #""\ud800x""#, #""\ud800\""#,
