@@ -29,10 +29,11 @@ AB_SECONDS = int(os.environ.get("AB_SECONDS", "30"))
 RESULTS = os.environ.get("RESULTS", os.path.join(ROOT, "Benchmarks", "RESULTS.md"))
 NOTE = os.environ.get("NOTE", "")
 PEEL_ENV = os.environ.get("PEEL_ENV", "")  # extra KEY=VALUE pairs for Peel, e.g. LD_PRELOAD=...
-# An A/B target "peelB" (--workers 1): another binary and/or environment, measured in the same rounds.
+# An A/B target "peelB" (--workers 1 unless PEEL_B_WORKERS says otherwise): another binary and/or environment, measured in the same rounds.
 PEEL_B = os.environ.get("PEEL_B", PEEL)
 PEEL_B_ENV = os.environ.get("PEEL_B_ENV", "")
 PEEL_B_LABEL = os.environ.get("PEEL_B_LABEL", "variant B")
+PEEL_B_WORKERS = int(os.environ.get("PEEL_B_WORKERS", "1"))  # 0 = Peel's default (one per core)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 LABELS = {
@@ -41,7 +42,7 @@ LABELS = {
     "lua": "nginx+Lua unwrap",
     "peel1": "Peel --workers 1",
     "peel2": "Peel (2 workers)",
-    "peelB": "Peel B --workers 1 (%s)" % PEEL_B_LABEL,
+    "peelB": "Peel B %s (%s)" % ("--workers %d" % PEEL_B_WORKERS if PEEL_B_WORKERS else "(default workers)", PEEL_B_LABEL),
 }
 
 children = []
@@ -408,7 +409,7 @@ def main():
             procs["peel2"] = start_peel(tmp, "peel2", p_peel2, up, 0)
             ports["peel2"] = p_peel2
         if "peelB" in TARGETS:
-            procs["peelB"] = start_peel(tmp, "peelB", p_peelb, up, 1, PEEL_B, PEEL_B_ENV)
+            procs["peelB"] = start_peel(tmp, "peelB", p_peelb, up, PEEL_B_WORKERS, PEEL_B, PEEL_B_ENV)
             ports["peelB"] = p_peelb
         targets = [t for t in TARGETS if t in procs]
         for t in targets:
