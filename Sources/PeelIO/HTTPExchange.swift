@@ -4,7 +4,6 @@ import Glibc
 /// One request and the promise to answer it exactly once; owned by Swift while evhttp holds it.
 public final class HTTPExchange {
     private var req: UnsafeMutablePointer<evhttp_request>?
-    private let loop: EventLoop
     private unowned let server: HTTPServer
     private var retainedSelf: Unmanaged<HTTPExchange>?
     /// The connection this request came on; it watches for the client hanging up and tells us if
@@ -26,9 +25,8 @@ public final class HTTPExchange {
     /// The peer's address.
     public let clientAddress: String
 
-    init(req: UnsafeMutablePointer<evhttp_request>, loop: EventLoop, server: HTTPServer) {
+    init(req: UnsafeMutablePointer<evhttp_request>, server: HTTPServer) {
         self.req = req
-        self.loop = loop
         self.server = server
         method = HTTPExchange.methodName(evhttp_request_get_command(req))
         target = evhttp_request_get_uri(req).map { String(cString: $0) } ?? ""

@@ -137,7 +137,7 @@ public final class HTTPServer {
     func connection(for evcon: OpaquePointer) -> ClientConnection? { connections[evcon] }
 
     private func accept(_ req: UnsafeMutablePointer<evhttp_request>) {
-        let exchange = HTTPExchange(req: req, loop: loop, server: self)
+        let exchange = HTTPExchange(req: req, server: self)
         pending += 1
         handler(exchange)
     }
