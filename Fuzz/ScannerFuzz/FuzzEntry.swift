@@ -6,6 +6,27 @@ private func disagree(_ what: String, _ bytes: [UInt8]) -> Never {
     fatalError("\(what) on \(bytes.count) bytes: \(bytes.prefix(256))")
 }
 
+/// The block scanner and the portable token scanner must agree on every input: same verdict, and
+/// with envelope names the same member ranges. Run with and without names, and with a depth limit
+/// just under the input's nesting too, so the depth check is reached from both sides.
+private func comparePaths(_ bytes: [UInt8], depth: Int) {
+    EnvelopeNames.with(code: "code", message: "message", data: "data") { names in
+        bytes.withUnsafeBufferPointer { buffer in
+            for limit in [depth, 1, 2] {
+                for withNames in [false, true] {
+                    var blocks = EnvelopeMembers()
+                    var portable = EnvelopeMembers()
+                    let a = ScanCore.run(buffer, maxDepth: limit, names: withNames ? names : nil, members: &blocks, path: .blocks)
+                    let b = ScanCore.run(buffer, maxDepth: limit, names: withNames ? names : nil, members: &portable, path: .portable)
+                    if a != b || (a && blocks != portable) {
+                        disagree("block scanner \(a) \(blocks), token scanner \(b) \(portable) (depth \(limit), names \(withNames))", bytes)
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Called by libFuzzer once per input.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -14,6 +35,7 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let depth = bytes.count > 64 ? 512 : 6
 
     let valid = JSONScanner.validate(bytes, maxDepth: depth)
+    comparePaths(bytes, depth: depth)
     let reference = ReferenceReader.read(bytes, maxDepth: depth) != nil
     if valid != reference { disagree("scanner said \(valid), reference said \(reference)", bytes) }
 

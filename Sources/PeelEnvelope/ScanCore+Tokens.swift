@@ -36,6 +36,18 @@ extension ScanCore {
         return true
     }
 
+    /// Steps over `true`, `false` or `null` at i, whose first byte is c; false for anything else.
+    @inline(__always)
+    static func scanLiteral(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int, _ c: UInt8) -> Bool {
+        if c == UInt8(ascii: "t") { return literal(base, n, &i, 0x7472_7565, 4) }  // "true"
+        if c == UInt8(ascii: "f") {
+            guard n &- i >= 5, base[i &+ 4] == UInt8(ascii: "e") else { return false }
+            return literal(base, n, &i, 0x6661_6C73, 5)  // "fals" + the 'e' above
+        }
+        if c == UInt8(ascii: "n") { return literal(base, n, &i, 0x6E75_6C6C, 4) }  // "null"
+        return false
+    }
+
     /// Scans `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?` (RFC 8259 §6); `first` is base[i].
     @inline(__always)
     static func scanNumber(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int, _ first: UInt8) -> Bool {
@@ -185,7 +197,7 @@ extension ScanCore {
 
     /// Scans one escape at i (the backslash); a \u high surrogate must be followed by a \u low one.
     @inline(__always)
-    private static func scanEscape(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
+    static func scanEscape(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
         guard n &- i >= 2 else { return false }
         switch base[i + 1] {
         case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
@@ -262,7 +274,7 @@ extension ScanCore {
 
     /// Validates one multi-byte UTF-8 sequence at i (RFC 3629 §4): no overlongs, no surrogates, nothing past U+10FFFF.
     @inline(__always)
-    private static func scanMultibyte(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
+    static func scanMultibyte(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
         let lead = base[i]
         let remaining = n - i
         if lead < 0xC2 {

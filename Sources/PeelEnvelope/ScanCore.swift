@@ -1,9 +1,10 @@
 /// The single-pass scanner: an explicit container stack instead of recursion, so depth costs bits, not frames.
 enum ScanCore {
     /// Validates the whole buffer; with `names`, also requires a top-level object and records its envelope members.
-    static func run(_ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int, names: EnvelopeNames?, members: inout EnvelopeMembers)
-        -> Bool
-    {
+    static func run(
+        _ buffer: UnsafeBufferPointer<UInt8>, maxDepth: Int, names: EnvelopeNames?, members: inout EnvelopeMembers,
+        path: Path = .automatic
+    ) -> Bool {
         guard let base = buffer.baseAddress else { return false }
         let n = buffer.count
         var i = 0
@@ -15,6 +16,9 @@ enum ScanCore {
         let depthLimit = max(0, maxDepth)
         // A document cannot nest deeper than it has bytes, so this bounds the stack for any maxDepth.
         let words = min(depthLimit, n) / 64 + 1
+        if usesBlocks(path, n) {
+            return runBlocks(base, n, depthLimit, words, names, &members)
+        }
         return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: words) { stack in
             stack.initialize(repeating: 0)
             guard let names else { return scan(base, n, i, depthLimit, stack.baseAddress!, nil) }
@@ -69,12 +73,7 @@ enum ScanCore {
                 depth &+= 1
                 if depth > maxDepth { return false }
                 inObject = c == UInt8(ascii: "{")
-                let bit = UInt64(1) << UInt64((depth &- 1) & 63)
-                if inObject {
-                    stack[(depth &- 1) >> 6] |= bit
-                } else {
-                    stack[(depth &- 1) >> 6] &= ~bit
-                }
+                setKind(stack, depth, object: inObject)
                 let opener = c
                 (i, c) = token(base, n, i &+ 1)
                 if c != opener &+ 2 {
@@ -85,15 +84,8 @@ enum ScanCore {
                 i &+= 1
                 depth &-= 1
                 inObject = isObject(stack, depth)
-            } else if c == UInt8(ascii: "t") {
-                guard literal(base, n, &i, 0x7472_7565, 4) else { return false }  // "true"
-            } else if c == UInt8(ascii: "f") {
-                guard n &- i >= 5, base[i &+ 4] == UInt8(ascii: "e") else { return false }
-                guard literal(base, n, &i, 0x6661_6C73, 5) else { return false }  // "fals" + the 'e' above
-            } else if c == UInt8(ascii: "n") {
-                guard literal(base, n, &i, 0x6E75_6C6C, 4) else { return false }  // "null"
             } else {
-                return false
+                guard scanLiteral(base, n, &i, c) else { return false }
             }
 
             // A value just ended at i; close containers until one wants another value.
@@ -126,9 +118,20 @@ enum ScanCore {
         }
     }
 
+    /// Records whether the container opened at nesting `depth` (1-based) is an object or an array.
+    @inline(__always)
+    static func setKind(_ stack: UnsafeMutablePointer<UInt64>, _ depth: Int, object: Bool) {
+        let bit = UInt64(1) << UInt64((depth &- 1) & 63)
+        if object {
+            stack[(depth &- 1) >> 6] |= bit
+        } else {
+            stack[(depth &- 1) >> 6] &= ~bit
+        }
+    }
+
     /// Whether the container at nesting `depth` (1-based) is an object; false at depth 0.
     @inline(__always)
-    private static func isObject(_ stack: UnsafeMutablePointer<UInt64>, _ depth: Int) -> Bool {
+    static func isObject(_ stack: UnsafeMutablePointer<UInt64>, _ depth: Int) -> Bool {
         guard depth > 0 else { return false }
         return stack[(depth &- 1) >> 6] & (UInt64(1) << UInt64((depth &- 1) & 63)) != 0
     }

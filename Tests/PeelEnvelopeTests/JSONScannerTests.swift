@@ -1,22 +1,34 @@
-import PeelEnvelope
+@testable import PeelEnvelope
 import XCTest
 
-/// Each RFC 8259 rule, with documents that must pass and documents that must fail.
+/// Each RFC 8259 rule, with documents that must pass and documents that must fail; every case runs
+/// through JSONScanner.validate and through both scanners (block and portable) directly.
 final class JSONScannerTests: XCTestCase {
+    /// The verdicts of validate(), the block scanner and the portable scanner, which must agree.
+    private func verdict(_ bytes: [UInt8], file: StaticString, line: UInt) -> Bool {
+        let public_ = JSONScanner.validate(bytes)
+        for path in [ScanCore.Path.blocks, .portable] {
+            var members = EnvelopeMembers()
+            let direct = bytes.withUnsafeBufferPointer { ScanCore.run($0, maxDepth: 512, names: nil, members: &members, path: path) }
+            XCTAssertEqual(direct, public_, "\(path) disagrees on \(bytes)", file: file, line: line)
+        }
+        return public_
+    }
+
     private func accepts(_ text: String, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertTrue(JSONScanner.validate(Array(text.utf8)), "should accept: \(text.debugDescription)", file: file, line: line)
+        XCTAssertTrue(verdict(Array(text.utf8), file: file, line: line), "should accept: \(text.debugDescription)", file: file, line: line)
     }
 
     private func rejects(_ text: String, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertFalse(JSONScanner.validate(Array(text.utf8)), "should reject: \(text.debugDescription)", file: file, line: line)
+        XCTAssertFalse(verdict(Array(text.utf8), file: file, line: line), "should reject: \(text.debugDescription)", file: file, line: line)
     }
 
     private func rejects(bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertFalse(JSONScanner.validate(bytes), "should reject bytes: \(bytes)", file: file, line: line)
+        XCTAssertFalse(verdict(bytes, file: file, line: line), "should reject bytes: \(bytes)", file: file, line: line)
     }
 
     private func accepts(bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertTrue(JSONScanner.validate(bytes), "should accept bytes: \(bytes)", file: file, line: line)
+        XCTAssertTrue(verdict(bytes, file: file, line: line), "should accept bytes: \(bytes)", file: file, line: line)
     }
 
     // RFC 8259 §2: a JSON text is any one value, surrounded by optional whitespace.
