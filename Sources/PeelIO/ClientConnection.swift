@@ -19,9 +19,12 @@ final class ClientConnection {
     /// written), if any; evhttp reads the next request only after that. Strong: the exchange clears it
     /// in its `release`, or this connection does when evhttp frees it first.
     private(set) var exchange: HTTPExchange?
-    /// EV_CLOSED (EPOLLRDHUP) on the socket; made on the first request, armed only while a request
-    /// waits for its answer, freed when the connection closes.
+    /// EV_READ|EV_CLOSED on the socket; made on the first request, armed only while a request waits
+    /// for its answer, freed when the connection closes.
     private var hangUpWatch: OpaquePointer?
+    /// EV_CLOSED alone, for a request during which the client already sent more bytes (pipelining):
+    /// EV_READ would fire again at once for those. Made only when that happens.
+    private var closeOnlyWatch: OpaquePointer?
 
     init(server: HTTPServer, bev: OpaquePointer) {
         self.server = server
@@ -64,18 +67,18 @@ final class ClientConnection {
         // Both stop before evhttp closes the socket (right after this callback).
         if let headTimer { event_del(headTimer) }
         if let hangUpWatch { event_del(hangUpWatch) }
+        if let closeOnlyWatch { event_del(closeOnlyWatch) }
         server.connectionClosed(evcon)
         let ex = exchange
         exchange = nil
         ex?.connectionFreed()
-        // Either event may be the caller (header deadline, hang-up); free them once this callback unwinds.
-        let timer = headTimer
-        let watch = hangUpWatch
+        // Any of the events may be the caller (header deadline, hang-up); free them once this callback unwinds.
+        let events = [headTimer, hangUpWatch, closeOnlyWatch]
         headTimer = nil
         hangUpWatch = nil
+        closeOnlyWatch = nil
         server.eventLoop.defer { [self] in
-            if let timer { event_free(timer) }
-            if let watch { event_free(watch) }
+            for case let event? in events { event_free(event) }
             release()
         }
     }
@@ -83,26 +86,27 @@ final class ClientConnection {
     // MARK: hang-ups
 
     // evhttp stops reading while a request is being answered, so it misses a client that hangs up.
-    // The socket is watched for EPOLLRDHUP (EV_CLOSED) meanwhile; pipelined bytes do not trigger it.
-    // One event per connection, armed per request: no event allocation per request.
+    // The socket is watched meanwhile. EV_CLOSED (EPOLLRDHUP) alone is not enough: libevent reports a
+    // reset (EPOLLERR/EPOLLHUP) as EV_READ|EV_WRITE and drops the close bit, so the watch also takes
+    // EV_READ and a one-byte peek tells a departed client (end of stream, or an error such as
+    // ECONNRESET) from the next pipelined request. After such bytes the request is watched with
+    // EV_CLOSED alone. One event per connection, armed per request: no event allocation per request.
 
     /// `ex` was handed to the server's handler; watch for the client leaving until it is answered.
     func exchangeStarted(_ ex: HTTPExchange) {
         exchange = ex
         guard !closed else { return }
         if hangUpWatch == nil {
-            let fd = bufferevent_getfd(bev)
-            guard fd >= 0 else { return }
-            hangUpWatch = event_new(server.eventLoop.base, fd, Int16(EV_CLOSED), { _, _, arg in
-                Unmanaged<ClientConnection>.fromOpaque(arg!).takeUnretainedValue().hungUp()
-            }, Unmanaged.passUnretained(self).toOpaque())
+            hangUpWatch = makeWatch(Int16(EV_READ | EV_CLOSED))
         }
-        event_add(hangUpWatch, nil)
+        if let hangUpWatch { event_add(hangUpWatch, nil) }
     }
 
     /// `ex` is being answered: a hang-up from now on is evhttp's to see while writing.
     func replyStarted(_ ex: HTTPExchange) {
-        if exchange === ex, let hangUpWatch { event_del(hangUpWatch) }
+        guard exchange === ex else { return }
+        if let hangUpWatch { event_del(hangUpWatch) }
+        if let closeOnlyWatch { event_del(closeOnlyWatch) }
     }
 
     /// `ex` is done with (reply written, or abandoned).
@@ -110,8 +114,37 @@ final class ClientConnection {
         if exchange === ex { exchange = nil }
     }
 
-    private func hungUp() {
+    /// A non-persistent event on the socket that calls `watchFired`; nil when libevent cannot make one
+    /// (out of memory), in which case the request is simply not watched.
+    private func makeWatch(_ events: Int16) -> OpaquePointer? {
+        let fd = bufferevent_getfd(bev)
+        guard fd >= 0 else { return nil }
+        return event_new(server.eventLoop.base, fd, events, { fd, what, arg in
+            Unmanaged<ClientConnection>.fromOpaque(arg!).takeUnretainedValue().watchFired(fd, what)
+        }, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    private func watchFired(_ fd: Int32, _ what: Int16) {
         // Not persistent: firing disarmed it.
+        guard !closed, exchange != nil else { return }
+        if what & Int16(EV_CLOSED) != 0 { return hungUp() }
+        var byte: UInt8 = 0
+        let got = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if got == 0 { return hungUp() }
+        if got < 0 {
+            let error = errno
+            if error == EAGAIN || error == EWOULDBLOCK || error == EINTR {
+                if let hangUpWatch { event_add(hangUpWatch, nil) }
+                return
+            }
+            return hungUp()
+        }
+        // The next request's bytes: evhttp reads them after this answer; until then only a close counts.
+        if closeOnlyWatch == nil { closeOnlyWatch = makeWatch(Int16(EV_CLOSED)) }
+        if let closeOnlyWatch { event_add(closeOnlyWatch, nil) }
+    }
+
+    private func hungUp() {
         guard !closed, let ex = exchange else { return }
         ex.clientHungUp()
     }

@@ -77,6 +77,38 @@ final class LifecycleTests: XCTestCase {
         XCTAssertEqual(try h.request("GET", "/api/user").status, 200, "gateway keeps serving")
     }
 
+    // A reset (SO_LINGER 0) reaches epoll as EPOLLERR/EPOLLHUP, which libevent reports without its
+    // close bit: the watch must still see the client leave.
+    func testClientReset_cancelsUpstreamTransfer() throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /fault/stall HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(h.eventually { h.gateway.inflight == 1 })
+        c.close(reset: true)
+        XCTAssertTrue(h.eventually(1) { h.gateway.inflight == 0 }, "a reset did not end the call")
+        let metrics = try h.admin("/metrics").text
+        XCTAssertTrue(metrics.contains("peel_requests_total{kind=\"client-closed\",status=\"499\"} 1"), metrics)
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200, "gateway keeps serving")
+    }
+
+    // After pipelined bytes the request is watched for a close alone; a client that then leaves is still seen.
+    func testClientHangUp_afterPipelinedBytes_cancelsUpstreamTransfer() throws {
+        let h = try Harness()
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /fault/stall HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(h.eventually { h.gateway.inflight == 1 })
+        try c.send("GET /api/user HTTP/1.1\r\nHost: x\r\n\r\n")
+        // Give the loop time to see the pipelined bytes and fall back to the close-only watch.
+        usleep(100_000)
+        XCTAssertEqual(h.gateway.inflight, 1, "pipelined bytes were taken for a hang-up")
+        c.close()
+        XCTAssertTrue(h.eventually(1) { h.gateway.inflight == 0 }, "hang-up did not end the call")
+        let metrics = try h.admin("/metrics").text
+        XCTAssertTrue(metrics.contains("peel_requests_total{kind=\"client-closed\",status=\"499\"} 1"), metrics)
+    }
+
     // Bytes of the next request arriving while one waits for the upstream are no hang-up.
     func testPipelinedBytesWhileWaiting_areNotAHangUp() throws {
         let h = try Harness()
