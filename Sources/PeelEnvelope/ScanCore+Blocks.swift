@@ -1,7 +1,8 @@
-// The two-stage scanner (x86-64): stage 1 classifies 64-byte blocks with SSE2 into bitmaps and
-// writes the positions of structural bytes and value starts into a small index; stage 2 walks those
-// positions with the same container and envelope bookkeeping as the token scanner. Positions no
-// longer depend on each other, so the CPU can run ahead instead of waiting token by token.
+// The two-stage scanner (x86-64): stage 1 classifies 64-byte blocks with SSE2 into bitmaps whose
+// set bits are the structural bytes and value starts; stage 2 takes those positions straight from
+// the bitmaps, one block at a time, with the same container and envelope bookkeeping as the token
+// scanner. Positions no longer depend on each other, so the CPU can run ahead instead of waiting
+// token by token.
 // The token scanner (ScanCore.scan) stays the portable path and the path for short bodies.
 #if arch(x86_64)
     import _Builtin_intrinsics.intel
@@ -25,8 +26,6 @@ extension ScanCore {
     @inline(__always)
     static func usesBlocks(_ path: Path, _ n: Int) -> Bool {
         #if arch(x86_64)
-            // Positions are stored as UInt32.
-            guard n < Int(UInt32.max) &- 128 else { return false }
             switch path {
             case .automatic: return n >= blockThreshold
             case .blocks: return true
