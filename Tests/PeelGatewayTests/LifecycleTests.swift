@@ -45,17 +45,28 @@ final class LifecycleTests: XCTestCase {
         h.upstream.stop()
     }
 
+    /// Sends a request the fake upstream never answers on `c`, runs `between` while it waits, lets
+    /// `leave` end the connection, and requires the call to end as one client-closed 499.
+    private func assertLeavingCancelsTheCall(
+        _ h: Harness, _ c: BlockingClient, between: () throws -> Void = {}, leave: () -> Void,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        try c.send("GET /fault/stall HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertTrue(h.eventually { h.gateway.inflight == 1 }, file: file, line: line)
+        try between()
+        leave()
+        XCTAssertTrue(h.eventually(1) { h.gateway.inflight == 0 }, "leaving did not end the call", file: file, line: line)
+        let metrics = try h.admin("/metrics").text
+        XCTAssertTrue(
+            metrics.contains("peel_requests_total{kind=\"client-closed\",status=\"499\"} 1"), metrics, file: file, line: line)
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200, "gateway keeps serving", file: file, line: line)
+    }
+
     func testClientHangUp_cancelsUpstreamTransfer() throws {
         let h = try Harness()
         defer { h.stop() }
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
-        try c.send("GET /fault/stall HTTP/1.1\r\nHost: x\r\n\r\n")
-        XCTAssertTrue(h.eventually { h.gateway.inflight == 1 })
-        c.close()
-        XCTAssertTrue(h.eventually(1) { h.gateway.inflight == 0 }, "hang-up did not end the call")
-        let metrics = try h.admin("/metrics").text
-        XCTAssertTrue(metrics.contains("peel_requests_total{kind=\"client-closed\",status=\"499\"} 1"), metrics)
-        XCTAssertEqual(try h.request("GET", "/api/user").status, 200, "gateway keeps serving")
+        try assertLeavingCancelsTheCall(h, c) { c.close() }
     }
 
     // The hang-up watch belongs to the connection and is armed per request: it must work again on a
@@ -68,13 +79,7 @@ final class LifecycleTests: XCTestCase {
             try c.send("GET /api/user HTTP/1.1\r\nHost: x\r\n\r\n")
             XCTAssertEqual(try c.readResponse().status, 200)
         }
-        try c.send("GET /fault/stall HTTP/1.1\r\nHost: x\r\n\r\n")
-        XCTAssertTrue(h.eventually { h.gateway.inflight == 1 })
-        c.close()
-        XCTAssertTrue(h.eventually(1) { h.gateway.inflight == 0 }, "hang-up did not end the call")
-        let metrics = try h.admin("/metrics").text
-        XCTAssertTrue(metrics.contains("peel_requests_total{kind=\"client-closed\",status=\"499\"} 1"), metrics)
-        XCTAssertEqual(try h.request("GET", "/api/user").status, 200, "gateway keeps serving")
+        try assertLeavingCancelsTheCall(h, c) { c.close() }
     }
 
     // A reset (SO_LINGER 0) reaches epoll as EPOLLERR/EPOLLHUP, which libevent reports without its
@@ -83,13 +88,7 @@ final class LifecycleTests: XCTestCase {
         let h = try Harness()
         defer { h.stop() }
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
-        try c.send("GET /fault/stall HTTP/1.1\r\nHost: x\r\n\r\n")
-        XCTAssertTrue(h.eventually { h.gateway.inflight == 1 })
-        c.close(reset: true)
-        XCTAssertTrue(h.eventually(1) { h.gateway.inflight == 0 }, "a reset did not end the call")
-        let metrics = try h.admin("/metrics").text
-        XCTAssertTrue(metrics.contains("peel_requests_total{kind=\"client-closed\",status=\"499\"} 1"), metrics)
-        XCTAssertEqual(try h.request("GET", "/api/user").status, 200, "gateway keeps serving")
+        try assertLeavingCancelsTheCall(h, c) { c.close(reset: true) }
     }
 
     // After pipelined bytes the request is watched for a close alone; a client that then leaves is still seen.
@@ -97,16 +96,12 @@ final class LifecycleTests: XCTestCase {
         let h = try Harness()
         defer { h.stop() }
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
-        try c.send("GET /fault/stall HTTP/1.1\r\nHost: x\r\n\r\n")
-        XCTAssertTrue(h.eventually { h.gateway.inflight == 1 })
-        try c.send("GET /api/user HTTP/1.1\r\nHost: x\r\n\r\n")
-        // Give the loop time to see the pipelined bytes and fall back to the close-only watch.
-        usleep(100_000)
-        XCTAssertEqual(h.gateway.inflight, 1, "pipelined bytes were taken for a hang-up")
-        c.close()
-        XCTAssertTrue(h.eventually(1) { h.gateway.inflight == 0 }, "hang-up did not end the call")
-        let metrics = try h.admin("/metrics").text
-        XCTAssertTrue(metrics.contains("peel_requests_total{kind=\"client-closed\",status=\"499\"} 1"), metrics)
+        try assertLeavingCancelsTheCall(h, c, between: {
+            try c.send("GET /api/user HTTP/1.1\r\nHost: x\r\n\r\n")
+            // Give the loop time to see the pipelined bytes and fall back to the close-only watch.
+            usleep(100_000)
+            XCTAssertEqual(h.gateway.inflight, 1, "pipelined bytes were taken for a hang-up")
+        }) { c.close() }
     }
 
     // Bytes of the next request arriving while one waits for the upstream are no hang-up.
