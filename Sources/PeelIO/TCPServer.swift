@@ -17,10 +17,12 @@ public final class TCPServer {
         let fd = try Sockets.listen(address, reusePort: reusePort)
         port = Sockets.localPort(fd)
         let me = Unmanaged.passUnretained(self).toOpaque()
+        // Backlog 0: the socket already listens with Sockets' backlog. libevent 2.1 takes -1 as
+        // "call listen(fd, 128)", which shrank the accept queue and dropped connections under load.
         listener = evconnlistener_new(loop.base, { _, fd, _, _, arg in
             let server = Unmanaged<TCPServer>.fromOpaque(arg!).takeUnretainedValue()
             server.accepted(fd)
-        }, me, UInt32(LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC), -1, fd)
+        }, me, UInt32(LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC), 0, fd)
         if listener == nil {
             Glibc.close(fd)
             throw PeelIOError(.libevent, "evconnlistener_new")
