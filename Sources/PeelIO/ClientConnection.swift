@@ -64,7 +64,7 @@ final class ClientConnection {
 
     private func connectionClosed() {
         closed = true
-        // Both stop before evhttp closes the socket (right after this callback).
+        // All of them stop before evhttp closes the socket (right after this callback).
         if let headTimer { event_del(headTimer) }
         if let hangUpWatch { event_del(hangUpWatch) }
         if let closeOnlyWatch { event_del(closeOnlyWatch) }
@@ -126,27 +126,22 @@ final class ClientConnection {
 
     private func watchFired(_ fd: Int32, _ what: Int16) {
         // Not persistent: firing disarmed it.
-        guard !closed, exchange != nil else { return }
-        if what & Int16(EV_CLOSED) != 0 { return hungUp() }
+        guard !closed, let ex = exchange else { return }
+        if what & Int16(EV_CLOSED) != 0 { return ex.clientHungUp() }
         var byte: UInt8 = 0
         let got = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-        if got == 0 { return hungUp() }
+        if got == 0 { return ex.clientHungUp() }
         if got < 0 {
             let error = errno
             if error == EAGAIN || error == EWOULDBLOCK || error == EINTR {
                 if let hangUpWatch { event_add(hangUpWatch, nil) }
                 return
             }
-            return hungUp()
+            return ex.clientHungUp()
         }
         // The next request's bytes: evhttp reads them after this answer; until then only a close counts.
         if closeOnlyWatch == nil { closeOnlyWatch = makeWatch(Int16(EV_CLOSED)) }
         if let closeOnlyWatch { event_add(closeOnlyWatch, nil) }
-    }
-
-    private func hungUp() {
-        guard !closed, let ex = exchange else { return }
-        ex.clientHungUp()
     }
 
     private func release() {
