@@ -1,0 +1,50 @@
+import CEvent
+
+/// One socket curl asked us to watch; found by fd.
+final class SocketWatch {
+    /// The watched descriptor.
+    let fd: Int32
+    /// True for sockets our open callback made: they may stay registered while parked.
+    let owned: Bool
+    /// The libevent event, created on first arm and reused after.
+    var event: OpaquePointer?
+    /// The EV_* flags the event was last armed with.
+    var flags: Int16 = 0
+    /// True while the event is added to the loop.
+    var registered = false
+    /// True while curl is not watching an owned socket (an idle keep-alive connection).
+    var parked = false
+
+    /// Watches nothing yet.
+    init(fd: Int32, owned: Bool) {
+        self.fd = fd
+        self.owned = owned
+    }
+
+    /// (Re)registers the event for `flags`, calling `cb` with `arg`.
+    func arm(base: OpaquePointer, flags: Int16, arg: UnsafeMutableRawPointer,
+             _ cb: @escaping @convention(c) (Int32, Int16, UnsafeMutableRawPointer?) -> Void) {
+        if event == nil {
+            event = event_new(base, fd, flags, cb, arg)
+        } else {
+            event_del(event)
+            event_assign(event, base, fd, flags, cb, arg)
+        }
+        self.flags = flags
+        event_add(event, nil)
+        registered = true
+    }
+
+    /// Stops listening but keeps the event for the next arm.
+    func disarm() {
+        if registered { event_del(event) }
+        registered = false
+    }
+
+    /// Frees the event.
+    func free() {
+        if let event { event_free(event) }
+        event = nil
+        registered = false
+    }
+}

@@ -1,0 +1,134 @@
+import CCurl
+
+/// Settings for one worker's upstream client.
+public struct UpstreamOptions: Sendable {
+    /// Whole exchange limit in seconds (default 30, the seed's timeoutInterval).
+    public var timeout: Double = 30
+    /// TCP+TLS connect limit in seconds (default 5).
+    public var connectTimeout: Double = 5
+    /// Largest upstream body in bytes after decoding (default 64 MiB).
+    public var maxResponseBody: Int = 67_108_864
+    /// Extra CA bundle for https upstreams (default: system store).
+    public var caFile: String? = nil
+    /// Receive buffer per transfer in bytes (default 256 KiB: large bodies arrive in few reads).
+    public var bufferSize: Int = 256 * 1024
+    /// Idle keep-alive connections kept per worker (default 1024).
+    public var maxIdleConnections: Int = 1024
+    /// Transfers in flight per worker before new ones are refused (default 10000).
+    public var maxInFlight: Int = 10_000
+    /// `scheme://host[:port]` that `send(method:path:query:…)` talks to (default none: `send(url:…)` only).
+    /// Each pooled handle keeps it pre-parsed, so a call only changes the path and query.
+    public var origin: String? = nil
+    /// Creates the defaults.
+    public init() {}
+}
+
+/// Why an upstream exchange produced no usable answer; the gateway maps these to the error table.
+public enum UpstreamFailure: Error, Sendable, Equatable {
+    /// Name resolution failed.
+    case dns(String)
+    /// Connection refused or no route.
+    case refused(String)
+    /// The TCP+TLS connect did not finish within the connect timeout.
+    case connectTimeout(String)
+    /// The whole exchange did not finish within the timeout.
+    case timeout(String)
+    /// The connection was reset or closed before a whole answer.
+    case reset(String)
+    /// TLS handshake or certificate failure.
+    case tls(String)
+    /// The answer broke HTTP (bad chunking, bad encoding, garbage status line).
+    case protocolError(String)
+    /// The body exceeded `maxResponseBody`.
+    case tooLarge
+    /// Too many transfers already in flight on this worker.
+    case overloaded
+    /// Anything else curl reported.
+    case other(String)
+
+    /// True for failures that say the upstream host is unreachable (feeds passive health checks).
+    public var isTransportFailure: Bool {
+        switch self {
+        case .dns, .refused, .connectTimeout, .reset: return true
+        default: return false
+        }
+    }
+
+    /// A short label for metrics and logs.
+    public var reason: String {
+        switch self {
+        case .dns: return "dns"
+        case .refused: return "refused"
+        case .connectTimeout: return "connect_timeout"
+        case .timeout: return "timeout"
+        case .reset: return "reset"
+        case .tls: return "tls"
+        case .protocolError: return "protocol"
+        case .tooLarge: return "too_large"
+        case .overloaded: return "overloaded"
+        case .other: return "other"
+        }
+    }
+
+    /// curl's words for the failure.
+    public var message: String {
+        switch self {
+        case .dns(let m), .refused(let m), .connectTimeout(let m), .timeout(let m), .reset(let m), .tls(let m),
+             .protocolError(let m), .other(let m): return m
+        case .tooLarge: return "upstream body too large"
+        case .overloaded: return "too many upstream transfers in flight"
+        }
+    }
+}
+
+/// A whole upstream answer.
+public struct UpstreamResponse: Sendable {
+    /// HTTP status of the final response.
+    public var status: Int
+    /// Response header fields as received (final response only, no trailers).
+    public var headers: ResponseHeaders
+    /// Body bytes, decoded from any Content-Encoding.
+    public var body: [UInt8]
+    /// Seconds from start to the last byte.
+    public var duration: Double
+}
+
+/// What to send upstream as the body.
+public enum UpstreamBody {
+    /// No body.
+    case none
+    /// The client's body, read in place until the exchange is answered.
+    case exchange(HTTPExchange)
+    /// Bytes owned by the transfer.
+    case bytes([UInt8])
+}
+
+/// A transfer in flight; `cancel()` stops it without calling its completion.
+public final class UpstreamTransfer {
+    /// The pooled handle while the transfer runs; nil once finished or cancelled.
+    var handle: EasyHandle?
+    /// The request's header list, freed when the transfer finishes.
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    /// Response body bytes received so far.
+    var body: [UInt8] = []
+    /// The request body when the transfer owns it (`UpstreamBody.bytes`).
+    var ownedRequestBody: [UInt8] = []
+    /// Keeps the exchange whose body curl reads in place alive until the transfer ends.
+    var requestBodyOwner: HTTPExchange?
+    /// Set when the body outgrew `limit`; turns curl's write error into `.tooLarge`.
+    var tooLarge = false
+    /// Largest body accepted, in bytes.
+    var limit = 0
+    /// Runs once with the result; nil after it ran or after `cancel()`.
+    var completion: ((Result<UpstreamResponse, UpstreamFailure>) -> Void)?
+    /// The client that runs the transfer.
+    weak var client: UpstreamClient?
+    /// Loop time when the transfer started.
+    var started: Double = 0
+
+    /// Stops the transfer; its completion never runs.
+    public func cancel() {
+        completion = nil
+        client?.abort(self)
+    }
+}
