@@ -30,36 +30,52 @@ final class EasyHandle {
 
     /// A new handle with the options every transfer of `client` shares, set once; callbacks reach
     /// the transfer through CURLOPT_PRIVATE/WRITEDATA/HEADERDATA and `client` through the socket data.
-    static func make(for client: UpstreamClient, options: UpstreamOptions) -> EasyHandle? {
-        guard let easy = curl_easy_init() else { return nil }
-        let me = Unmanaged.passUnretained(client).toOpaque()
+    /// Throws the first call curl refuses, by name; nothing is left allocated then.
+    static func make(for client: UpstreamClient, options: UpstreamOptions) throws(PeelIOError) -> EasyHandle {
+        guard let easy = curl_easy_init() else { throw curlError(CURLE_FAILED_INIT, "curl_easy_init") }
         let h = EasyHandle(easy: easy)
+        do throws(PeelIOError) {
+            try h.setUp(for: client, options: options)
+        } catch {
+            h.cleanup()
+            throw error
+        }
+        return h
+    }
+
+    /// Sets what every transfer on this handle shares; throws the first option curl refuses.
+    private func setUp(for client: UpstreamClient, options: UpstreamOptions) throws(PeelIOError) {
+        let me = Unmanaged.passUnretained(client).toOpaque()
         if let origin = options.origin {
-            h.url = curl_url()
-            if let url = h.url, curl_url_set(url, CURLUPART_URL, origin, 0) != CURLUE_OK {
-                h.cleanup()
-                return nil
+            guard let u = curl_url() else { throw curlError(CURLE_OUT_OF_MEMORY, "curl_url") }
+            url = u
+            let rc = curl_url_set(u, CURLUPART_URL, origin, 0)
+            // PeelIOError has no CURLUcode source; CURLE_URL_MALFORMAT is what a transfer reports for
+            // a URL curl's parser refuses.
+            if rc != CURLUE_OK {
+                throw curlError(rc == CURLUE_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_URL_MALFORMAT,
+                                "curl_url_set(CURLUPART_URL)")
             }
         }
-        peel_easy_setopt_ptr(easy, CURLOPT_ERRORBUFFER, h.errorBuffer)
+        try set(CURLOPT_ERRORBUFFER, UnsafeRawPointer(errorBuffer))
         // Signals must not be used in a threaded server; DNS timeouts come from the threaded resolver.
-        peel_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        try set(CURLOPT_NOSIGNAL, 1)
         // An empty proxy disables http_proxy and friends: only the configured upstream is contacted.
-        peel_easy_setopt_ptr(easy, CURLOPT_PROXY, "")
+        try set(CURLOPT_PROXY, "")
         // With no proxy, no_proxy means nothing; set, curl stops reading it from the environment per call.
-        peel_easy_setopt_ptr(easy, CURLOPT_NOPROXY, "")
-        peel_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(options.timeout * 1000))
-        peel_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
-        peel_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
-        peel_easy_setopt_long(easy, CURLOPT_TCP_NODELAY, 1)
+        try set(CURLOPT_NOPROXY, "")
+        try set(CURLOPT_TIMEOUT_MS, Int(options.timeout * 1000))
+        try set(CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
+        try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
+        try set(CURLOPT_TCP_NODELAY, 1)
         // Forward the path exactly as validated; curl would otherwise squash dot-segments itself.
-        peel_easy_setopt_long(easy, CURLOPT_PATH_AS_IS, 1)
-        peel_easy_setopt_long(easy, CURLOPT_BUFFERSIZE, options.bufferSize)
-        peel_easy_setopt_off(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(options.maxResponseBody))
+        try set(CURLOPT_PATH_AS_IS, 1)
+        try set(CURLOPT_BUFFERSIZE, options.bufferSize)
+        try set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(options.maxResponseBody))
         // Ask for any encoding curl can decode; envelopes are judged on decoded bytes.
-        peel_easy_setopt_ptr(easy, CURLOPT_ACCEPT_ENCODING, "")
-        if let ca = options.caFile { peel_easy_setopt_ptr(easy, CURLOPT_CAINFO, ca) }
-        peel_easy_setopt_write_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
+        try set(CURLOPT_ACCEPT_ENCODING, "")
+        if let ca = options.caFile { try set(CURLOPT_CAINFO, ca) }
+        let writeCB = peel_easy_setopt_write_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
             let n = size * count
             if t.body.count + n > t.limit {
@@ -76,13 +92,15 @@ final class EasyHandle {
             t.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n))
             return n
         }
-        peel_easy_setopt_write_cb(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
+        try curlCheck(writeCB, setoptSite(CURLOPT_WRITEFUNCTION))
+        let headerCB = peel_easy_setopt_write_cb(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
             let n = size * count
             t.handle?.head.addLine(UnsafeRawBufferPointer(start: data, count: n))
             return n
         }
-        peel_easy_setopt_open_cb(easy) { clientp, purpose, address in
+        try curlCheck(headerCB, setoptSite(CURLOPT_HEADERFUNCTION))
+        let openCB = peel_easy_setopt_open_cb(easy) { clientp, purpose, address in
             guard let address else { return -1 }
             let a = address.pointee
             let fd = socket(a.family, a.socktype | Int32(SOCK_CLOEXEC.rawValue), a.protocol)
@@ -91,12 +109,61 @@ final class EasyHandle {
             }
             return fd
         }
-        peel_easy_setopt_ptr(easy, CURLOPT_OPENSOCKETDATA, me)
-        peel_easy_setopt_close_cb(easy) { clientp, fd in
+        try curlCheck(openCB, setoptSite(CURLOPT_OPENSOCKETFUNCTION))
+        try set(CURLOPT_OPENSOCKETDATA, UnsafeRawPointer(me))
+        let closeCB = peel_easy_setopt_close_cb(easy) { clientp, fd in
             Unmanaged<UpstreamClient>.fromOpaque(clientp!).takeUnretainedValue().socketClosing(fd)
             return close(fd)
         }
-        peel_easy_setopt_ptr(easy, CURLOPT_CLOSESOCKETDATA, me)
-        return h
+        try curlCheck(closeCB, setoptSite(CURLOPT_CLOSESOCKETFUNCTION))
+        try set(CURLOPT_CLOSESOCKETDATA, UnsafeRawPointer(me))
     }
+
+    // MARK: checked curl_easy_setopt
+
+    /// Sets a long option; throws the option's name if curl refuses the value.
+    func set(_ option: CURLoption, _ value: Int) throws(PeelIOError) {
+        try curlCheck(peel_easy_setopt_long(easy, option, value), setoptSite(option))
+    }
+
+    /// Sets a pointer option (nil clears it); throws the option's name if curl refuses it.
+    func set(_ option: CURLoption, _ value: UnsafeRawPointer?) throws(PeelIOError) {
+        try curlCheck(peel_easy_setopt_ptr(easy, option, value), setoptSite(option))
+    }
+
+    /// Sets a string option (curl copies it); throws the option's name if curl refuses it.
+    func set(_ option: CURLoption, _ value: String) throws(PeelIOError) {
+        try curlCheck(peel_easy_setopt_ptr(easy, option, value), setoptSite(option))
+    }
+
+    /// Sets a curl_off_t option; throws the option's name if curl refuses the value.
+    func set(_ option: CURLoption, offset value: curl_off_t) throws(PeelIOError) {
+        try curlCheck(peel_easy_setopt_off(easy, option, value), setoptSite(option))
+    }
+}
+
+// MARK: the one named error for curl statuses
+
+/// A curl_easy_* status as a PeelIOError: `site`, then curl's words for `code`.
+func curlError(_ code: CURLcode, _ site: String) -> PeelIOError {
+    PeelIOError(.curl(Int32(truncatingIfNeeded: code.rawValue)), site)
+}
+
+/// hiperfifo's `mcode_or_die(where, code)` without the dying: anything but CURLE_OK throws a
+/// PeelIOError naming the call (`site` is only built then).
+func curlCheck(_ code: CURLcode, _ site: @autoclosure () -> String) throws(PeelIOError) {
+    if code != CURLE_OK { throw curlError(code, site()) }
+}
+
+/// The same for curl_multi_* statuses: anything but CURLM_OK throws a PeelIOError naming the call.
+func curlCheck(_ code: CURLMcode, _ site: @autoclosure () -> String) throws(PeelIOError) {
+    if code != CURLM_OK { throw PeelIOError(.curlMulti(code.rawValue), site()) }
+}
+
+/// `curl_easy_setopt(CURLOPT_NAME)` for `option`, named from curl's own option table.
+func setoptSite(_ option: CURLoption) -> String {
+    guard let entry = curl_easy_option_by_id(option), let name = entry.pointee.name else {
+        return "curl_easy_setopt(option \(option.rawValue))"
+    }
+    return "curl_easy_setopt(CURLOPT_\(String(cString: name)))"
 }

@@ -24,11 +24,16 @@ public final class UpstreamClient {
     let scratch = LineScratch()
     /// Transfers in flight.
     public internal(set) var inFlight = 0
+    /// curl failures that had no transfer to fail (socket actions, removals, handle resets).
+    public private(set) var driverErrors = 0
+    /// The latest of those, naming the call and with curl's words.
+    public private(set) var lastDriverError: PeelIOError?
 
     /// Creates the multi handle and hooks it to `loop`.
     public init(loop: EventLoop, options: UpstreamOptions) throws(PeelIOError) {
-        UpstreamClient.globalInit()
-        guard let m = curl_multi_init() else { throw PeelIOError(.curlMulti(0), "curl_multi_init") }
+        try curlCheck(UpstreamClient.globalInit, "curl_global_init")
+        // curl_multi_init returns NULL only when it cannot allocate.
+        guard let m = curl_multi_init() else { throw PeelIOError(.curlMulti(CURLM_OUT_OF_MEMORY.rawValue), "curl_multi_init") }
         self.loop = loop
         multi = m
         self.options = options
@@ -39,36 +44,64 @@ public final class UpstreamClient {
         kick = event_new(loop.base, -1, 0, { _, _, arg in
             Unmanaged<UpstreamClient>.fromOpaque(arg!).takeUnretainedValue().timerFired()
         }, me)
-        try check(peel_multi_setopt_socket_cb(m, { easy, s, what, userp, socketp in
+        try curlCheck(peel_multi_setopt_socket_cb(m, { easy, s, what, userp, socketp in
             Unmanaged<UpstreamClient>.fromOpaque(userp!).takeUnretainedValue().socketCallback(s, what)
             return 0
-        }), "CURLMOPT_SOCKETFUNCTION")
-        try check(peel_multi_setopt_ptr(m, CURLMOPT_SOCKETDATA, me), "CURLMOPT_SOCKETDATA")
-        try check(peel_multi_setopt_timer_cb(m, { _, timeoutMs, userp in
+        }), "curl_multi_setopt(CURLMOPT_SOCKETFUNCTION)")
+        try curlCheck(peel_multi_setopt_ptr(m, CURLMOPT_SOCKETDATA, me), "curl_multi_setopt(CURLMOPT_SOCKETDATA)")
+        try curlCheck(peel_multi_setopt_timer_cb(m, { _, timeoutMs, userp in
             Unmanaged<UpstreamClient>.fromOpaque(userp!).takeUnretainedValue().timerCallback(timeoutMs)
             return 0
-        }), "CURLMOPT_TIMERFUNCTION")
-        try check(peel_multi_setopt_ptr(m, CURLMOPT_TIMERDATA, me), "CURLMOPT_TIMERDATA")
+        }), "curl_multi_setopt(CURLMOPT_TIMERFUNCTION)")
+        try curlCheck(peel_multi_setopt_ptr(m, CURLMOPT_TIMERDATA, me), "curl_multi_setopt(CURLMOPT_TIMERDATA)")
         // A connection cache smaller than the concurrency makes curl open a connection per request.
-        try check(peel_multi_setopt_long(m, CURLMOPT_MAXCONNECTS, options.maxIdleConnections), "CURLMOPT_MAXCONNECTS")
+        try curlCheck(peel_multi_setopt_long(m, CURLMOPT_MAXCONNECTS, options.maxIdleConnections),
+                      "curl_multi_setopt(CURLMOPT_MAXCONNECTS)")
     }
 
     deinit {
         for h in freeHandles { h.cleanup() }
-        curl_multi_cleanup(multi)
+        // Its only failures (a bad multi handle, a call from inside a callback) cannot happen in
+        // deinit, and no one is left to hear of one.
+        _ = curl_multi_cleanup(multi)
         for (_, w) in sockets { w.free() }
         if let timer { event_free(timer) }
         if let kick { event_free(kick) }
     }
 
-    /// curl_global_init, run once per process.
-    private static let initOnce: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
-    /// Runs `initOnce`.
-    private static func globalInit() { _ = initOnce }
+    /// curl_global_init's result, run once per process.
+    private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
 
-    /// Throws unless `code` is CURLM_OK.
-    private func check(_ code: CURLMcode, _ site: String) throws(PeelIOError) {
-        if code != CURLM_OK { throw PeelIOError(.curlMulti(code.rawValue), site) }
+    /// Keeps a failure no transfer can carry: counted, the latest kept with its text.
+    func record(_ error: PeelIOError) {
+        driverErrors += 1
+        lastDriverError = error
+    }
+
+    /// curl_multi_remove_handle, checked: false (and recorded) when curl keeps the handle.
+    func removeFromMulti(_ easy: UnsafeMutableRawPointer) -> Bool {
+        do throws(PeelIOError) {
+            try curlCheck(curl_multi_remove_handle(multi, easy), "curl_multi_remove_handle")
+            return true
+        } catch {
+            record(error)
+            return false
+        }
+    }
+
+    /// curl_multi_socket_action, checked, then drainDone. A failure (7.88: bad handle, out of memory,
+    /// a recursive call; an unknown socket is ignored and returns CURLM_OK) concerns the call, not one
+    /// transfer: each transfer still ends with its own CURLMSG_DONE, at the latest when its
+    /// CURLOPT_TIMEOUT_MS expires through the timer callback, so it is recorded rather than failing
+    /// every transfer on the worker.
+    private func socketAction(_ fd: Int32, _ action: Int32) {
+        var running: Int32 = 0
+        do throws(PeelIOError) {
+            try curlCheck(curl_multi_socket_action(multi, fd, action, &running), "curl_multi_socket_action")
+        } catch {
+            record(error)
+        }
+        drainDone()
     }
 
     // MARK: curl callbacks
@@ -123,9 +156,7 @@ public final class UpstreamClient {
         var action: Int32 = 0
         if events & Int16(EV_READ) != 0 { action |= CURL_CSELECT_IN }
         if events & Int16(EV_WRITE) != 0 { action |= CURL_CSELECT_OUT }
-        var running: Int32 = 0
-        curl_multi_socket_action(multi, fd, action, &running)
-        drainDone()
+        socketAction(fd, action)
     }
 
     /// CURLMOPT_TIMERFUNCTION: only (re)arms the single-shot timer; curl is never called from here.
@@ -144,9 +175,7 @@ public final class UpstreamClient {
 
     /// curl's timeout expired: let it act, then collect finished transfers.
     private func timerFired() {
-        var running: Int32 = 0
-        curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running)
-        drainDone()
+        socketAction(CURL_SOCKET_TIMEOUT, 0)
     }
 
     /// Drains CURLMSG_DONE after every socket action, as hiperfifo does.
@@ -157,7 +186,7 @@ public final class UpstreamClient {
             let code = msg.pointee.data.result
             var priv: UnsafeMutableRawPointer? = nil
             peel_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &priv)
-            curl_multi_remove_handle(multi, easy)
+            let removed = removeFromMulti(easy)
             inFlight -= 1
             guard let priv else { continue }
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(priv).takeUnretainedValue()
@@ -173,7 +202,7 @@ public final class UpstreamClient {
             } else {
                 result = .failure(classify(code, handle: h, tooLarge: t.tooLarge))
             }
-            finish(t, handle: h, result: result, removeFromMulti: false)
+            finish(t, handle: h, result: result, stillInMulti: !removed)
         }
     }
 

@@ -9,11 +9,10 @@ extension UpstreamClient {
                      completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
         var list = UpstreamHeaderList(scratch: scratch)
         for line in headers { list.append(line: line) }
-        return start(method: method, headers: list.list, body: body, completion: completion) { h in
-            peel_easy_setopt_ptr(h.easy, CURLOPT_CURLU, nil)
-            peel_easy_setopt_ptr(h.easy, CURLOPT_REQUEST_TARGET, nil)
-            peel_easy_setopt_ptr(h.easy, CURLOPT_URL, url)
-            return true
+        return start(method: method, headers: list.list, body: body, completion: completion) { h throws(PeelIOError) in
+            try h.set(CURLOPT_CURLU, nil)
+            try h.set(CURLOPT_REQUEST_TARGET, nil)
+            try h.set(CURLOPT_URL, url)
         }
     }
 
@@ -25,45 +24,65 @@ extension UpstreamClient {
                      completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
         var list = UpstreamHeaderList(scratch: scratch)
         headers(&list)
-        return start(method: method, headers: list.list, body: body, completion: completion) { h in
+        return start(method: method, headers: list.list, body: body, completion: completion) { h throws(PeelIOError) in
             // The handle's URL is the origin, parsed once; the path and query go in as the request
             // target, copied into the request line as they are. (Setting them as URL parts would
             // make curl lowercase %-escapes: `%C3%A9` → `%c3%a9`, which breaks signed queries.)
-            guard let url = h.url else { return false }
-            peel_easy_setopt_ptr(h.easy, CURLOPT_CURLU, UnsafeRawPointer(url))
-            return scratch.target(path: path, query: query) { peel_easy_setopt_ptr(h.easy, CURLOPT_REQUEST_TARGET, $0) } == CURLE_OK
+            guard let url = h.url else { throw curlError(CURLE_URL_MALFORMAT, "UpstreamOptions.origin (not set)") }
+            try h.set(CURLOPT_CURLU, UnsafeRawPointer(url))
+            let rc = scratch.target(path: path, query: query) { peel_easy_setopt_ptr(h.easy, CURLOPT_REQUEST_TARGET, $0) }
+            try curlCheck(rc, setoptSite(CURLOPT_REQUEST_TARGET))
         }
     }
 
     /// Takes a handle, points it at the new transfer and adds it to the multi; `target` sets the URL.
+    /// Every refusal fails this transfer alone, through its completion, with the handle back in the pool.
     func start(method: String, headers: UnsafeMutablePointer<curl_slist>?, body: UpstreamBody,
                completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void,
-               target: (EasyHandle) -> Bool) -> UpstreamTransfer {
+               target: (EasyHandle) throws(PeelIOError) -> Void) -> UpstreamTransfer {
         let t = UpstreamTransfer()
         t.client = self
         t.limit = options.maxResponseBody
-        var list = headers
-        guard inFlight < options.maxInFlight, let h = takeHandle() else {
-            curl_slist_free_all(list)
-            loop.defer { completion(.failure(.overloaded)) }
-            return t
-        }
-        guard target(h) else {
-            curl_slist_free_all(list)
-            freeHandles.append(h)
-            loop.defer { completion(.failure(.other("the request target was refused by curl"))) }
-            return t
-        }
-        let easy = h.easy
-        t.handle = h
         t.completion = completion
+        guard inFlight < options.maxInFlight else {
+            curl_slist_free_all(headers)
+            failSoon(t, .overloaded)
+            return t
+        }
+        let h: EasyHandle
+        do throws(PeelIOError) {
+            h = try takeHandle()
+        } catch {
+            curl_slist_free_all(headers)
+            failSoon(t, .other(error.description))
+            return t
+        }
+        t.handle = h
+        t.headerList = headers
         h.errorBuffer.pointee = 0
         h.head.reset()
         t.started = loop.now
         let ptr = Unmanaged.passRetained(t).toOpaque()
-        peel_easy_setopt_ptr(easy, CURLOPT_PRIVATE, ptr)
-        peel_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, ptr)
-        peel_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, ptr)
+        do throws(PeelIOError) {
+            try target(h)
+            try prepare(t, on: h, method: method, body: body, context: ptr)
+            try curlCheck(curl_multi_add_handle(multi, h.easy), "curl_multi_add_handle")
+        } catch {
+            // Never in the multi, so the handle can go straight back to the pool.
+            unhook(t, handle: h)
+            failSoon(t, .other(error.description))
+            return t
+        }
+        inFlight += 1
+        return t
+    }
+
+    /// Sets the per-transfer options: the transfer as callback context, the method, the body and the header list.
+    private func prepare(_ t: UpstreamTransfer, on h: EasyHandle, method: String, body: UpstreamBody,
+                         context ptr: UnsafeMutableRawPointer) throws(PeelIOError) {
+        try h.set(CURLOPT_PRIVATE, UnsafeRawPointer(ptr))
+        try h.set(CURLOPT_WRITEDATA, UnsafeRawPointer(ptr))
+        try h.set(CURLOPT_HEADERDATA, UnsafeRawPointer(ptr))
 
         var bodyPtr: UnsafeRawPointer? = nil
         var bodyLen = 0
@@ -77,71 +96,95 @@ extension UpstreamClient {
             bodyLen = b.count
             bodyPtr = t.ownedRequestBody.withUnsafeBytes { UnsafeRawPointer($0.baseAddress) }
         }
-        peel_easy_setopt_long(easy, CURLOPT_NOBODY, 0)
+        try h.set(CURLOPT_NOBODY, 0)
         switch method {
         case "GET" where bodyLen == 0:
-            peel_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
-            peel_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil)
+            try h.set(CURLOPT_HTTPGET, 1)
+            try h.set(CURLOPT_CUSTOMREQUEST, nil)
         case "HEAD":
-            peel_easy_setopt_long(easy, CURLOPT_NOBODY, 1)
-            peel_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, nil)
+            try h.set(CURLOPT_NOBODY, 1)
+            try h.set(CURLOPT_CUSTOMREQUEST, nil)
         default:
             if bodyLen > 0 || method == "POST" || method == "PUT" || method == "PATCH" {
                 // curl adds `Expect: 100-continue` to large bodies; the client already sent the whole body.
-                list = curl_slist_append(list, "Expect:")
-                peel_easy_setopt_long(easy, CURLOPT_POST, 1)
-                peel_easy_setopt_off(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bodyLen))
+                guard let list = curl_slist_append(t.headerList, "Expect:") else {
+                    throw curlError(CURLE_OUT_OF_MEMORY, "curl_slist_append(Expect:)")
+                }
+                t.headerList = list
+                try h.set(CURLOPT_POST, 1)
+                try h.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: curl_off_t(bodyLen))
                 // POSTFIELDS must not be NULL or curl would read the body from stdin-like callbacks.
-                peel_easy_setopt_ptr(easy, CURLOPT_POSTFIELDS, bodyPtr ?? UnsafeRawPointer(emptyBody))
+                try h.set(CURLOPT_POSTFIELDS, bodyPtr ?? UnsafeRawPointer(emptyBody))
             } else {
-                peel_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+                try h.set(CURLOPT_HTTPGET, 1)
             }
-            peel_easy_setopt_ptr(easy, CURLOPT_CUSTOMREQUEST, method == "POST" ? nil : method)
+            if method == "POST" {
+                try h.set(CURLOPT_CUSTOMREQUEST, nil)
+            } else {
+                try h.set(CURLOPT_CUSTOMREQUEST, method)
+            }
         }
-        t.headerList = list
-        peel_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, list)
-        inFlight += 1
-        let rc = curl_multi_add_handle(multi, easy)
-        if rc != CURLM_OK {
-            inFlight -= 1
-            finish(t, handle: h, result: .failure(.other(String(cString: curl_multi_strerror(rc)))), removeFromMulti: false)
+        try h.set(CURLOPT_HTTPHEADER, UnsafeRawPointer(t.headerList))
+    }
+
+    /// Runs `t`'s completion with `failure` on the next loop pass, never inside `send` (whose caller
+    /// has not kept the transfer yet); `cancel()` before then silences it, as for any transfer.
+    private func failSoon(_ t: UpstreamTransfer, _ failure: UpstreamFailure) {
+        loop.defer {
+            guard let completion = t.completion else { return }
+            t.completion = nil
+            completion(.failure(failure))
         }
-        return t
     }
 
     /// Takes a cancelled transfer out of the multi; its completion does not run.
     func abort(_ t: UpstreamTransfer) {
         guard let h = t.handle else { return }
-        curl_multi_remove_handle(multi, h.easy)
+        // If curl keeps the handle, the transfer stays in flight, silenced (its completion is
+        // already gone), and drainDone retires it when curl reports it done.
+        guard removeFromMulti(h.easy) else { return }
         inFlight -= 1
-        finish(t, handle: h, result: nil, removeFromMulti: false)
+        finish(t, handle: h, result: nil)
     }
 
-    /// Unhooks the transfer from `h`, returns `h` to the pool and runs the completion with `result`.
+    /// Unhooks the transfer from `h`, returns `h` to the pool and runs the completion with `result`;
+    /// `stillInMulti` when curl would not let go of `h`.
     func finish(_ t: UpstreamTransfer, handle h: EasyHandle, result: Result<UpstreamResponse, UpstreamFailure>?,
-                removeFromMulti: Bool) {
-        let easy = h.easy
-        if removeFromMulti { curl_multi_remove_handle(multi, easy) }
-        t.handle = nil
-        if let list = t.headerList { curl_slist_free_all(list) }
-        t.headerList = nil
-        peel_easy_setopt_ptr(easy, CURLOPT_HTTPHEADER, nil)
-        peel_easy_setopt_ptr(easy, CURLOPT_PRIVATE, nil)
-        peel_easy_setopt_ptr(easy, CURLOPT_WRITEDATA, nil)
-        peel_easy_setopt_ptr(easy, CURLOPT_HEADERDATA, nil)
-        t.requestBodyOwner = nil
-        t.ownedRequestBody = []
-        freeHandles.append(h)
+                stillInMulti: Bool = false) {
+        unhook(t, handle: h, stillInMulti: stillInMulti)
         let completion = t.completion
         t.completion = nil
-        Unmanaged.passUnretained(t).release()
         if let result, let completion { completion(result) }
     }
 
-    /// A pooled handle, or a new one set up once.
-    func takeHandle() -> EasyHandle? {
+    /// Frees what the transfer lent `h`, drops the reference CURLOPT_PRIVATE held, and pools `h`.
+    private func unhook(_ t: UpstreamTransfer, handle h: EasyHandle, stillInMulti: Bool = false) {
+        t.handle = nil
+        if let list = t.headerList { curl_slist_free_all(list) }
+        t.headerList = nil
+        t.requestBodyOwner = nil
+        t.ownedRequestBody = []
+        Unmanaged.passUnretained(t).release()
+        // A handle curl still holds is let go, neither pooled (adding it again would fail) nor
+        // cleaned up (the multi would keep a dangling pointer); only a recursive API call gets here.
+        if stillInMulti { return }
+        do throws(PeelIOError) {
+            try h.set(CURLOPT_HTTPHEADER, nil)
+            try h.set(CURLOPT_PRIVATE, nil)
+            try h.set(CURLOPT_WRITEDATA, nil)
+            try h.set(CURLOPT_HEADERDATA, nil)
+            freeHandles.append(h)
+        } catch {
+            // A handle that may still point at this transfer's freed list must not carry the next one.
+            record(error)
+            h.cleanup()
+        }
+    }
+
+    /// A pooled handle, or a new one set up once; throws the step curl refused.
+    func takeHandle() throws(PeelIOError) -> EasyHandle {
         if let h = freeHandles.popLast() { return h }
-        return EasyHandle.make(for: self, options: options)
+        return try EasyHandle.make(for: self, options: options)
     }
 }
 
