@@ -1,0 +1,117 @@
+import Dispatch
+import Foundation
+import PeelDemo
+@testable import PeelIO
+import XCTest
+
+/// A curl_easy_setopt that curl refuses fails the one call through its completion, naming the option.
+final class UpstreamSetupTests: DemoTestCase {
+    /// What the loop thread saw, read by the test thread after `done`.
+    private final class Seen: @unchecked Sendable {
+        var client: UpstreamClient?
+        var results: [Result<UpstreamResponse, UpstreamFailure>] = []
+        var sendReturnedFirst = true
+        var pooledAfterFailure = -1
+        var inFlightAfterFailure = -1
+    }
+
+    /// Runs `start` on a fresh loop with a client for `options`; `start` signals `done` when finished.
+    private func onLoop(_ options: UpstreamOptions,
+                        _ start: @escaping @Sendable (UpstreamClient, Seen, @escaping () -> Void) -> Void) throws -> Seen {
+        let loop = try EventLoop()
+        loop.startThread()
+        let seen = Seen()
+        let done = DispatchSemaphore(value: 0)
+        let setUp = Locked<String?>(nil)
+        loop.execute {
+            do {
+                let client = try UpstreamClient(loop: loop, options: options)
+                seen.client = client
+                start(client, seen) { done.signal() }
+            } catch {
+                setUp.withLock { $0 = "\(error)" }
+                done.signal()
+            }
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        XCTAssertNil(setUp.withLock { $0 })
+        let released = DispatchSemaphore(value: 0)
+        loop.execute {
+            seen.client = nil
+            released.signal()
+        }
+        XCTAssertEqual(released.wait(timeout: .now() + 2), .success)
+        loop.stop()
+        loop.join()
+        return seen
+    }
+
+    // curl 7.88 refuses a negative CURLOPT_MAXFILESIZE_LARGE with CURLE_BAD_FUNCTION_ARGUMENT.
+    func testHandleSetup_optionCurlRefusesFailsTheCallNamingTheOption() throws {
+        var options = UpstreamOptions()
+        options.maxResponseBody = -1
+        let seen = try onLoop(options) { client, seen, done in
+            var returned = false
+            client.send(method: "GET", url: "http://127.0.0.1:1/", headers: [], body: .none) { result in
+                seen.sendReturnedFirst = returned
+                seen.results.append(result)
+                seen.pooledAfterFailure = client.freeHandles.count
+                seen.inFlightAfterFailure = client.inFlight
+                done()
+            }
+            returned = true
+        }
+        XCTAssertEqual(seen.results.count, 1)
+        guard case .failure(let failure)? = seen.results.first else { return XCTFail("expected a failure: \(seen.results)") }
+        XCTAssertEqual(failure, .other("curl_easy_setopt(CURLOPT_MAXFILESIZE_LARGE): A libcurl function was given a bad argument"))
+        XCTAssertEqual(failure.reason, "other")
+        XCTAssertTrue(seen.sendReturnedFirst, "the completion ran inside send")
+        XCTAssertEqual(seen.pooledAfterFailure, 0, "a handle that failed its setup must not be pooled")
+        XCTAssertEqual(seen.inFlightAfterFailure, 0)
+    }
+
+    // curl refuses string options longer than CURL_MAX_INPUT_LENGTH (8,000,000 bytes).
+    func testRequestTarget_curlRefusesFailsThatCallAloneAndPoolsTheHandle() throws {
+        var options = UpstreamOptions()
+        options.origin = upstream.baseURL
+        let hugePath = "/" + String(repeating: "a", count: 8_000_000)
+        let seen = try onLoop(options) { client, seen, done in
+            var returned = false
+            client.send(method: "GET", path: hugePath, query: nil, body: .none, headers: { _ in }) { result in
+                seen.sendReturnedFirst = returned
+                seen.results.append(result)
+                seen.pooledAfterFailure = client.freeHandles.count
+                seen.inFlightAfterFailure = client.inFlight
+                // The same handle carries the next call.
+                client.send(method: "GET", path: "/api/user", query: nil, body: .none, headers: { _ in }) { result in
+                    seen.results.append(result)
+                    done()
+                }
+            }
+            returned = true
+        }
+        XCTAssertEqual(seen.results.count, 2)
+        guard case .failure(let failure)? = seen.results.first else { return XCTFail("expected a failure: \(seen.results)") }
+        XCTAssertEqual(failure, .other("curl_easy_setopt(CURLOPT_REQUEST_TARGET): A libcurl function was given a bad argument"))
+        XCTAssertTrue(seen.sendReturnedFirst, "the completion ran inside send")
+        XCTAssertEqual(seen.pooledAfterFailure, 1, "the handle went back to the pool")
+        XCTAssertEqual(seen.inFlightAfterFailure, 0)
+        guard case .success(let response)? = seen.results.last else { return XCTFail("expected an answer: \(seen.results)") }
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(upstream.requestCount, 1, "only the second call may reach the upstream")
+    }
+
+    func testFailedSetup_cancelledBeforeTheNextPassStaysSilent() throws {
+        var options = UpstreamOptions()
+        options.maxResponseBody = -1
+        let seen = try onLoop(options) { client, seen, done in
+            let transfer = client.send(method: "GET", url: "http://127.0.0.1:1/", headers: [], body: .none) { result in
+                seen.results.append(result)
+            }
+            transfer.cancel()
+            // Two passes later the failure would have been delivered.
+            client.loop.defer { client.loop.defer { done() } }
+        }
+        XCTAssertEqual(seen.results.count, 0)
+    }
+}
