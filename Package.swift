@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// Peel: listener (libevent evhttp) → upstream client (libcurl multi) → envelope → response.
+// Peel: listener (Peel's HTTP/1.1 server on libevent) → upstream client (libcurl multi) → envelope → response.
 import PackageDescription
 
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
@@ -19,7 +19,7 @@ let package = Package(
         // Pure rules: strict JSON scanner, envelope verdicts, problem documents. No C, no I/O.
         .target(name: "PeelEnvelope", swiftSettings: strict),
 
-        // The only home of unsafe pointers: event loops, the evhttp listener, the curl multi driver.
+        // The only home of unsafe pointers: event loops, the HTTP/1.1 server, the curl multi driver.
         .target(name: "PeelIO", dependencies: ["CEvent", "CCurl", "CPeelShims"], swiftSettings: strict),
 
         // The demo upstream (`peel demo`) and the tests' misbehaving fake upstream.

@@ -25,6 +25,11 @@ final class AdminServer: @unchecked Sendable {
     }
 
     private static func handle(_ ex: HTTPExchange, gateway: Gateway) {
+        if let refusal = ex.refusal {
+            ex.respond(status: refusal.status, headers: [("Content-Type", "application/json"), ("Connection", "close")],
+                       body: Array("{\"error\":\(jsonEscaped(refusal.detail))}".utf8))
+            return
+        }
         let path = ex.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ex.target
         guard ex.method == "GET" || ex.method == "HEAD" else {
             ex.respond(status: 405, headers: [("Allow", "GET, HEAD"), ("Content-Type", "application/json")],

@@ -118,6 +118,8 @@ public struct GatewayConfig: Sendable {
     public var clientTimeout: Double = 60
     /// Seconds a request head may take from first to last byte (default 10).
     public var headerTimeout: Double = 10
+    /// Seconds a request body may take from the end of its head (default 60).
+    public var bodyTimeout: Double = 60
 
     /// Creates the defaults.
     public init() {}

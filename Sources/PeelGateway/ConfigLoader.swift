@@ -121,6 +121,9 @@ public enum ConfigLoader {
         OptionSpec(name: "header-timeout", help: "seconds a request head may take from first to last byte (default 10)") { c, v, o throws(ConfigError) in
             c.headerTimeout = try seconds(v, o)
         },
+        OptionSpec(name: "body-timeout", help: "seconds a request body may take from the end of its head (default 60)") { c, v, o throws(ConfigError) in
+            c.bodyTimeout = try seconds(v, o)
+        },
         OptionSpec(name: "problem-type-base", help: "prefix of every problem type (default urn:peel:problem:)") { c, v, o throws(ConfigError) in
             c.envelope.problemTypeBase = try nonEmpty(v, o)
         },
@@ -390,6 +393,7 @@ public enum ConfigLoader {
             ("max_inflight", "\(c.maxInFlight)"),
             ("client_timeout", "\(c.clientTimeout)"),
             ("header_timeout", "\(c.headerTimeout)"),
+            ("body_timeout", "\(c.bodyTimeout)"),
             ("problem_type_base", q(c.envelope.problemTypeBase)),
             ("passthrough_content_types", strs(c.envelope.passthroughContentTypes)),
             ("passthrough_paths", strs(c.envelope.passthroughPaths)),

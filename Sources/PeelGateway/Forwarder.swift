@@ -83,11 +83,13 @@ final class Forwarder {
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
 
+        // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
+        if let refusal = ex.refusal { return answerProblem(call, Self.problem(for: refusal)) }
+
         // RFC 9112 §3.2: a 1.1 request without Host, or with two, is refused.
         if let badHeader { return refuse(call, badHeader) }
         if ex.version.major == 1 && ex.version.minor >= 1 && host == nil { return refuse(call, "HTTP/1.1 request without Host") }
-        // Content-Length and Transfer-Encoding framing was already judged on the raw bytes
-        // (PeelIO's HTTP1Framing) before evhttp parsed the request.
+        // Content-Length and Transfer-Encoding framing was judged by the server's parser.
 
         let target: (path: String, query: String?)
         switch RequestPolicy.check(method: ex.method, target: ex.target, selfAuthorities: selfAuthorities) {
@@ -103,7 +105,9 @@ final class Forwarder {
         // `Connection: keep-alive` (what HTTP/1.0 clients send) names nothing that is not dropped anyway.
         let extraHopByHop = connectionTokens.filter { !RequestPolicy.droppedRequestHeaders.contains($0) }
         let connectionNamed = extraHopByHop.isEmpty ? nil : HeaderNameSet(extraHopByHop)
-        let method = ex.method
+        // HEAD answers what GET would (status, fields, the unwrapped length): it goes upstream as GET,
+        // is judged like one, and the server writes the answer without its body.
+        let method = ex.method == "HEAD" ? "GET" : ex.method
         let transfer = upstream.send(method: method, path: basePath + target.path, query: target.query, body: .exchange(ex),
                                      headers: { lines in
             var sawAccept = false
@@ -167,18 +171,16 @@ final class Forwarder {
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
             let contentType = response.headers.first("content-type")
-            let isHead = call.exchange.method == "HEAD"
-            let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: isHead)
+            let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false)
             switch judge(answer, body: response.body, config: config.envelope) {
             case .unwrap(let status, let range):
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
                 pass(call, status: status, response, dropping: Self.droppedResponseAndType, range: range ?? 0..<0,
-                     kind: "ok", contentType: range == nil ? nil : "application/json", contentLength: nil)
+                     kind: "ok", contentType: range == nil ? nil : "application/json")
             case .passthrough:
-                let length = isHead ? response.headers.first("content-length") : nil
                 pass(call, status: response.status, response, dropping: Self.droppedResponse, range: nil,
-                     kind: "passthrough", contentType: nil, contentLength: length)
+                     kind: "passthrough", contentType: nil)
             case .problem(let p):
                 answerProblem(call, p)
             }
@@ -201,10 +203,19 @@ final class Forwarder {
         }
     }
 
+    /// The one place the server's refusals become problem documents: too large is `request-too-large`
+    /// (413, 414, 431), everything else `bad-request` with the server's status (400, 408, 417, 505).
+    static func problem(for refusal: RequestError) -> Problem {
+        if refusal.isTooLarge {
+            return Problem(kind: .requestTooLarge, status: refusal.status, detail: refusal.detail)
+        }
+        return Problem(kind: .badRequest, status: refusal.status, detail: refusal.detail)
+    }
+
     /// Answers with the upstream's fields minus `dropping` (SPEC: hop-by-hop and envelope-describing
     /// ones), then Peel's own, and `response.body[range]` (all of it when nil).
     private func pass(_ call: Call, status: Int, _ response: UpstreamResponse, dropping: HeaderNameSet, range: Range<Int>?,
-                      kind: String, contentType: String?, contentLength: String?) {
+                      kind: String, contentType: String?) {
         guard !call.exchange.answered else { return }
         let draining = self.draining
         call.exchange.respond(status: status, body: response.body, range: range) { out in
@@ -212,7 +223,6 @@ final class Forwarder {
             out.add("X-Request-Id", call.requestId)
             if draining { out.add("Connection", "close") }
             if let contentType { out.add("Content-Type", contentType) }
-            if let contentLength { out.add("Content-Length", contentLength) }
         }
         record(call, status: status, kind: kind, bytes: range?.count ?? response.body.count, upstreamCode: nil)
     }

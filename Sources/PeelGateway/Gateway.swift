@@ -32,6 +32,8 @@ public final class Gateway: @unchecked Sendable {
     /// Binds every listener, starts the threads and the first probe.
     public func start() throws(PeelIOError) {
         var listen = config.listen
+        // Workers share the port through SO_REUSEPORT; refuse to join a port someone else serves.
+        try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.workers {
             let w = try Worker(index: i, config: config, listen: listen, reachability: reachability)
             // Port 0: the first worker's real port is the one every other worker shares.

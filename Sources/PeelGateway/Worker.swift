@@ -28,31 +28,18 @@ final class Worker: @unchecked Sendable {
         accessLog = config.accessLog ? AccessLog() : nil
         forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
                               accessLog: accessLog, workerIndex: index)
-        var serverOptions = HTTPServerOptions()
-        serverOptions.maxBodySize = config.maxBody
-        serverOptions.connectionTimeout = config.clientTimeout
-        serverOptions.headerTimeout = config.headerTimeout
+        var limits = ConnectionLimits()
+        limits.maxBody = config.maxBody
+        limits.idleTimeout = config.clientTimeout
+        limits.writeTimeout = config.clientTimeout
+        limits.bodyTimeout = config.bodyTimeout
+        limits.headerTimeout = config.headerTimeout
         let forwarder = self.forwarder!
-        server = try HTTPServer(loop: loop, address: listen, reusePort: true, options: serverOptions) { ex in
+        server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: limits) { ex in
             forwarder.handle(ex)
         }
+        server.onAcceptError = { message in EventLog.emit("accept_paused", [("error", jsonEscaped(message))]) }
         forwarder.listening(on: HostPort(host: listen.host, port: server.port))
-        let typeBase = config.envelope.problemTypeBase
-        server.errorDocument = { status, violation in
-            // Requests refused before the forwarder saw them get the same problem shape as every other failure.
-            let problem: Problem
-            if let violation {
-                problem = Problem(kind: .badRequest, detail: violation)
-            } else if status == 413 {
-                problem = Problem(kind: .requestTooLarge)
-            } else if status == 431 {
-                problem = Problem(kind: .requestTooLarge, status: 431, detail: "request head too large")
-            } else {
-                problem = Problem(kind: .badRequest, detail: "malformed HTTP request")
-            }
-            let body = renderProblem(problem, requestId: forwarder.nextRequestId(), language: .english, typeBase: typeBase)
-            return (problem.status, "application/problem+json", body)
-        }
         if let accessLog {
             let timer = LoopTimer(loop: loop) { [weak self] in
                 accessLog.flush()
@@ -72,7 +59,7 @@ final class Worker: @unchecked Sendable {
     /// Stops accepting, lets pending calls finish, then closes connections and ends the loop.
     func drain() {
         loop.execute { [self] in
-            server.stopAccepting()
+            server.drain()
             forwarder.draining = true
             prober?.stop()
             let timer = LoopTimer(loop: loop) { [weak self] in self?.checkDrained() }

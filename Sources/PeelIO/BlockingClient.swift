@@ -102,6 +102,12 @@ public final class BlockingClient {
         return recv(fd, &b, 1, Int32(MSG_PEEK)) <= 0
     }
 
+    /// True when bytes (or the end of the stream) can be read within `timeout`.
+    public func readable(within timeout: Double) -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&p, 1, Int32(timeout * 1000)) > 0
+    }
+
     private func readLine() throws(Failure) -> String {
         while true {
             if let i = buffer.firstIndex(of: 0x0A) {

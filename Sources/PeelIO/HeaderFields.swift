@@ -44,7 +44,7 @@ public struct HeaderNameSet: Sendable {
 
 /// One header field borrowed from a parsed message; valid only inside the closure that received it.
 public struct HeaderField {
-    // Both are NUL-terminated in storage (evhttp's and ResponseHeaders'), so C callers can take them as is.
+    // Request fields are slices of the request buffer (not NUL-terminated); copy before handing to C.
     let name: UnsafeRawBufferPointer
     let value: UnsafeRawBufferPointer
 
@@ -61,8 +61,6 @@ public struct HeaderField {
         Self.equalsLowercased(value, lowercased)
     }
 
-    var cName: UnsafePointer<CChar> { name.baseAddress!.assumingMemoryBound(to: CChar.self) }
-    var cValue: UnsafePointer<CChar> { value.baseAddress!.assumingMemoryBound(to: CChar.self) }
 
     static func equalsLowercased(_ a: UnsafeRawBufferPointer, _ lowercased: StaticString) -> Bool {
         lowercased.withUTF8Buffer { HeaderNameSet.equalsLowercased(a, $0) }

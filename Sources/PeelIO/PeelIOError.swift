@@ -21,6 +21,9 @@ public struct PeelIOError: Error, CustomStringConvertible, Sendable {
         self.site = site
     }
 
+    /// True when a listen address is already served (a configuration error: exit 2).
+    public var isAddressInUse: Bool { source == .system(EADDRINUSE) }
+
     public var description: String {
         switch source {
         case .libevent: return "\(site): libevent failed"

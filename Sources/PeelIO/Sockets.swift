@@ -40,7 +40,7 @@ public struct HostPort: Sendable, Equatable, CustomStringConvertible {
 
 enum Sockets {
     /// Opens a non-blocking listening socket; SO_REUSEPORT lets every worker bind the same port.
-    static func listen(_ address: HostPort, reusePort: Bool, backlog: Int32 = 4096) throws(PeelIOError) -> Int32 {
+    static func listen(_ address: HostPort, reusePort: Bool, backlog: Int32 = 4096, listening: Bool = true) throws(PeelIOError) -> Int32 {
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -55,19 +55,37 @@ enum Sockets {
         var on: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, 4)
         if reusePort { setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, 4) }
-        // Linux copies TCP_NODELAY from the listener to every accepted socket; evhttp never sets it.
+        // Linux copies TCP_NODELAY from the listener to every accepted socket; so the server never sets it per socket.
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &on, 4)
         if bind(fd, ai.ai_addr, ai.ai_addrlen) != 0 {
             let e = errno
             close(fd)
             throw PeelIOError(.system(e), "bind \(address)")
         }
-        if Glibc.listen(fd, backlog) != 0 {
+        if listening, Glibc.listen(fd, backlog) != 0 {
             let e = errno
             close(fd)
             throw PeelIOError(.system(e), "listen \(address)")
         }
         return fd
+    }
+
+    /// Fails with `address in use` when some other socket already listens on `address`. Workers bind
+    /// with SO_REUSEPORT, which would otherwise let a second Peel (or anything else) share the
+    /// port silently and take part of the traffic; a probe bound without it sees the clash.
+    static func ensureNotServed(_ address: HostPort) throws(PeelIOError) {
+        guard address.port != 0 else { return }
+        let fd = try listen(address, reusePort: false, backlog: 1, listening: false)
+        close(fd)
+    }
+
+    /// The numeric address of a peer, as text (IPv6 without brackets).
+    static func describe(_ address: UnsafeMutablePointer<sockaddr>?, _ length: Int32) -> String {
+        guard let address else { return "" }
+        var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+        let rc = getnameinfo(address, socklen_t(length), &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST)
+        guard rc == 0 else { return "" }
+        return String(decoding: host.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// The port a bound socket actually got (for port 0).

@@ -21,7 +21,7 @@ func loadConfig(_ args: ArraySlice<String>, defaults: [String: String] = [:]) ->
 
 func runGateway(_ config: GatewayConfig, banner: [String] = []) -> Never {
     let gateway = Gateway(config: config)
-    do { try gateway.start() } catch { fail("peel: cannot start: \(error)", code: 1) }
+    do { try gateway.start() } catch { fail("peel: cannot start: \(error)", code: error.isAddressInUse ? 2 : 1) }
     for line in banner { print(line) }
     Output.flush()
     let sig = Signals.waitForStop()

@@ -44,10 +44,10 @@ final class Harness: @unchecked Sendable {
     }
 
     /// Raw bytes on a fresh connection; returns the response.
-    func raw(_ bytes: String, timeout: Double = 5) throws -> BlockingClient.Response {
+    func raw(_ bytes: String, timeout: Double = 5, head: Bool = false) throws -> BlockingClient.Response {
         let c = try BlockingClient(host: "127.0.0.1", port: port, timeout: timeout)
         try c.send(bytes)
-        return try c.readResponse()
+        return try c.readResponse(head: head)
     }
 
     func admin(_ path: String) throws -> BlockingClient.Response {

@@ -1,0 +1,307 @@
+import CEvent
+import Glibc
+
+/// The socket shell of one client connection: reads into the state machine's buffer, writes the
+/// answers, arms one timer at the machine's deadline, and carries out the machine's actions. Owned
+/// by its server's table from accept to close; libevent's callbacks carry an unretained pointer to
+/// it, valid because every event is deleted before the table lets it go.
+final class ClientConnection {
+    private unowned let server: HTTPServer
+    private let loop: EventLoop
+    let fd: Int32
+    /// The peer's address, as text.
+    let clientAddress: String
+    private var machine: ConnectionMachine
+    private var readEvent: OpaquePointer?
+    private var writeEvent: OpaquePointer?
+    private var timer: OpaquePointer?
+    private var readArmed = false
+    private var edgeTriggered = false
+    private var armedDeadline: Double?
+    private(set) var closed = false
+    /// The request being handled, if any (one at a time: later pipelined ones wait in the buffer).
+    private var exchange: HTTPExchange?
+    private var exchangeCounted = false
+    // Output: head bytes (and any 100 Continue before them), then a body sent from its own array.
+    private let head = ReplyHead()
+    private var body: [UInt8] = []
+    private var bodyRange = 0..<0
+    private var replying = false
+    private var inHandler = false
+
+    init(server: HTTPServer, loop: EventLoop, fd: Int32, clientAddress: String, limits: ConnectionLimits) {
+        self.server = server
+        self.loop = loop
+        self.fd = fd
+        self.clientAddress = clientAddress
+        machine = ConnectionMachine(limits: limits, now: monotonicSeconds())
+    }
+
+    /// Creates the events and starts reading; false when libevent could not (the caller closes).
+    func start() -> Bool {
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        timer = event_new(loop.base, -1, 0, { _, _, arg in
+            Unmanaged<ClientConnection>.fromOpaque(arg!).takeUnretainedValue().timerFired()
+        }, me)
+        writeEvent = event_new(loop.base, fd, Int16(EV_WRITE), { _, _, arg in
+            Unmanaged<ClientConnection>.fromOpaque(arg!).takeUnretainedValue().flush()
+        }, me)
+        readEvent = event_new(loop.base, fd, Int16(EV_READ | EV_PERSIST), { _, _, arg in
+            Unmanaged<ClientConnection>.fromOpaque(arg!).takeUnretainedValue().readable()
+        }, me)
+        guard timer != nil, writeEvent != nil, readEvent != nil else { return false }
+        sync()
+        return true
+    }
+
+    // MARK: reading
+
+    private func readable() {
+        guard !closed else { return }
+        if machine.phase == .lingering { return discard() }
+        if machine.peerClosed { return peerClosedEvent() }
+        let space = machine.readSpace()
+        guard let p = space.baseAddress, space.count > 0 else { return sync() }
+        let n = recv(fd, p, space.count, 0)
+        if n > 0 {
+            perform(machine.received(n, now: monotonicSeconds()))
+        } else if n == 0 {
+            perform(machine.endOfInput(now: monotonicSeconds()))
+        } else {
+            let e = errno
+            if e == EAGAIN || e == EWOULDBLOCK || e == EINTR { return }
+            perform(machine.failed())
+        }
+        sync()
+    }
+
+    // After the client's FIN a read only ever returns 0, even once a reset has followed (Linux checks
+    // the FIN before the error), so whether the client is gone or only half-closed is asked of the
+    // socket: a pending error or a closed TCP state means the probe drew a reset.
+    private func peerClosedEvent() {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        var info = tcp_info()
+        var infoLength = socklen_t(MemoryLayout<tcp_info>.size)
+        let gone = (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error != 0)
+            || (getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, &info, &infoLength) == 0 && Int32(info.tcpi_state) == TCP_CLOSE_STATE)
+        if gone { perform(machine.failed()) }
+        sync()
+    }
+
+    // After a refusal: read out what the client still sends, so our close does not reset the
+    // connection under the answer (RFC 9112 §9.6), until it closes or `lingerTime` ends.
+    private func discard() {
+        let n = server.scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { close() }
+    }
+
+    // MARK: acting
+
+    private func perform(_ action: ConnectionMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .dispatch(let request):
+            hand(HTTPExchange(connection: self, request: request))
+        case .refuse(let error):
+            let p = machine.parser
+            let buffer = machine.buffer
+            // What is known of the request line, for the log (nothing when it never completed).
+            let method = p.methodRange.isEmpty || p.methodRange.upperBound > buffer.count ? "" : buffer.string(p.methodRange)
+            let target = p.targetRange.isEmpty || p.targetRange.upperBound > buffer.count ? "" : buffer.string(p.targetRange)
+            hand(HTTPExchange(connection: self, refusal: error, method: method, target: target, minorVersion: p.minorVersion))
+        case .sendContinue, .probe:
+            // RFC 9110 §15.2: an HTTP/1.1 client must accept interim answers it did not ask for.
+            head.put("HTTP/1.1 100 Continue\r\n\r\n")
+            flush()
+        case .cancel:
+            let ex = exchange
+            exchange = nil
+            ex?.clientLeft()
+            endExchange()
+            close()
+        case .close:
+            close()
+        case .linger:
+            shutdown(fd, Int32(SHUT_WR))
+        }
+    }
+
+    private func hand(_ ex: HTTPExchange) {
+        exchange = ex
+        exchangeCounted = true
+        server.exchangeStarted()
+        inHandler = true
+        server.handler(ex)
+        inHandler = false
+    }
+
+    private func endExchange() {
+        if exchangeCounted {
+            exchangeCounted = false
+            server.exchangeEnded()
+        }
+    }
+
+    /// Writes `ex`'s answer (called by the exchange, once).
+    func reply(_ ex: HTTPExchange, status: Int, body: [UInt8], range: Range<Int>, headers: (inout ReplyHeaders) -> Void) {
+        guard !closed, exchange === ex else { return }
+        head.begin(status: status)
+        var out = ReplyHeaders(head: head)
+        headers(&out)
+        let closing = machine.replyStarted(closing: head.closes || server.draining, now: monotonicSeconds())
+        // RFC 9110 §6.4.1: 1xx, 204 and 304 answers have no body; HEAD gets the length GET would.
+        let bodyless = status < 200 || status == 204 || status == 304
+        let connection: StaticString? = closing ? "close" : (ex.version.minor == 0 ? "keep-alive" : nil)
+        server.withDate { head.end(date: $0, contentLength: bodyless ? nil : range.count, connection: connection) }
+        if !bodyless && !ex.isHead && !range.isEmpty {
+            self.body = body
+            bodyRange = range
+        }
+        replying = true
+        flush()
+    }
+
+    // MARK: writing
+
+    private func flush() {
+        guard !closed else { return }
+        while head.count > 0 || !bodyRange.isEmpty {
+            var vectors = (iovec(), iovec())
+            var count: Int32 = 0
+            var sent = 0
+            if head.count > 0 {
+                vectors.0 = iovec(iov_base: head.bytes, iov_len: head.count)
+                count = 1
+            }
+            body.withUnsafeBytes { b in
+                if !bodyRange.isEmpty, let base = b.baseAddress {
+                    let v = iovec(iov_base: UnsafeMutableRawPointer(mutating: base + bodyRange.lowerBound), iov_len: bodyRange.count)
+                    if count == 0 { vectors.0 = v } else { vectors.1 = v }
+                    count += 1
+                }
+                sent = withUnsafeMutablePointer(to: &vectors) { vp in
+                    vp.withMemoryRebound(to: iovec.self, capacity: 2) { iov in
+                        var msg = msghdr()
+                        msg.msg_iov = iov
+                        msg.msg_iovlen = Int(count)
+                        return sendmsg(fd, &msg, Int32(MSG_NOSIGNAL))
+                    }
+                }
+            }
+            if sent < 0 {
+                let e = errno
+                if e == EINTR { continue }
+                if e == EAGAIN || e == EWOULDBLOCK {
+                    event_add(writeEvent, nil)
+                    sync()
+                    return
+                }
+                perform(machine.failed())
+                return
+            }
+            let fromHead = min(sent, head.count)
+            head.consume(fromHead)
+            let fromBody = sent - fromHead
+            if fromBody > 0 { bodyRange = (bodyRange.lowerBound + fromBody)..<bodyRange.upperBound }
+            machine.wrote(now: monotonicSeconds())
+        }
+        body = []
+        bodyRange = 0..<0
+        head.shrinkIfIdle()
+        guard replying else { return }
+        replying = false
+        exchange = nil
+        endExchange()
+        if machine.buffer.count > 0 && inHandler {
+            // The next pipelined request is parsed on the next loop pass, not inside this handler's
+            // call: a long pipeline must not nest one handler call inside another.
+            loop.defer { [self] in
+                guard !closed else { return }
+                perform(machine.replyFinished(now: monotonicSeconds()))
+                sync()
+            }
+            return
+        }
+        perform(machine.replyFinished(now: monotonicSeconds()))
+        sync()
+    }
+
+    // MARK: timer and interest
+
+    private func timerFired() {
+        armedDeadline = nil
+        guard !closed else { return }
+        perform(machine.timerFired(now: monotonicSeconds()))
+        sync()
+    }
+
+    /// Makes the socket's read interest and the timer match the machine.
+    private func sync() {
+        guard !closed else { return }
+        // After the client's end of input a waiting request keeps an edge-triggered read: it fires
+        // once more when a reset follows (the client had left; the probe drew the reset), where a
+        // level-triggered one would fire for the end of input forever.
+        let wantEdge = machine.peerClosed && machine.phase == .waiting
+        let want = machine.wantsRead || wantEdge
+        if want != readArmed || wantEdge != edgeTriggered {
+            if readArmed { event_del(readEvent) }
+            if wantEdge != edgeTriggered {
+                edgeTriggered = wantEdge
+                let flags = Int16(EV_READ | EV_PERSIST) | (wantEdge ? Int16(EV_ET) : 0)
+                event_assign(readEvent, loop.base, fd, flags, { _, _, arg in
+                    Unmanaged<ClientConnection>.fromOpaque(arg!).takeUnretainedValue().readable()
+                }, Unmanaged.passUnretained(self).toOpaque())
+            }
+            if want { event_add(readEvent, nil) }
+            readArmed = want
+        }
+        // The timer is re-armed only when the deadline moves earlier; a later one is found when the
+        // earlier firing recomputes it (no heap work per request for a deadline that only grows).
+        if let d = machine.deadline, armedDeadline == nil || d < armedDeadline! {
+            var tv = timeval.peel(max(0, d - monotonicSeconds()) + 0.001)
+            event_add(timer, &tv)
+            armedDeadline = d
+        }
+    }
+
+    /// The server is draining: close now if idle, else after the answer in progress.
+    func drain() {
+        guard !closed else { return }
+        perform(machine.drain())
+    }
+
+    /// Closes the socket and forgets the events; an unanswered request counts as the client leaving.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        for e in [readEvent, writeEvent, timer] where e != nil { event_del(e) }
+        if let ex = exchange {
+            exchange = nil
+            ex.clientLeft()
+        }
+        endExchange()
+        Glibc.close(fd)
+        body = []
+        server.connectionClosed(self)
+    }
+
+    /// Frees the events (after `close`, outside any of their callbacks).
+    func freeEvents() {
+        for e in [readEvent, writeEvent, timer] where e != nil { event_free(e) }
+        readEvent = nil
+        writeEvent = nil
+        timer = nil
+    }
+}
+
+// TCP_CLOSE from <netinet/tcp.h>'s state list (the kernel's enum, not exported to Swift).
+private let TCP_CLOSE_STATE: Int32 = 7
+
+/// Seconds on the monotonic clock (the coarse one: a vDSO read, no syscall).
+func monotonicSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1_000_000_000
+}

@@ -1,0 +1,367 @@
+/// Limits and timeouts of one client connection (every one is in the README's limits table).
+public struct ConnectionLimits: Sendable {
+    /// Largest request head in bytes (default 64 KiB; 431 above).
+    public var maxHead = 65_536
+    /// Largest request line in bytes (default 8 KiB; 414 above).
+    public var maxRequestLine = 8_192
+    /// Largest request body in bytes (default 10 MiB; 413 above).
+    public var maxBody = 10_485_760
+    /// Bytes of pipelined requests read ahead while one is being answered (default 64 KiB; reading pauses above).
+    public var maxPipelined = 65_536
+    /// Seconds a request head may take from its first byte to its last (default 10; 408 after).
+    public var headerTimeout: Double = 10
+    /// Seconds a request body may take from the end of its head (default 60; 408 after).
+    public var bodyTimeout: Double = 60
+    /// Seconds an idle keep-alive connection is kept (default 60).
+    public var idleTimeout: Double = 60
+    /// Seconds a reply may make no progress because the client does not read (default 60; then closed).
+    public var writeTimeout: Double = 60
+    /// Seconds to keep reading and discarding after a refusal, so the client sees the answer rather
+    /// than a reset (default 2).
+    public var lingerTime: Double = 2
+    /// Creates the defaults.
+    public init() {}
+
+    var parserLimits: HTTP1Parser.Limits {
+        var l = HTTP1Parser.Limits()
+        l.maxHead = maxHead
+        l.maxRequestLine = maxRequestLine
+        l.maxBody = maxBody
+        return l
+    }
+}
+
+/// A complete request, handed from the connection to its exchange with the buffer that holds it.
+struct ParsedRequest {
+    let buffer: RequestBuffer
+    let method: Range<Int>
+    let target: Range<Int>
+    let minorVersion: Int
+    let fields: [HTTP1Parser.FieldRange]
+    let body: Range<Int>
+    /// The client asked to keep the connection (RFC 9112 §9.3).
+    let keepAlive: Bool
+}
+
+/// One client connection's HTTP/1.1 state: head → body → waiting for the answer → writing it →
+/// idle or closing. Pure: events in (bytes received, end of input, a failed read, the answer
+/// written, the clock), one action out; the socket shell only reads, writes and arms the timer at
+/// `deadline`. Time is whatever the caller passes as `now`, so tests drive it with a fake clock.
+struct ConnectionMachine {
+    /// Where the connection is.
+    enum Phase: Equatable {
+        /// Between requests (or before the first), nothing of the next one read but empty lines.
+        case idle
+        /// Part of a request head has arrived.
+        case head
+        /// The head is in, the body is arriving.
+        case body
+        /// A request (or a refusal) is with the handler; nothing is being written yet.
+        case waiting
+        /// The answer is being written.
+        case writing
+        /// A refusal was written; reading and discarding until the client closes or `lingerTime` ends.
+        case lingering
+        /// Done; the socket is to be closed.
+        case closed
+    }
+
+    /// What the shell does next.
+    enum Action {
+        /// Nothing to do.
+        case none
+        /// Hand this request to the handler.
+        case dispatch(ParsedRequest)
+        /// Answer this refusal through the handler; the connection closes after it.
+        case refuse(RequestError)
+        /// Write `100 Continue` (RFC 9110 §10.1.1) and keep reading the body.
+        case sendContinue
+        /// The client half-closed while its request waits: write `100 Continue` to tell a half-close
+        /// (the client reads on) from a departed client (its kernel answers with a reset).
+        case probe
+        /// The client left while its request waits: cancel the upstream call, then close.
+        case cancel
+        /// Close the socket now.
+        case close
+        /// Shut the sending side and read out what the client still sends, then close.
+        case linger
+    }
+
+    let limits: ConnectionLimits
+    private(set) var phase = Phase.idle
+    private(set) var parser: HTTP1Parser
+    /// The bytes of the request being read (or read ahead while one is answered).
+    private(set) var buffer = RequestBuffer()
+    private var since: Double
+    private var expectChecked = false
+    private var closeAfterReply = false
+    private var refusing = false
+    private var lingerAfterReply = false
+    /// True once the client's end of input (FIN) was read.
+    private(set) var peerClosed = false
+    /// True while the current request is HTTP/1.0 (no 1xx may be sent to it, RFC 9110 §15.2).
+    private var http10 = false
+    private var probed = false
+
+    init(limits: ConnectionLimits, now: Double) {
+        self.limits = limits
+        parser = HTTP1Parser(limits: limits.parserLimits)
+        since = now
+    }
+
+    /// When the timer should fire, if at all.
+    var deadline: Double? {
+        switch phase {
+        case .idle: return since + limits.idleTimeout
+        case .head: return since + limits.headerTimeout
+        case .body: return since + limits.bodyTimeout
+        case .waiting, .closed: return nil
+        case .writing: return since + limits.writeTimeout
+        case .lingering: return since + limits.lingerTime
+        }
+    }
+
+    /// Whether the shell should read from the socket now.
+    var wantsRead: Bool {
+        switch phase {
+        case .idle, .head, .body, .lingering: return !peerClosed || phase == .lingering
+        case .waiting, .writing: return !peerClosed && buffer.count < limits.maxPipelined
+        case .closed: return false
+        }
+    }
+
+    /// Free space to read into, grown within what the phase allows (empty: nothing may be read now).
+    mutating func readSpace() -> UnsafeMutableRawBufferPointer {
+        switch phase {
+        case .body where !parser.chunked:
+            // The declared body fits exactly: large reads, no regrowth, and pipelined bytes after it
+            // are read into the next request's buffer.
+            buffer.reserve(total: parser.headEnd + parser.contentLength)
+            return buffer.free
+        case .body:
+            grow(upTo: parser.headEnd + limits.maxBody + 65_536)
+        case .idle, .head:
+            grow(upTo: limits.maxHead + 1024)
+        case .waiting, .writing:
+            grow(upTo: limits.maxPipelined)
+        case .lingering, .closed:
+            return UnsafeMutableRawBufferPointer(start: nil, count: 0)
+        }
+        return buffer.free
+    }
+
+    private func grow(upTo limit: Int) {
+        if buffer.capacity - buffer.count < 1024 && buffer.capacity < limit {
+            buffer.reserve(total: min(limit, max(buffer.capacity * 2, buffer.count + 4096)))
+        }
+    }
+
+    // MARK: events
+
+    /// `n` bytes were read into `readSpace()`.
+    mutating func received(_ n: Int, now: Double) -> Action {
+        if phase == .lingering { return .none }
+        buffer.count += n
+        switch phase {
+        case .idle, .head, .body: return advance(now)
+        default: return .none
+        }
+    }
+
+    /// The client's end of input (a read returned 0).
+    mutating func endOfInput(now: Double) -> Action {
+        peerClosed = true
+        switch phase {
+        case .idle, .head, .body, .lingering:
+            // A request cut short is abandoned, as nginx does; a lingering close is over.
+            phase = .closed
+            return .close
+        case .waiting:
+            if refusing || probed { return .none }
+            probed = true
+            // HTTP/1.0 cannot be sent an interim answer; its client is taken as gone.
+            if http10 {
+                phase = .closed
+                return .cancel
+            }
+            return .probe
+        case .writing:
+            return .none
+        case .closed:
+            return .none
+        }
+    }
+
+    /// A read or write failed (reset): the client is gone.
+    mutating func failed() -> Action {
+        let wasWaiting = phase == .waiting && !refusing
+        phase = .closed
+        return wasWaiting ? .cancel : .close
+    }
+
+    /// The handler started the answer; `closing` when the answer itself says `Connection: close`.
+    /// Returns whether the connection closes after it (the writer says so in the reply).
+    mutating func replyStarted(closing: Bool, now: Double) -> Bool {
+        if closing { closeAfterReply = true }
+        if peerClosed && !hasBufferedRequest { closeAfterReply = true }
+        phase = .writing
+        since = now
+        return closeAfterReply
+    }
+
+    /// Some of the answer left (the write timeout counts from here).
+    mutating func wrote(now: Double) {
+        if phase == .writing { since = now }
+    }
+
+    /// The answer is fully written.
+    mutating func replyFinished(now: Double) -> Action {
+        guard phase == .writing else { return .none }
+        since = now
+        if refusing && lingerAfterReply {
+            phase = .lingering
+            return peerClosed ? closeNow() : .linger
+        }
+        if closeAfterReply { return closeNow() }
+        phase = .idle
+        expectChecked = false
+        probed = false
+        let next = advance(now)
+        if case .none = next, peerClosed, phase == .idle { return closeNow() }
+        return next
+    }
+
+    /// The timer fired; acts only when `deadline` has passed.
+    mutating func timerFired(now: Double) -> Action {
+        guard let d = deadline, now >= d else { return .none }
+        switch phase {
+        case .idle, .writing, .lingering:
+            return closeNow()
+        case .head:
+            return refuse(.headTimeout)
+        case .body:
+            return refuse(.bodyTimeout)
+        case .waiting, .closed:
+            return .none
+        }
+    }
+
+    /// The server is draining: an idle connection closes now.
+    mutating func drain() -> Action {
+        closeAfterReply = true
+        return phase == .idle ? closeNow() : .none
+    }
+
+    // MARK: parsing
+
+    private var hasBufferedRequest: Bool { buffer.count > 0 }
+
+    private mutating func closeNow() -> Action {
+        phase = .closed
+        return .close
+    }
+
+    private mutating func refuse(_ error: RequestError) -> Action {
+        phase = .waiting
+        refusing = true
+        closeAfterReply = true
+        // A client refused mid-request may still be sending: read that out before closing, or the
+        // kernel answers its bytes with a reset that can destroy the refusal before it is read.
+        // After a timeout the client is slow anyway; close once the answer is out.
+        lingerAfterReply = error != .headTimeout && error != .bodyTimeout
+        return .refuse(error)
+    }
+
+    private mutating func advance(_ now: Double) -> Action {
+        switch parser.parse(buffer.bytes) {
+        case .refused(let e):
+            return refuse(e)
+        case .needMore:
+            if parser.atMessageStart {
+                // Empty lines alone (RFC 9112 §2.2) do not start a request; drop them.
+                if buffer.count > 0 && !parser.inHead {
+                    buffer.count = 0
+                    parser.reset()
+                }
+                if phase != .idle { phase = .idle; since = now }
+                return .none
+            }
+            if !parser.headComplete {
+                if phase != .head { phase = .head; since = now }
+                return .none
+            }
+            if phase != .body { phase = .body; since = now }
+            if parser.chunked { buffer.count = parser.compactChunked(buffer.bytes) }
+            return checkExpectation(bodyPending: true)
+        case .complete:
+            if case .refuse(let e) = checkExpectation(bodyPending: false) { return .refuse(e) }
+            return dispatch(now)
+        }
+    }
+
+    // RFC 9110 §10.1.1: Peel decides on `Expect` itself. A body over the limit was refused with 413
+    // at the head already; other expectations get 417; 100-continue is answered once the body is
+    // wanted, which is at once (HTTP/1.0 requests have their expectation ignored).
+    private mutating func checkExpectation(bodyPending: Bool) -> Action {
+        guard !expectChecked else { return .none }
+        expectChecked = true
+        guard let f = parser.expectField, parser.minorVersion == 1 else { return .none }
+        let r = parser.fields[f]
+        let value = buffer.slice(Int(r.valueStart)..<Int(r.valueEnd))
+        guard HeaderField.equalsLowercased(value, "100-continue") else { return refuse(.expectationFailed) }
+        return bodyPending ? .sendContinue : .none
+    }
+
+    private mutating func dispatch(_ now: Double) -> Action {
+        let p = parser
+        let request = ParsedRequest(
+            buffer: buffer, method: p.methodRange, target: p.targetRange, minorVersion: p.minorVersion,
+            fields: p.fields, body: p.headEnd..<p.bodyEnd, keepAlive: Self.keepAlive(p, buffer))
+        http10 = p.minorVersion == 0
+        if !request.keepAlive { closeAfterReply = true }
+        // The bytes after this request (pipelined ones) start the next buffer.
+        let next = RequestBuffer(capacity: max(RequestBuffer.initialCapacity, buffer.count - p.messageEnd))
+        if buffer.count > p.messageEnd {
+            next.append(UnsafeRawBufferPointer(start: buffer.base + p.messageEnd, count: buffer.count - p.messageEnd))
+        }
+        buffer.count = p.messageEnd
+        buffer = next
+        parser.reset()
+        phase = .waiting
+        since = now
+        return .dispatch(request)
+    }
+
+    // RFC 9112 §9.3: HTTP/1.1 persists unless `close` is named; HTTP/1.0 only with `keep-alive`.
+    private static func keepAlive(_ p: HTTP1Parser, _ buffer: RequestBuffer) -> Bool {
+        var close = false
+        var keep = false
+        for f in p.connectionFields {
+            let r = p.fields[f]
+            HeaderTokens.forEach(buffer.slice(Int(r.valueStart)..<Int(r.valueEnd))) { token in
+                if HeaderField.equalsLowercased(token, "close") { close = true }
+                if HeaderField.equalsLowercased(token, "keep-alive") { keep = true }
+            }
+        }
+        if close { return false }
+        return p.minorVersion == 1 || keep
+    }
+}
+
+/// Comma-separated list elements (RFC 9110 §5.6.1), without the whitespace around them.
+enum HeaderTokens {
+    static func forEach(_ value: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer) -> Void) {
+        var start = 0
+        let n = value.count
+        while start < n {
+            var end = start
+            while end < n && value[end] != UInt8(ascii: ",") { end += 1 }
+            var a = start
+            var z = end
+            while a < z && (value[a] == 0x20 || value[a] == 0x09) { a += 1 }
+            while z > a && (value[z - 1] == 0x20 || value[z - 1] == 0x09) { z -= 1 }
+            if z > a { body(UnsafeRawBufferPointer(rebasing: value[a..<z])) }
+            start = end + 1
+        }
+    }
+}

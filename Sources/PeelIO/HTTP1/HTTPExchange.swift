@@ -1,0 +1,117 @@
+/// One request and the promise to answer it exactly once. It owns the buffer its request was read
+/// into, so fields and body stay valid (and curl may send the body from it) until it is released.
+public final class HTTPExchange {
+    private var connection: ClientConnection?
+    private let request: ParsedRequest?
+    /// Why the server refused the request before any handler looked at it; nil for a request to handle.
+    public let refusal: RequestError?
+    /// True once `respond` ran or the client left; a second answer is ignored.
+    public private(set) var answered = false
+    /// True when the client left before the answer.
+    public private(set) var clientGone = false
+    /// Runs once if the client leaves before the answer (cancel the upstream call here).
+    public var onClientGone: (() -> Void)?
+
+    /// Request method as sent (GET, POST, …); empty for a refusal that came before the request line.
+    public let method: String
+    /// Raw request target as sent (origin-form `/a/b?x=1`, or absolute-form).
+    public let target: String
+    /// HTTP major and minor version.
+    public let version: (major: Int, minor: Int)
+    /// The peer's address.
+    public var clientAddress: String { connection?.clientAddress ?? lastClientAddress }
+    private let lastClientAddress: String
+    /// True for HEAD: the answer is written without its body. A refusal keeps its body: the request
+    /// was not accepted as anything, the connection closes after it, and the body says why.
+    public var isHead: Bool { refusal == nil && method == "HEAD" }
+
+    init(connection: ClientConnection, request: ParsedRequest) {
+        self.connection = connection
+        self.request = request
+        refusal = nil
+        method = request.buffer.string(request.method)
+        target = request.buffer.string(request.target)
+        version = (1, request.minorVersion)
+        lastClientAddress = connection.clientAddress
+    }
+
+    init(connection: ClientConnection, refusal: RequestError, method: String, target: String, minorVersion: Int) {
+        self.connection = connection
+        request = nil
+        self.refusal = refusal
+        self.method = method
+        self.target = target
+        version = (1, minorVersion)
+        lastClientAddress = connection.clientAddress
+    }
+
+    /// Calls `body` with each request header field, in order, as sent, without copying it.
+    public func forEachField(_ body: (HeaderField) -> Void) {
+        guard let request else { return }
+        let base = UnsafeRawPointer(request.buffer.base)
+        for f in request.fields {
+            body(HeaderField(name: UnsafeRawBufferPointer(start: base + Int(f.nameStart), count: Int(f.nameEnd - f.nameStart)),
+                             value: UnsafeRawBufferPointer(start: base + Int(f.valueStart), count: Int(f.valueEnd - f.valueStart))))
+        }
+    }
+
+    /// Calls `body` with each request header, in order, as Strings.
+    public func forEachHeader(_ body: (String, String) -> Void) {
+        forEachField { body($0.nameString, $0.valueString) }
+    }
+
+    /// The first value of header `name` (case-insensitive), if present.
+    public func header(_ name: String) -> String? {
+        let set = HeaderNameSet([name])
+        var found: String?
+        forEachField { f in
+            if found == nil, f.isIn(set) { found = f.valueString }
+        }
+        return found
+    }
+
+    /// Request body length in bytes (chunked bodies arrive de-chunked).
+    public var bodyCount: Int { request?.body.count ?? 0 }
+
+    /// A contiguous view of the body, valid while this exchange lives.
+    func bodyPointer() -> (UnsafeRawPointer?, Int) {
+        guard let request, request.body.count > 0 else { return (nil, 0) }
+        return (UnsafeRawPointer(request.buffer.base + request.body.lowerBound), request.body.count)
+    }
+
+    /// Copies the body out (for small bodies and tests).
+    public func bodyBytes() -> [UInt8] {
+        let (p, n) = bodyPointer()
+        guard let p, n > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: p, count: n))
+    }
+
+    /// Answers once with `headers` and `body`; later calls, and calls after the client left, do nothing.
+    public func respond(status: Int, headers: [(String, String)], body: [UInt8]) {
+        respond(status: status, body: body) { out in
+            for (name, value) in headers { out.add(name, value) }
+        }
+    }
+
+    /// Answers once with `body[range]` (all of it when nil) and the fields `headers` adds; later
+    /// calls, and calls after the client left, do nothing. The body is sent from the array itself.
+    public func respond(status: Int, body: [UInt8], range: Range<Int>? = nil, headers: (inout ReplyHeaders) -> Void) {
+        guard !answered else { return }
+        answered = true
+        onClientGone = nil
+        guard let connection else { return }
+        self.connection = nil
+        connection.reply(self, status: status, body: body, range: range ?? 0..<body.count, headers: headers)
+    }
+
+    /// The client left before the answer: cancel the upstream call; the connection closes.
+    func clientLeft() {
+        guard !answered else { return }
+        answered = true
+        clientGone = true
+        connection = nil
+        let callback = onClientGone
+        onClientGone = nil
+        callback?()
+    }
+}

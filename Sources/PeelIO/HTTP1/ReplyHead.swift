@@ -1,0 +1,210 @@
+import Glibc
+
+/// The response header fields being set for one answer; valid only inside `respond`'s closure.
+/// Fields are written straight into the connection's output bytes as `Name: value` lines: no
+/// printf, no list of pairs. A field whose name or value would break the head (CR, LF, NUL) is
+/// dropped. Content-Length and Transfer-Encoding are the writer's: it frames the body itself.
+public struct ReplyHeaders {
+    let head: ReplyHead
+
+    /// Adds `name: value`.
+    public mutating func add(_ name: String, _ value: String) {
+        var name = name
+        var value = value
+        name.withUTF8 { n in
+            value.withUTF8 { v in head.field(UnsafeRawBufferPointer(n), UnsafeRawBufferPointer(v)) }
+        }
+    }
+
+    /// Copies the upstream's fields except those named in `dropping`, without a String per field.
+    public mutating func add(_ fields: ResponseHeaders, dropping: HeaderNameSet) {
+        fields.forEachField { f in
+            if !f.isIn(dropping) { head.field(f.name, f.value) }
+        }
+    }
+}
+
+/// One connection's output head under construction, reused from answer to answer.
+final class ReplyHead {
+    private(set) var bytes: UnsafeMutableRawPointer
+    private(set) var capacity = 512
+    /// Bytes written so far.
+    var count = 0
+    /// A Date field was added (the upstream's, kept).
+    private(set) var hasDate = false
+    /// A `Connection: close` was added.
+    private(set) var closes = false
+
+    init() { bytes = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 1) }
+    deinit { bytes.deallocate() }
+
+    /// Starts a head after any bytes already queued (a `100 Continue`).
+    func begin(status: Int) {
+        hasDate = false
+        closes = false
+        put("HTTP/1.1 ")
+        putNumber(status)
+        put(" ")
+        put(ReasonPhrase.of(status))
+        put("\r\n")
+    }
+
+    /// Adds one field line, unless the writer owns that field or it would break the head.
+    func field(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+        guard !name.isEmpty, Self.isSafe(name), Self.isSafe(value) else { return }
+        switch HeaderNameSet.ownedByWriter.index(of: name) {
+        case 0?, 1?:
+            return  // content-length, transfer-encoding: framed by the writer
+        case 2?:
+            if hasDate { return }
+            hasDate = true
+        case 3?:
+            var close = false
+            HeaderTokens.forEach(value) { if HeaderField.equalsLowercased($0, "close") { close = true } }
+            if close { closes = true }
+            return  // the writer states the connection's fate once, at the end
+        default:
+            break
+        }
+        reserve(name.count + value.count + 4)
+        append(name)
+        put(": ")
+        append(value)
+        put("\r\n")
+    }
+
+    /// Ends the head: Date (when none was kept), Content-Length when the status allows a body, and
+    /// the connection's fate.
+    func end(date: UnsafeRawBufferPointer, contentLength: Int?, connection: StaticString?) {
+        if !hasDate {
+            put("Date: ")
+            append(date)
+            put("\r\n")
+        }
+        if let contentLength {
+            put("Content-Length: ")
+            putNumber(contentLength)
+            put("\r\n")
+        }
+        if let connection {
+            put("Connection: ")
+            put(connection)
+            put("\r\n")
+        }
+        put("\r\n")
+    }
+
+    /// Appends raw bytes (an interim `100 Continue`).
+    func put(_ s: StaticString) {
+        s.withUTF8Buffer { append(UnsafeRawBufferPointer($0)) }
+    }
+
+    private func put(_ s: String) {
+        var s = s
+        s.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+    }
+
+    private func putNumber(_ v: Int) {
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        var n = max(0, v)
+        var k = 0
+        withUnsafeMutableBytes(of: &digits) { d in
+            repeat {
+                d[23 - k] = 0x30 + UInt8(n % 10)
+                n /= 10
+                k += 1
+            } while n > 0 && k < 24
+            append(UnsafeRawBufferPointer(rebasing: d[(24 - k)...]))
+        }
+    }
+
+    private func append(_ b: UnsafeRawBufferPointer) {
+        guard let p = b.baseAddress, b.count > 0 else { return }
+        reserve(b.count)
+        (bytes + count).copyMemory(from: p, byteCount: b.count)
+        count += b.count
+    }
+
+    private func reserve(_ n: Int) {
+        guard count + n > capacity else { return }
+        let size = max(count + n, capacity * 2)
+        let grown = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 1)
+        grown.copyMemory(from: bytes, byteCount: count)
+        bytes.deallocate()
+        bytes = grown
+        capacity = size
+    }
+
+    /// Drops the bytes already sent, keeping the rest at the front.
+    func consume(_ n: Int) {
+        if n >= count {
+            count = 0
+            return
+        }
+        bytes.copyMemory(from: bytes + n, byteCount: count - n)
+        count -= n
+    }
+
+    /// Gives back memory after an unusually large head.
+    func shrinkIfIdle() {
+        guard count == 0, capacity > 16_384 else { return }
+        bytes.deallocate()
+        capacity = 512
+        bytes = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+    }
+
+    private static func isSafe(_ b: UnsafeRawBufferPointer) -> Bool {
+        for c in b where c == 0x0D || c == 0x0A || c == 0 { return false }
+        return true
+    }
+}
+
+extension HeaderNameSet {
+    /// Fields the reply writer sets or interprets itself, by position (see `ReplyHead.field`).
+    static let ownedByWriter = HeaderNameSet(["content-length", "transfer-encoding", "date", "connection"])
+}
+
+/// The current time as an IMF-fixdate (RFC 9110 §5.6.7), formatted at most once per second per loop.
+final class HTTPDate {
+    private var second = -1
+    private var text = [UInt8](repeating: 0, count: 29)
+    private static let days = Array("SunMonTueWedThuFriSat".utf8)
+    private static let months = Array("JanFebMarAprMayJunJulAugSepOctNovDec".utf8)
+
+    /// Calls `body` with the date for wall-clock second `now`.
+    func with<R>(now: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        if now != second {
+            second = now
+            format(now)
+        }
+        return text.withUnsafeBytes(body)
+    }
+
+    private func format(_ seconds: Int) {
+        var t = time_t(seconds)
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ v: Int32, _ at: Int) {
+            text[at] = 0x30 + UInt8(v / 10 % 10)
+            text[at + 1] = 0x30 + UInt8(v % 10)
+        }
+        let d = Int(parts.tm_wday) * 3
+        let m = Int(parts.tm_mon) * 3
+        text[0] = Self.days[d]; text[1] = Self.days[d + 1]; text[2] = Self.days[d + 2]
+        text[3] = 0x2C; text[4] = 0x20
+        two(parts.tm_mday, 5)
+        text[7] = 0x20
+        text[8] = Self.months[m]; text[9] = Self.months[m + 1]; text[10] = Self.months[m + 2]
+        text[11] = 0x20
+        let year = parts.tm_year + 1900
+        two(year / 100, 12)
+        two(year % 100, 14)
+        text[16] = 0x20
+        two(parts.tm_hour, 17)
+        text[19] = 0x3A
+        two(parts.tm_min, 20)
+        text[22] = 0x3A
+        two(parts.tm_sec, 23)
+        text[25] = 0x20; text[26] = 0x47; text[27] = 0x4D; text[28] = 0x54
+    }
+}

@@ -1,0 +1,136 @@
+/// Why Peel's HTTP/1.1 server refused a request before any handler could act on it. A typed value,
+/// answered in one place (the gateway turns it into a problem document like any other failure).
+public enum RequestError: Equatable, Sendable, Error {
+    /// The bytes break RFC 9112 framing.
+    case malformed(FramingViolation)
+    /// The request line is longer than the parser's limit.
+    case targetTooLong
+    /// The head (request line and fields) is over its limit, or has too many fields.
+    case headTooLarge
+    /// The body, declared or de-chunked, is over `max_body`.
+    case bodyTooLarge
+    /// An `Expect` other than `100-continue` (RFC 9110 §10.1.1).
+    case expectationFailed
+    /// The head did not arrive within `header_timeout`.
+    case headTimeout
+    /// The body did not arrive within `body_timeout`.
+    case bodyTimeout
+
+    /// The status it is answered with.
+    public var status: Int {
+        switch self {
+        case .malformed(.badVersion): return 505
+        case .malformed: return 400
+        case .targetTooLong: return 414
+        case .headTooLarge: return 431
+        case .bodyTooLarge: return 413
+        case .expectationFailed: return 417
+        case .headTimeout, .bodyTimeout: return 408
+        }
+    }
+
+    /// A sentence for the problem document's detail.
+    public var detail: String {
+        switch self {
+        case .malformed(let v): return v.rawValue
+        case .targetTooLong: return "request line too long"
+        case .headTooLarge: return "request head too large"
+        case .bodyTooLarge: return "request body too large"
+        case .expectationFailed: return "only the 100-continue expectation is supported"
+        case .headTimeout: return "request head not received in time"
+        case .bodyTimeout: return "request body not received in time"
+        }
+    }
+
+    /// True when the request was too big rather than wrong (the gateway's `request-too-large` kind).
+    public var isTooLarge: Bool {
+        switch self {
+        case .targetTooLong, .headTooLarge, .bodyTooLarge: return true
+        default: return false
+        }
+    }
+}
+
+/// RFC 9110 §15 reason phrases for the status line (clients ignore them; people read them).
+enum ReasonPhrase {
+    static func of(_ status: Int) -> String {
+        switch status {
+        case 100: return "Continue"
+        case 101: return "Switching Protocols"
+        case 200: return "OK"
+        case 201: return "Created"
+        case 202: return "Accepted"
+        case 203: return "Non-Authoritative Information"
+        case 204: return "No Content"
+        case 205: return "Reset Content"
+        case 206: return "Partial Content"
+        case 300: return "Multiple Choices"
+        case 301: return "Moved Permanently"
+        case 302: return "Found"
+        case 303: return "See Other"
+        case 304: return "Not Modified"
+        case 307: return "Temporary Redirect"
+        case 308: return "Permanent Redirect"
+        case 400: return "Bad Request"
+        case 401: return "Unauthorized"
+        case 402: return "Payment Required"
+        case 403: return "Forbidden"
+        case 404: return "Not Found"
+        case 405: return "Method Not Allowed"
+        case 406: return "Not Acceptable"
+        case 407: return "Proxy Authentication Required"
+        case 408: return "Request Timeout"
+        case 409: return "Conflict"
+        case 410: return "Gone"
+        case 411: return "Length Required"
+        case 412: return "Precondition Failed"
+        case 413: return "Content Too Large"
+        case 414: return "URI Too Long"
+        case 415: return "Unsupported Media Type"
+        case 416: return "Range Not Satisfiable"
+        case 417: return "Expectation Failed"
+        case 421: return "Misdirected Request"
+        case 422: return "Unprocessable Content"
+        case 423: return "Locked"
+        case 424: return "Failed Dependency"
+        case 425: return "Too Early"
+        case 426: return "Upgrade Required"
+        case 428: return "Precondition Required"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 451: return "Unavailable For Legal Reasons"
+        case 499: return "Client Closed Request"
+        case 500: return "Internal Server Error"
+        case 501: return "Not Implemented"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        case 505: return "HTTP Version Not Supported"
+        default:
+            switch status / 100 {
+            case 1: return "Informational"
+            case 2: return "Success"
+            case 3: return "Redirection"
+            case 4: return "Client Error"
+            default: return "Server Error"
+            }
+        }
+    }
+}
+
+/// Why a request's bytes were refused (RFC 9112), answered 400 unless `RequestError` says otherwise.
+public enum FramingViolation: String, Equatable, Sendable {
+    case bareLF = "bare LF line ending"
+    case controlCharacter = "control character in the request head"
+    case obsFold = "obsolete line folding"
+    case badRequestLine = "malformed request line"
+    case badVersion = "unsupported HTTP version"
+    case badFieldName = "malformed header field name"
+    case spaceBeforeColon = "whitespace between header name and colon"
+    case badContentLength = "invalid Content-Length"
+    case duplicateContentLength = "more than one Content-Length"
+    case lengthAndChunked = "both Transfer-Encoding and Content-Length"
+    case badTransferEncoding = "Transfer-Encoding must be exactly chunked"
+    case bodyNotAllowed = "a body on a method Peel cannot forward one with"
+    case badChunk = "malformed chunked body"
+}
