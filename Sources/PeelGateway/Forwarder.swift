@@ -198,6 +198,10 @@ final class Forwarder {
             return Problem(kind: .upstreamTooLarge)
         case .protocolError:
             return Problem(kind: .badUpstreamFormat)
+        case .localResources(let why):
+            // Peel's own shortage (descriptors, memory): 503 like the in-flight limit; the upstream is
+            // not to blame, so reachability never hears of it (it is not a transport failure).
+            return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel is short of resources: \(why)")
         case .overloaded:
             return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel has too many upstream calls in flight")
         }

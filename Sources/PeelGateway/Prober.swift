@@ -37,6 +37,11 @@ final class Prober {
                 // Any HTTP answer below 500 means the upstream is there.
                 report = ProbeReport(ok: r.status < 500, status: r.status, error: r.status < 500 ? nil : "status \(r.status)",
                                      latency: latency, at: wallNow())
+            case .failure(.localResources), .failure(.overloaded):
+                // Peel could not even try (its own descriptors or in-flight limit): no evidence either
+                // way, so the state is left as it is.
+                done()
+                return
             case .failure(let f):
                 report = ProbeReport(ok: false, status: nil, error: "\(f.reason): \(f.message)", latency: latency, at: wallNow())
             }

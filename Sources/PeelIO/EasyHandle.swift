@@ -12,6 +12,10 @@ final class EasyHandle {
     var url: OpaquePointer?
     /// The response's header lines, captured by CURLOPT_HEADERFUNCTION.
     let head = HeaderCollector()
+    /// errno of a socket() that failed for this transfer (EMFILE, ENFILE, ENOBUFS, ENOMEM), else 0.
+    var localSocketError: Int32 = 0
+    /// The client whose loop watches this handle's sockets (it owns the pool this handle lives in).
+    unowned(unsafe) var client: UpstreamClient?
 
     /// Wraps `easy` with a fresh error buffer; no options set.
     init(easy: UnsafeMutableRawPointer) {
@@ -100,17 +104,22 @@ final class EasyHandle {
             return n
         }
         try curlCheck(headerCB, setoptSite(CURLOPT_HEADERFUNCTION))
-        let openCB = peel_easy_setopt_open_cb(easy) { clientp, purpose, address in
+        self.client = client
+        let openCB = peel_easy_setopt_open_cb(easy) { handlep, purpose, address in
             guard let address else { return -1 }
+            let h = Unmanaged<EasyHandle>.fromOpaque(handlep!).takeUnretainedValue()
             let a = address.pointee
             let fd = socket(a.family, a.socktype | Int32(SOCK_CLOEXEC.rawValue), a.protocol)
             if fd >= 0 {
-                Unmanaged<UpstreamClient>.fromOpaque(clientp!).takeUnretainedValue().socketOpened(fd)
+                h.client?.socketOpened(fd)
+            } else {
+                // curl reports this as "could not connect", which would count against the upstream.
+                h.localSocketError = errno
             }
             return fd
         }
         try curlCheck(openCB, setoptSite(CURLOPT_OPENSOCKETFUNCTION))
-        try set(CURLOPT_OPENSOCKETDATA, UnsafeRawPointer(me))
+        try set(CURLOPT_OPENSOCKETDATA, UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()))
         let closeCB = peel_easy_setopt_close_cb(easy) { clientp, fd in
             Unmanaged<UpstreamClient>.fromOpaque(clientp!).takeUnretainedValue().socketClosing(fd)
             return close(fd)

@@ -211,6 +211,9 @@ public final class UpstreamClient {
         let easy = h.easy
         var text = String(cString: curl_easy_strerror(code))
         if h.errorBuffer.pointee != 0 { text = String(cString: h.errorBuffer) }
+        if h.localSocketError != 0 {
+            return .localResources("cannot open an upstream socket: " + String(cString: strerror(h.localSocketError)))
+        }
         switch code {
         case CURLE_WRITE_ERROR where tooLarge, CURLE_FILESIZE_EXCEEDED:
             return .tooLarge

@@ -60,6 +60,7 @@ extension UpstreamClient {
         t.handle = h
         t.headerList = headers
         h.errorBuffer.pointee = 0
+        h.localSocketError = 0
         h.head.reset()
         t.started = loop.now
         let ptr = Unmanaged.passRetained(t).toOpaque()

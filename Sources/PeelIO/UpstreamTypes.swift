@@ -43,6 +43,9 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     case tooLarge
     /// Too many transfers already in flight on this worker.
     case overloaded
+    /// Peel itself ran out of a resource (descriptors, memory) opening the upstream socket: a local
+    /// condition, never evidence about the upstream.
+    case localResources(String)
     /// Anything else curl reported.
     case other(String)
 
@@ -66,6 +69,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
         case .protocolError: return "protocol"
         case .tooLarge: return "too_large"
         case .overloaded: return "overloaded"
+        case .localResources: return "local_resources"
         case .other: return "other"
         }
     }
@@ -74,7 +78,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     public var message: String {
         switch self {
         case .dns(let m), .refused(let m), .connectTimeout(let m), .timeout(let m), .reset(let m), .tls(let m),
-             .protocolError(let m), .other(let m): return m
+             .protocolError(let m), .other(let m), .localResources(let m): return m
         case .tooLarge: return "upstream body too large"
         case .overloaded: return "too many upstream transfers in flight"
         }
