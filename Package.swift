@@ -12,7 +12,7 @@ let package = Package(
     ],
     targets: [
         // C floor: system libraries and the one shim Swift needs for variadic curl calls.
-        .systemLibrary(name: "CEvent", pkgConfig: "libevent", providers: [.apt(["libevent-dev"])]),
+        .systemLibrary(name: "CEvent", pkgConfig: "libevent_core", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CPeelShims", dependencies: ["CCurl"]),
 

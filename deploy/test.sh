@@ -25,9 +25,9 @@ K8S_VERSIONS=${PEEL_K8S_VERSIONS:-1.30.0 1.37.0}
 KUBERNETES_VALIDATE_VERSION=1.37.0
 YAMLLINT_VERSION=1.38.0
 BASE_IMAGE=localhost/peel-runtime-base:bookworm
-BASE_PACKAGES=libevent-2.1-7,libcurl4,libjemalloc2,ca-certificates
+BASE_PACKAGES=libevent-core-2.1-7,libcurl4,libjemalloc2,ca-certificates
 # Bump the version when the base recipe changes: the cached tarball and image are keyed on it.
-BASE_RECIPE="v1 bookworm minbase $BASE_PACKAGES"
+BASE_RECIPE="v2 bookworm minbase $BASE_PACKAGES"
 TAG="localhost/peel:test-$$"
 UP_CTR="peel-test-upstream-$$"
 GW_CTR="peel-test-gateway-$$"

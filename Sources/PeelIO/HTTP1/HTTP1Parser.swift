@@ -290,12 +290,23 @@ struct HTTP1Parser {
         return .complete
     }
 
-    /// Consumes a run of bytes that change nothing but counters: an ordinary field's value (no CTL but
-    /// HTAB, RFC 9110 §5.5) or the request target (no SP, no CTL); returns where the run stops.
-    private func skipPlainRun(_ bytes: UnsafeMutableRawBufferPointer, from start: Int) -> Int {
+    /// Consumes a run of bytes that need no per-byte state change: an ordinary field's value (no CTL
+    /// but HTAB, RFC 9110 §5.5), the request target (no SP, no CTL), or a field name's token
+    /// characters (packed for the names Peel acts on); returns where the run stops.
+    private mutating func skipPlainRun(_ bytes: UnsafeMutableRawBufferPointer, from start: Int) -> Int {
         var j = start
         let n = bytes.count
         switch state {
+        case .fieldName:
+            let nameStart = Int(fields[fields.count - 1].nameStart)
+            var words = nameBits
+            while j < n {
+                let c = bytes[j]
+                guard Self.isTchar(c) else { break }
+                Self.packNameByte(&words, c, at: j - nameStart)
+                j += 1
+            }
+            nameBits = words
         case .fieldValue where field != .contentLength && field != .transferEncoding:
             while j < n {
                 let c = bytes[j]
