@@ -227,7 +227,9 @@ struct ConnectionMachine {
         expectChecked = false
         probed = false
         let next = advance(now)
-        if case .none = next, peerClosed, phase == .idle { return closeNow() }
+        // After the client's end of input no more bytes come: a request it left unfinished is
+        // abandoned as `endOfInput` does, not kept open until header_timeout answers it with 408.
+        if peerClosed, phase == .idle || phase == .head || phase == .body { return closeNow() }
         return next
     }
 
@@ -278,8 +280,9 @@ struct ConnectionMachine {
             return refuse(e)
         case .needMore:
             if parser.atMessageStart {
-                // Empty lines alone (RFC 9112 §2.2) do not start a request; drop them.
-                if buffer.count > 0 && !parser.inHead {
+                // Empty lines alone (RFC 9112 §2.2) do not start a request; drop them, but not a CR
+                // whose LF is still to come (a reset parser would take that LF for a bare one).
+                if buffer.count > 0 && !parser.inHead && !parser.awaitingLF {
                     buffer.count = 0
                     parser.reset()
                 }

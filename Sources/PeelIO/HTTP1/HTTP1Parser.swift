@@ -120,6 +120,9 @@ struct HTTP1Parser {
         }
     }
 
+    /// True between a CR and the LF that must follow it.
+    var awaitingLF: Bool { afterCR }
+
     /// True before any byte of the current message other than empty lines.
     var atMessageStart: Bool {
         if case .lineStart = state { return true }
