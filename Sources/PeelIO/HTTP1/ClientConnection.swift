@@ -28,6 +28,13 @@ final class ClientConnection {
     private var bodyRange = 0..<0
     private var replying = false
     private var inHandler = false
+    // A streamed answer: open until `streamFinish`; chunked unless the client speaks HTTP/1.0.
+    private var stream: ReplyStream?
+    private var streamChunked = false
+    private var streamBodyless = false
+
+    /// Output bytes queued and not yet taken by the kernel.
+    var pendingOutput: Int { head.count + bodyRange.count }
 
     init(server: HTTPServer, loop: EventLoop, fd: Int32, clientAddress: String, limits: ConnectionLimits) {
         self.server = server
@@ -163,6 +170,38 @@ final class ClientConnection {
         flush()
     }
 
+    /// Writes `ex`'s head for a streamed body and returns the stream (called by the exchange, once).
+    func startStream(_ ex: HTTPExchange, status: Int, headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
+        guard !closed, exchange === ex else { return nil }
+        head.begin(status: status)
+        var out = ReplyHeaders(head: head)
+        headers(&out)
+        // HTTP/1.0 has no chunked coding: its body ends with the connection (RFC 9112 §6.3).
+        let http10 = ex.version.minor == 0
+        let closing = machine.replyStarted(closing: head.closes || server.draining || http10, now: monotonicSeconds())
+        streamBodyless = status < 200 || status == 204 || status == 304 || ex.isHead
+        streamChunked = !http10 && !(status < 200 || status == 204 || status == 304)
+        server.withDate { head.end(date: $0, contentLength: nil, connection: closing ? "close" : nil, chunked: streamChunked) }
+        let s = ReplyStream(connection: self)
+        stream = s
+        replying = true
+        flush()
+        return closed ? nil : s
+    }
+
+    func streamWrite(_ bytes: UnsafeRawBufferPointer) {
+        guard !closed, stream != nil, !streamBodyless else { return }
+        if streamChunked { head.chunk(bytes) } else { head.raw(bytes) }
+        flush()
+    }
+
+    func streamFinish() {
+        guard !closed, stream != nil else { return }
+        stream = nil
+        if streamChunked && !streamBodyless { head.put("0\r\n\r\n") }
+        flush()
+    }
+
     // MARK: writing
 
     private func flush() {
@@ -210,6 +249,10 @@ final class ClientConnection {
         body = []
         bodyRange = 0..<0
         head.shrinkIfIdle()
+        if let stream {
+            stream.drained()
+            return
+        }
         guard replying else { return }
         replying = false
         exchange = nil
@@ -280,6 +323,10 @@ final class ClientConnection {
         if let ex = exchange {
             exchange = nil
             ex.clientLeft()
+        }
+        if let s = stream {
+            stream = nil
+            s.clientLeft()
         }
         endExchange()
         Glibc.close(fd)

@@ -104,6 +104,18 @@ public final class HTTPExchange {
         connection.reply(self, status: status, body: body, range: range ?? 0..<body.count, headers: headers)
     }
 
+    /// Starts an answer whose body is written in pieces (`ReplyStream.write`, then `finish`): HTTP/1.1
+    /// clients get chunked transfer coding (RFC 9112 §7.1), HTTP/1.0 ones a body ended by the close.
+    /// Nil when the exchange was already answered or the client left.
+    public func startStream(status: Int, headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
+        guard !answered else { return nil }
+        answered = true
+        onClientGone = nil
+        guard let connection else { return nil }
+        self.connection = nil
+        return connection.startStream(self, status: status, headers: headers)
+    }
+
     /// The client left before the answer: cancel the upstream call; the connection closes.
     func clientLeft() {
         guard !answered else { return }

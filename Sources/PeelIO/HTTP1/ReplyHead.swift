@@ -75,7 +75,7 @@ final class ReplyHead {
 
     /// Ends the head: Date (when none was kept), Content-Length when the status allows a body, and
     /// the connection's fate.
-    func end(date: UnsafeRawBufferPointer, contentLength: Int?, connection: StaticString?) {
+    func end(date: UnsafeRawBufferPointer, contentLength: Int?, connection: StaticString?, chunked: Bool = false) {
         if !hasDate {
             put("Date: ")
             append(date)
@@ -86,6 +86,7 @@ final class ReplyHead {
             putNumber(contentLength)
             put("\r\n")
         }
+        if chunked { put("Transfer-Encoding: chunked\r\n") }
         if let connection {
             put("Connection: ")
             put(connection)
@@ -93,6 +94,30 @@ final class ReplyHead {
         }
         put("\r\n")
     }
+
+    /// Appends one chunk of a chunked body (RFC 9112 §7.1): size in hex, CRLF, data, CRLF.
+    func chunk(_ data: UnsafeRawBufferPointer) {
+        guard data.count > 0 else { return }
+        var hex: (UInt64, UInt64) = (0, 0)
+        var n = data.count
+        var k = 0
+        withUnsafeMutableBytes(of: &hex) { d in
+            repeat {
+                d[15 - k] = Self.hexDigits[n & 15]
+                n >>= 4
+                k += 1
+            } while n > 0 && k < 16
+            append(UnsafeRawBufferPointer(rebasing: d[(16 - k)...]))
+        }
+        put("\r\n")
+        append(data)
+        put("\r\n")
+    }
+
+    /// Appends raw bytes as they are (a close-delimited body).
+    func raw(_ data: UnsafeRawBufferPointer) { append(data) }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Appends raw bytes (an interim `100 Continue`).
     func put(_ s: StaticString) {
