@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e reliability fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e http1 reliability fuzz bench bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -25,10 +25,13 @@ unit: deps
 e2e: release
 	scripts/e2e.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
+http1: release
+	scripts/http1.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
 reliability: release
 	scripts/reliability.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
-test: unit e2e reliability
+test: unit e2e http1 reliability
 
 fuzz: deps
 	scripts/fuzz.sh
