@@ -44,13 +44,13 @@ enum RequestPolicy {
             if origin.isEmpty { origin = "/" }
             if origin.hasPrefix("?") { return .forward(path: "/", query: String(origin.dropFirst())) }
         }
-        if origin.utf8.contains(UInt8(ascii: "#")) { return .refuse("request target must not carry a fragment") }
-        for b in origin.utf8 where b <= 0x20 || b == 0x7F {
+        for b in origin.utf8 where b <= 0x20 || b == 0x7F || b == UInt8(ascii: "#") {
+            if b == UInt8(ascii: "#") { return .refuse("request target must not carry a fragment") }
             return .refuse("request target contains a control character or space")
         }
         let path: Substring
         let query: Substring?
-        if let q = origin.firstIndex(of: "?") {
+        if let q = origin.utf8.firstIndex(of: UInt8(ascii: "?")) {
             path = origin[..<q]
             query = origin[origin.index(after: q)...]
         } else {
@@ -64,6 +64,9 @@ enum RequestPolicy {
     /// True when dot-segments (also percent-encoded, or with backslashes some servers treat as
     /// slashes) would take the path above its root (RFC 3986 §5.2.4).
     static func climbsAboveRoot(_ path: Substring) -> Bool {
+        // Only '.', '%' (an encoded dot or slash) and a backslash can make a dot-segment; most paths have none
+        // (callgrind: the walk below was ~4.8k instructions of a ~140k /small request).
+        if !path.utf8.contains(where: { $0 == 0x2E || $0 == 0x25 || $0 == 0x5C }) { return false }
         var depth = 0
         var segment: [UInt8] = []
         var bytes = Array(path.utf8)
