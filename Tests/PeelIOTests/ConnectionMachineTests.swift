@@ -54,8 +54,7 @@ final class ConnectionMachineTests: XCTestCase {
         var seen: [Seen] = []
         var i = 0
         while i < bytes.count {
-            let space = m.readSpace()
-            guard let p = space.baseAddress, space.count > 0 else { break }
+            guard let space = m.readSpace(), let p = space.baseAddress, space.count > 0 else { break }
             let n = min(space.count, step, bytes.count - i)
             bytes[i..<(i + n)].withUnsafeBytes { p.copyMemory(from: $0.baseAddress!, byteCount: n) }
             i += n
@@ -73,8 +72,7 @@ final class ConnectionMachineTests: XCTestCase {
         let bytes = Array(text.utf8)
         var i = 0
         while i < bytes.count {
-            let space = m.readSpace()
-            guard let p = space.baseAddress, space.count > 0 else { break }
+            guard let space = m.readSpace(), let p = space.baseAddress, space.count > 0 else { break }
             let n = min(space.count, step, bytes.count - i)
             bytes[i..<(i + n)].withUnsafeBytes { p.copyMemory(from: $0.baseAddress!, byteCount: n) }
             i += n
@@ -158,16 +156,40 @@ final class ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(deliver("GET /b HTTP/1.1\r\n\r\n", to: &m, now: t0 + 4), [.dispatch("GET", "/b", body: "")])
     }
 
-    func testConnectionClose_closesAfterTheReply() {
+    // Closing with the client's bytes unread would reset the connection under the answer: every
+    // close after an answer shuts the sending side and reads out until the client closes.
+    func testConnectionClose_lingersAfterTheReplyThenClosesOnEndOfInput() {
         var m = machine()
         let r = dispatched("GET / HTTP/1.1\r\nConnection: keep-alive, Close\r\n\r\n", to: &m, now: t0)
         XCTAssertEqual(r?.keepAlive, false)
         let (closes, then) = answer(&m, now: t0)
         XCTAssertTrue(closes, "the reply must say Connection: close")
-        XCTAssertEqual(then, .close)
+        XCTAssertEqual(then, .linger)
+        XCTAssertEqual(m.phase, .lingering)
+        XCTAssertEqual(m.deadline, t0 + 1 + 2, "linger time from the end of the reply")
+        XCTAssertTrue(m.wantsRead)
+        XCTAssertEqual(Seen(m.endOfInput(now: t0 + 1.1)), .close)
         XCTAssertEqual(m.phase, .closed)
         XCTAssertNil(m.deadline)
         XCTAssertFalse(m.wantsRead)
+    }
+
+    func testConnectionClose_afterTheClientsEndOfInput_closesWithoutLingering() {
+        var m = machine()
+        _ = dispatched("GET / HTTP/1.1\r\nConnection: close\r\n\r\n", to: &m, now: t0)
+        XCTAssertEqual(Seen(m.endOfInput(now: t0)), .probe)
+        let (closes, then) = answer(&m, now: t0)
+        XCTAssertTrue(closes)
+        XCTAssertEqual(then, .close)
+        XCTAssertEqual(m.phase, .closed)
+    }
+
+    func testLingering_endsAtTheLingerTime() {
+        var m = machine()
+        _ = dispatched("GET / HTTP/1.0\r\n\r\n", to: &m, now: t0)
+        XCTAssertEqual(answer(&m, now: t0).then, .linger)
+        XCTAssertEqual(Seen(m.timerFired(now: t0 + 2.9)), .none)
+        XCTAssertEqual(Seen(m.timerFired(now: t0 + 3)), .close)
     }
 
     func testHTTP10WithoutKeepAlive_closesAfterTheReply() {
@@ -177,8 +199,8 @@ final class ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(r?.keepAlive, false)
         let (closes, then) = answer(&m, now: t0)
         XCTAssertTrue(closes)
-        XCTAssertEqual(then, .close)
-        XCTAssertEqual(m.phase, .closed)
+        XCTAssertEqual(then, .linger)
+        XCTAssertEqual(m.phase, .lingering)
     }
 
     func testHTTP10WithKeepAlive_staysOpen() {
@@ -196,7 +218,7 @@ final class ConnectionMachineTests: XCTestCase {
         deliver(get, to: &m, now: t0)
         let (closes, then) = answer(&m, now: t0, closing: true)
         XCTAssertTrue(closes)
-        XCTAssertEqual(then, .close)
+        XCTAssertEqual(then, .linger)
     }
 
     func testRefusal_waitsWritesLingersThenClosesOnEndOfInput() {
@@ -211,7 +233,7 @@ final class ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(m.phase, .lingering)
         XCTAssertEqual(m.deadline, t0 + 2 + 2)
         XCTAssertTrue(m.wantsRead, "lingering reads and discards")
-        XCTAssertEqual(m.readSpace().count, 0, "nothing is kept while lingering")
+        XCTAssertEqual(m.readSpace()?.count, 0, "nothing is kept while lingering")
         XCTAssertEqual(Seen(m.received(0, now: t0 + 3)), .none)
         XCTAssertEqual(Seen(m.endOfInput(now: t0 + 3)), .close)
         XCTAssertEqual(m.phase, .closed)
@@ -230,7 +252,7 @@ final class ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(m.phase, .waiting)
         let (closes, then) = answer(&m, now: t0)
         XCTAssertTrue(closes, "the reply must say Connection: close")
-        XCTAssertEqual(then, .close)
+        XCTAssertEqual(then, .linger)
     }
 
     func testDrain_whileReadingAHead_letsTheRequestFinishThenCloses() {
@@ -238,7 +260,7 @@ final class ConnectionMachineTests: XCTestCase {
         deliver("GET /a HTTP/1.1\r\n", to: &m, now: t0)
         XCTAssertEqual(Seen(m.drain()), .none)
         XCTAssertEqual(deliver("\r\n", to: &m, now: t0), [.dispatch("GET", "/a", body: "")])
-        XCTAssertEqual(answer(&m, now: t0).then, .close)
+        XCTAssertEqual(answer(&m, now: t0).then, .linger)
     }
 
     // MARK: timeouts
@@ -607,5 +629,19 @@ final class ConnectionMachineTests: XCTestCase {
         var fits = machine { $0.maxHead = 64 }
         XCTAssertEqual(deliver("GET / HTTP/1.1\r\nX-Pad: \(String(repeating: "p", count: 30))\r\n\r\n", to: &fits, now: t0),
                        [.dispatch("GET", "/", body: "")])
+    }
+
+    // From the review: only the first Expect was checked, and a declared length was reserved whole.
+    func testRepeatedExpect_anyOtherExpectationIsRefused() {
+        var m = machine()
+        XCTAssertEqual(deliver("POST / HTTP/1.1\r\nExpect: foo\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", to: &m, now: t0),
+                       [.refuse(.expectationFailed)])
+    }
+
+    func testDeclaredBody_isNotReservedBeforeItArrives() {
+        var m = machine()
+        XCTAssertEqual(deliver("POST / HTTP/1.1\r\nContent-Length: 10000000\r\n\r\nx", to: &m, now: t0), [])
+        XCTAssertEqual(m.phase, .body)
+        XCTAssertLessThanOrEqual(m.readSpace()?.count ?? 0, 300_000, "a one-byte body reserved the declared length")
     }
 }

@@ -207,4 +207,19 @@ final class HTTP1ParserTests: XCTestCase {
         XCTAssertNil(r.error)
         XCTAssertEqual(r.messages.first?.body, "ok")
     }
+
+    // From the review: leniencies a proxy in front of Peel could read differently.
+    func testChunkSizeJunk_trailerJunkAndLaterMinorVersions() {
+        XCTAssertEqual(run("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5 6\r\nhello\r\n0\r\n\r\n"), .badChunk)
+        XCTAssertNil(run("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5 \t; a=b\r\nhello\r\n0\r\n\r\n"))
+        XCTAssertEqual(run("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nnot a field\r\n\r\n"), .spaceBeforeColon)
+        XCTAssertEqual(run("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n: x\r\n\r\n"), .badFieldName)
+        XCTAssertEqual(run("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nNoColon\r\n\r\n"), .badFieldName)
+        var limits = HTTP1Parser.Limits()
+        limits.maxHead = 256
+        let longTrailer = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: \(String(repeating: "t", count: 300))\r\n\r\n"
+        XCTAssertEqual(parseAll(longTrailer, splitEvery: 7, limits: limits).error, .headTooLarge)
+        XCTAssertEqual(parseAll("GET / HTTP/1.2\r\n\r\n").messages.first?.minor, 1, "RFC 9110 §2.5: a later 1.x is read as 1.1")
+        XCTAssertEqual(run("GET / HTTP/1.a\r\n\r\n"), .badVersion)
+    }
 }

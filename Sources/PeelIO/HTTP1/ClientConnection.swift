@@ -17,6 +17,7 @@ final class ClientConnection {
     private var timer: OpaquePointer?
     private var readArmed = false
     private var edgeTriggered = false
+    private var writeEdgeTriggered = false
     private var armedDeadline: Double?
     private(set) var closed = false
     /// The request being handled, if any (one at a time: later pipelined ones wait in the buffer).
@@ -67,7 +68,11 @@ final class ClientConnection {
         guard !closed else { return }
         if machine.phase == .lingering { return discard() }
         if machine.peerClosed { return peerClosedEvent() }
-        let space = machine.readSpace()
+        guard let space = machine.readSpace() else {
+            // No memory for the bytes the client is sending: drop this connection, not the process.
+            perform(machine.failed())
+            return
+        }
         guard let p = space.baseAddress, space.count > 0 else { return sync() }
         let n = recv(fd, p, space.count, 0)
         if n > 0 {
@@ -154,6 +159,8 @@ final class ClientConnection {
     /// Writes `ex`'s answer (called by the exchange, once).
     func reply(_ ex: HTTPExchange, status: Int, body: [UInt8], range: Range<Int>, headers: (inout ReplyHeaders) -> Void) {
         guard !closed, exchange === ex else { return }
+        // The range is the caller's; never let it reach past the array it names.
+        let range = range.clamped(to: 0..<body.count)
         head.begin(status: status)
         var out = ReplyHeaders(head: head)
         headers(&out)
@@ -192,6 +199,7 @@ final class ClientConnection {
     func streamWrite(_ bytes: UnsafeRawBufferPointer) {
         guard !closed, stream != nil, !streamBodyless else { return }
         if streamChunked { head.chunk(bytes) } else { head.raw(bytes) }
+        machine.wrote(now: monotonicSeconds())
         flush()
     }
 
@@ -233,6 +241,15 @@ final class ClientConnection {
                 let e = errno
                 if e == EINTR { continue }
                 if e == EAGAIN || e == EWOULDBLOCK {
+                    // epoll keeps one edge/level mode per socket: while the read is edge-triggered
+                    // (after the client's end of input) the write must be too, or arming it would
+                    // turn the read level-triggered and its end of input would fire without end.
+                    if writeEdgeTriggered != edgeTriggered {
+                        writeEdgeTriggered = edgeTriggered
+                        event_assign(writeEvent, loop.base, fd, Int16(EV_WRITE) | (edgeTriggered ? Int16(EV_ET) : 0), { _, _, arg in
+                            Unmanaged<ClientConnection>.fromOpaque(arg!).takeUnretainedValue().flush()
+                        }, Unmanaged.passUnretained(self).toOpaque())
+                    }
                     event_add(writeEvent, nil)
                     sync()
                     return
@@ -250,6 +267,7 @@ final class ClientConnection {
         bodyRange = 0..<0
         head.shrinkIfIdle()
         if let stream {
+            machine.outputDrainedWhileStreaming()
             stream.drained()
             return
         }

@@ -96,7 +96,8 @@ struct ConnectionMachine {
     private var expectChecked = false
     private var closeAfterReply = false
     private var refusing = false
-    private var lingerAfterReply = false
+    private var lingerAfterReply = true
+    private var producerIdle = false
     /// True once the client's end of input (FIN) was read.
     private(set) var peerClosed = false
     /// True while the current request is HTTP/1.0 (no 1xx may be sent to it, RFC 9110 §15.2).
@@ -116,7 +117,7 @@ struct ConnectionMachine {
         case .head: return since + limits.headerTimeout
         case .body: return since + limits.bodyTimeout
         case .waiting, .closed: return nil
-        case .writing: return since + limits.writeTimeout
+        case .writing: return producerIdle ? nil : since + limits.writeTimeout
         case .lingering: return since + limits.lingerTime
         }
     }
@@ -130,30 +131,35 @@ struct ConnectionMachine {
         }
     }
 
-    /// Free space to read into, grown within what the phase allows (empty: nothing may be read now).
-    mutating func readSpace() -> UnsafeMutableRawBufferPointer {
+    /// Free space to read into, grown within what the phase allows (empty: nothing may be read now);
+    /// nil when memory for it could not be had.
+    mutating func readSpace() -> UnsafeMutableRawBufferPointer? {
         switch phase {
         case .body where !parser.chunked:
-            // The declared body fits exactly: large reads, no regrowth, and pipelined bytes after it
-            // are read into the next request's buffer.
-            buffer.reserve(total: parser.headEnd + parser.contentLength)
+            // Grown as the body arrives (doubling, up to the declared length): a peer that declares
+            // 10 MiB and sends one byte does not get 10 MiB reserved.
+            let need = parser.headEnd + parser.contentLength
+            if buffer.capacity < need && buffer.capacity - buffer.count < 16_384 {
+                guard buffer.reserve(total: min(need, max(buffer.capacity * 2, buffer.count + 262_144))) else { return nil }
+            }
             return buffer.free
         case .body:
-            grow(upTo: parser.headEnd + limits.maxBody + 65_536)
+            guard grow(upTo: parser.headEnd + limits.maxBody + 65_536) else { return nil }
         case .idle, .head:
-            grow(upTo: limits.maxHead + 1024)
+            guard grow(upTo: limits.maxHead + 1024) else { return nil }
         case .waiting, .writing:
-            grow(upTo: limits.maxPipelined)
+            guard grow(upTo: limits.maxPipelined) else { return nil }
         case .lingering, .closed:
             return UnsafeMutableRawBufferPointer(start: nil, count: 0)
         }
         return buffer.free
     }
 
-    private func grow(upTo limit: Int) {
+    private func grow(upTo limit: Int) -> Bool {
         if buffer.capacity - buffer.count < 1024 && buffer.capacity < limit {
-            buffer.reserve(total: min(limit, max(buffer.capacity * 2, buffer.count + 4096)))
+            return buffer.reserve(total: min(limit, max(buffer.capacity * 2, buffer.count + 4096)))
         }
+        return true
     }
 
     // MARK: events
@@ -209,20 +215,31 @@ struct ConnectionMachine {
         return closeAfterReply
     }
 
-    /// Some of the answer left (the write timeout counts from here).
+    /// Some of the answer left, or more was queued (the write timeout counts from here).
     mutating func wrote(now: Double) {
         if phase == .writing { since = now }
+        producerIdle = false
+    }
+
+    /// A streamed answer has sent all it was given: the client is not to blame for the wait until
+    /// the producer writes again, so no write timeout runs meanwhile.
+    mutating func outputDrainedWhileStreaming() {
+        producerIdle = true
     }
 
     /// The answer is fully written.
     mutating func replyFinished(now: Double) -> Action {
         guard phase == .writing else { return .none }
         since = now
-        if refusing && lingerAfterReply {
+        producerIdle = false
+        if closeAfterReply {
+            // Closing with bytes of the client's still unread makes the kernel send a reset, which
+            // discards whatever of the answer is not yet delivered (RFC 9112 §9.6). Shut the
+            // sending side instead and read out until the client closes or `lingerTime` ends.
+            if peerClosed || !lingerAfterReply { return closeNow() }
             phase = .lingering
-            return peerClosed ? closeNow() : .linger
+            return .linger
         }
-        if closeAfterReply { return closeNow() }
         phase = .idle
         expectChecked = false
         probed = false
@@ -267,9 +284,7 @@ struct ConnectionMachine {
         phase = .waiting
         refusing = true
         closeAfterReply = true
-        // A client refused mid-request may still be sending: read that out before closing, or the
-        // kernel answers its bytes with a reset that can destroy the refusal before it is read.
-        // After a timeout the client is slow anyway; close once the answer is out.
+        // After a timeout the client is slow anyway: close once the answer is out, without reading on.
         lingerAfterReply = error != .headTimeout && error != .bodyTimeout
         return .refuse(error)
     }
@@ -308,10 +323,16 @@ struct ConnectionMachine {
     private mutating func checkExpectation(bodyPending: Bool) -> Action {
         guard !expectChecked else { return .none }
         expectChecked = true
-        guard let f = parser.expectField, parser.minorVersion == 1 else { return .none }
-        let r = parser.fields[f]
-        let value = buffer.slice(Int(r.valueStart)..<Int(r.valueEnd))
-        guard HeaderField.equalsLowercased(value, "100-continue") else { return refuse(.expectationFailed) }
+        guard !parser.expectFields.isEmpty, parser.minorVersion == 1 else { return .none }
+        // Every Expect field counts: `Expect: foo` is not hidden by a later `Expect: 100-continue`.
+        for f in parser.expectFields {
+            let r = parser.fields[f]
+            var only100 = true
+            HeaderTokens.forEach(buffer.slice(Int(r.valueStart)..<Int(r.valueEnd))) {
+                if !HeaderField.equalsLowercased($0, "100-continue") { only100 = false }
+            }
+            if !only100 || r.valueStart == r.valueEnd { return refuse(.expectationFailed) }
+        }
         return bodyPending ? .sendContinue : .none
     }
 

@@ -48,10 +48,12 @@ struct HTTP1Parser {
         case fieldValue
         case fixedBody          // Content-Length bytes; completion is a matter of count
         case chunkSize
+        case chunkSizeSpace     // whitespace after the size: only more of it or ';' may follow
         case chunkExtension
         case chunkData(Int)
         case chunkDataEnd       // CR LF after chunk data
         case trailerStart
+        case trailerName
         case trailerLine
         case done
     }
@@ -75,6 +77,7 @@ struct HTTP1Parser {
     private var transferEncoding = false
     private var teValue: [UInt8] = []
     // chunks
+    private var trailerBytes = 0
     private var chunkSize = 0
     private var chunkDigits = 0
 
@@ -90,8 +93,8 @@ struct HTTP1Parser {
     private(set) var fields: [FieldRange] = []
     /// Index in `fields` of each `Connection` field seen.
     private(set) var connectionFields: [Int] = []
-    /// Index in `fields` of the `Expect` field, if any.
-    private(set) var expectField: Int?
+    /// Index in `fields` of each `Expect` field seen.
+    private(set) var expectFields: [Int] = []
     /// True once the whole head is in.
     private(set) var headComplete = false
     /// Where the head ends (just after its blank line).
@@ -143,7 +146,7 @@ struct HTTP1Parser {
         minorVersion = 1
         fields.removeAll(keepingCapacity: true)
         connectionFields.removeAll(keepingCapacity: true)
-        expectField = nil
+        expectFields.removeAll(keepingCapacity: true)
         headComplete = false
         headEnd = 0
         contentLength = 0
@@ -266,7 +269,8 @@ struct HTTP1Parser {
     mutating func compactChunked(_ buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard chunked, headComplete, pos > bodyEnd, let base = buffer.baseAddress else { return buffer.count }
         switch state {
-        case .chunkSize, .chunkExtension, .chunkData, .chunkDataEnd, .trailerStart, .trailerLine: break
+        case .chunkSize, .chunkSizeSpace, .chunkExtension, .chunkData, .chunkDataEnd, .trailerStart, .trailerName, .trailerLine:
+            break
         default: return buffer.count
         }
         let rest = buffer.count - pos
@@ -330,6 +334,14 @@ struct HTTP1Parser {
 
     private mutating func byte(_ b: UInt8, at i: Int) -> Progress? {
         switch state {
+        case .trailerStart, .trailerName, .trailerLine:
+            // The trailer section is bounded like a head (it is read and dropped, never kept).
+            trailerBytes += 1
+            if trailerBytes > limits.maxHead { return .refused(.headTooLarge) }
+        default:
+            break
+        }
+        switch state {
         case .lineStart:
             state = .requestLine
             requestStart = i
@@ -369,8 +381,13 @@ struct HTTP1Parser {
                 return nil
             }
             if chunkDigits == 0 { return .refused(.malformed(.badChunk)) }
-            // Chunk extensions (RFC 9112 §7.1.1) are read and dropped.
-            if b == UInt8(ascii: ";") || b == 0x20 || b == 0x09 { state = .chunkExtension; return nil }
+            // Chunk extensions (RFC 9112 §7.1.1: BWS ";" name [= value]) are read and dropped.
+            if b == UInt8(ascii: ";") { state = .chunkExtension; return nil }
+            if b == 0x20 || b == 0x09 { state = .chunkSizeSpace; return nil }
+            return .refused(.malformed(.badChunk))
+        case .chunkSizeSpace:
+            if b == UInt8(ascii: ";") { state = .chunkExtension; return nil }
+            if b == 0x20 || b == 0x09 { return nil }
             return .refused(.malformed(.badChunk))
         case .chunkExtension:
             if b < 0x20 && b != 0x09 || b == 0x7F { return .refused(.malformed(.badChunk)) }
@@ -379,7 +396,14 @@ struct HTTP1Parser {
             return .refused(.malformed(.badChunk))
         case .trailerStart:
             if b == 0x20 || b == 0x09 { return .refused(.malformed(.obsFold)) }
-            state = .trailerLine
+            guard Self.isTchar(b) else { return .refused(.malformed(.badFieldName)) }
+            state = .trailerName
+            return nil
+        case .trailerName:
+            // A trailer line is a field line like any other (RFC 9112 §7.1.2): token, colon, value.
+            if b == UInt8(ascii: ":") { state = .trailerLine; return nil }
+            if b == 0x20 || b == 0x09 { return .refused(.malformed(.spaceBeforeColon)) }
+            guard Self.isTchar(b) else { return .refused(.malformed(.badFieldName)) }
             return nil
         case .trailerLine:
             if b < 0x20 && b != 0x09 || b == 0x7F { return .refused(.malformed(.controlCharacter)) }
@@ -443,7 +467,7 @@ struct HTTP1Parser {
                 connectionFields.append(f)
             } else if name == Self.expectName {
                 field = .expect
-                expectField = f
+                expectFields.append(f)
             } else {
                 field = .other
             }
@@ -465,6 +489,9 @@ struct HTTP1Parser {
                 minorVersion = 1
             } else if versionBits == Self.http10 {
                 minorVersion = 0
+            } else if versionBits >> 8 == Self.http11 >> 8, versionBits & 0xFF >= 0x32, versionBits & 0xFF <= 0x39 {
+                // RFC 9110 §2.5: a later 1.x minor version is answered as the highest one supported.
+                minorVersion = 1
             } else {
                 return .refused(.malformed(.badVersion))
             }
@@ -506,9 +533,10 @@ struct HTTP1Parser {
             return nil
         case .fieldStart:
             return endOfHead(next)
-        case .chunkSize, .chunkExtension:
+        case .chunkSize, .chunkSizeSpace, .chunkExtension:
             if chunkDigits == 0 { return .refused(.malformed(.badChunk)) }
             if chunkSize == 0 {
+                trailerBytes = 0
                 state = .trailerStart
             } else {
                 if bodyEnd - headEnd + chunkSize > limits.maxBody { return .refused(.bodyTooLarge) }
@@ -523,8 +551,9 @@ struct HTTP1Parser {
         case .trailerStart:
             // Trailer fields are read and dropped: the body is forwarded with a Content-Length.
             return finish(at: next)
+        case .trailerName:
+            return .refused(.malformed(.badFieldName))
         case .trailerLine:
-            if next - headEnd > limits.maxBody + limits.maxHead { return .refused(.headTooLarge) }
             state = .trailerStart
             return nil
         case .fixedBody, .chunkData, .done:

@@ -26,17 +26,22 @@ public struct ReplyHeaders {
 
 /// One connection's output head under construction, reused from answer to answer.
 final class ReplyHead {
-    private(set) var bytes: UnsafeMutableRawPointer
-    private(set) var capacity = 512
-    /// Bytes written so far.
-    var count = 0
+    private var storage: UnsafeMutableRawPointer
+    private var capacity = 512
+    // Bytes before `start` are sent; a partial send moves `start` instead of the bytes behind it.
+    private var start = 0
+    private var end = 0
+    /// The bytes not yet sent.
+    var bytes: UnsafeMutableRawPointer { storage + start }
+    /// How many bytes are not yet sent.
+    var count: Int { end - start }
     /// A Date field was added (the upstream's, kept).
     private(set) var hasDate = false
     /// A `Connection: close` was added.
     private(set) var closes = false
 
-    init() { bytes = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 1) }
-    deinit { bytes.deallocate() }
+    init() { storage = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 1) }
+    deinit { storage.deallocate() }
 
     /// Starts a head after any bytes already queued (a `100 Continue`).
     func begin(status: Int) {
@@ -146,36 +151,43 @@ final class ReplyHead {
     private func append(_ b: UnsafeRawBufferPointer) {
         guard let p = b.baseAddress, b.count > 0 else { return }
         reserve(b.count)
-        (bytes + count).copyMemory(from: p, byteCount: b.count)
-        count += b.count
+        (storage + end).copyMemory(from: p, byteCount: b.count)
+        end += b.count
     }
 
     private func reserve(_ n: Int) {
-        guard count + n > capacity else { return }
-        let size = max(count + n, capacity * 2)
+        guard end + n > capacity else { return }
+        // Sent bytes at the front are reclaimed first; the array grows only when that is not enough.
+        let pending = end - start
+        if start > 0 {
+            storage.copyMemory(from: storage + start, byteCount: pending)
+            start = 0
+            end = pending
+            if end + n <= capacity { return }
+        }
+        let size = max(end + n, capacity * 2)
         let grown = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 1)
-        grown.copyMemory(from: bytes, byteCount: count)
-        bytes.deallocate()
-        bytes = grown
+        grown.copyMemory(from: storage, byteCount: end)
+        storage.deallocate()
+        storage = grown
         capacity = size
     }
 
-    /// Drops the bytes already sent, keeping the rest at the front.
+    /// Marks `n` bytes as sent.
     func consume(_ n: Int) {
-        if n >= count {
-            count = 0
-            return
+        start += min(n, end - start)
+        if start == end {
+            start = 0
+            end = 0
         }
-        bytes.copyMemory(from: bytes + n, byteCount: count - n)
-        count -= n
     }
 
-    /// Gives back memory after an unusually large head.
+    /// Gives back memory after an unusually large head or stream.
     func shrinkIfIdle() {
-        guard count == 0, capacity > 16_384 else { return }
-        bytes.deallocate()
+        guard end == 0, capacity > 16_384 else { return }
+        storage.deallocate()
         capacity = 512
-        bytes = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+        storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
     }
 
     private static func isSafe(_ b: UnsafeRawBufferPointer) -> Bool {

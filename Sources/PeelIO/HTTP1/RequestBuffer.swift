@@ -1,3 +1,5 @@
+import Glibc
+
 /// The memory one request is read into: its head and body side by side, so the parser's ranges and
 /// the body curl sends from stay valid as long as this object lives. A connection reads into one;
 /// when a request is complete the buffer goes with it to its exchange, and the connection starts a
@@ -12,11 +14,18 @@ final class RequestBuffer {
     var count = 0
 
     init(capacity: Int = RequestBuffer.initialCapacity) {
-        self.capacity = max(capacity, 64)
-        base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 16)
+        // A small first allocation; when even that fails the buffer is empty and every read stops.
+        let size = max(capacity, 64)
+        if let p = malloc(size) {
+            base = p
+            self.capacity = size
+        } else {
+            base = UnsafeMutableRawPointer(bitPattern: 16)!
+            self.capacity = 0
+        }
     }
 
-    deinit { base.deallocate() }
+    deinit { if capacity > 0 { Glibc.free(base) } }
 
     /// The bytes received, for parsing.
     var bytes: UnsafeMutableRawBufferPointer { UnsafeMutableRawBufferPointer(start: base, count: count) }
@@ -24,20 +33,21 @@ final class RequestBuffer {
     /// Free space after the received bytes.
     var free: UnsafeMutableRawBufferPointer { UnsafeMutableRawBufferPointer(start: base + count, count: capacity - count) }
 
-    /// Grows so that `total` bytes fit (never shrinks).
-    func reserve(total: Int) {
-        guard total > capacity else { return }
-        let grown = UnsafeMutableRawPointer.allocate(byteCount: total, alignment: 16)
-        grown.copyMemory(from: base, byteCount: count)
-        base.deallocate()
+    /// Grows so that `total` bytes fit (never shrinks); false when memory ran out (nothing changed).
+    /// Sizes come from peers, so a failed allocation is an answer, not a crash.
+    @discardableResult
+    func reserve(total: Int) -> Bool {
+        guard total > capacity else { return true }
+        guard let grown = capacity > 0 ? realloc(base, total) : malloc(total) else { return false }
         base = grown
         capacity = total
+        return true
     }
 
     /// Appends `bytes`, growing as needed (tests and leftovers).
     func append(_ bytes: UnsafeRawBufferPointer) {
         guard let p = bytes.baseAddress, bytes.count > 0 else { return }
-        reserve(total: max(count + bytes.count, capacity))
+        guard reserve(total: max(count + bytes.count, capacity)) else { return }
         (base + count).copyMemory(from: p, byteCount: bytes.count)
         count += bytes.count
     }
