@@ -110,9 +110,9 @@ enum Differences {
             return m.method == "HEAD" || m.method == "TRACE" ? "body on HEAD/TRACE" : nil
         case .expectationFailed:
             // Peel answers an unknown expectation 417 (RFC 9110 §10.1.1 allows it); the demo ignores
-            // it. Peel looks at the last Expect field, in HTTP/1.1 only.
-            guard m.version == "HTTP/1.1", let last = m.values("expect").last else { return nil }
-            return last.lowercased() != "100-continue" ? "Expect" : nil
+            // it. Peel looks at every Expect field (each a list), in HTTP/1.1 only.
+            guard m.version == "HTTP/1.1" else { return nil }
+            return m.values("expect").contains(where: { !onlyContinue($0) }) ? "Expect" : nil
         case .malformed(.badChunk):
             // Peel allows 12 hex digits in a chunk size, the demo 15 (leading zeros make the difference).
             let long = raw.bodyLines.contains { $0.prefix(while: isHex).count > 12 }
@@ -135,4 +135,16 @@ enum Differences {
         guard let head = try? HTTPGrammar.head([raw.requestLine] + raw.fieldLines, maxBody: Int.max) else { return false }
         return head.framing == .chunked
     }
+}
+
+/// True when an Expect value is a list of nothing but `100-continue` (ASCII case-insensitive), as
+/// Peel's machine reads it.
+func onlyContinue(_ value: String) -> Bool {
+    let items: [Substring] = value.utf8.split(separator: UInt8(ascii: ",")).map { item in
+        var t = Substring(item)
+        while let f = t.first, f == " " || f == "\t" { t = t.dropFirst() }
+        while let l = t.last, l == " " || l == "\t" { t = t.dropLast() }
+        return t
+    }.filter { !$0.isEmpty }
+    return !items.isEmpty && items.allSatisfy { $0.utf8.elementsEqual("100-continue".utf8) || $0.lowercased() == "100-continue" }
 }

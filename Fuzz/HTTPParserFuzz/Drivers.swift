@@ -114,7 +114,7 @@ private func checkInvariants(_ p: HTTP1Parser, _ progress: HTTP1Parser.Progress,
         previous = ve
     }
     for f in p.connectionFields { check(f < p.fields.count, "connection field index") }
-    if let f = p.expectField { check(f < p.fields.count, "expect field index") }
+    for f in p.expectFields { check(f < p.fields.count, "expect field index") }
 }
 
 /// Peel's parser driven as ConnectionMachine drives it (append, parse, drop empty lines, compact a
@@ -137,7 +137,7 @@ func runPeel(_ stream: [UInt8], pieces: [Range<Int>], limits: HTTP1Parser.Limits
                 return out
             case .needMore:
                 if parser.atMessageStart {
-                    if buffer.count > 0 && !parser.inHead {
+                    if buffer.count > 0 && !parser.inHead && !parser.awaitingLF {
                         start += buffer.count
                         buffer.count = 0
                         parser.reset()

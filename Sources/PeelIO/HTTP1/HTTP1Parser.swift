@@ -126,11 +126,11 @@ struct HTTP1Parser {
     /// True between a CR and the LF that must follow it.
     var awaitingLF: Bool { afterCR }
 
-    /// True before any byte of the current message other than empty lines. Not while a CR waits for
-    /// its LF: a caller that drops the bytes read so far would lose that CR (the fuzz target found
-    /// `\r` | `\nGET ...` refused as a bare LF, and `\r` | `GET ...` accepted without its bare CR).
+    /// True before any byte of the current message other than empty lines. A caller that drops the
+    /// empty lines read so far must not while `awaitingLF`: it would lose the CR (the fuzz target
+    /// found `\r` | `\nGET ...` refused as a bare LF, and `\r` | `GET ...` accepted without its CR).
     var atMessageStart: Bool {
-        if case .lineStart = state { return !afterCR }
+        if case .lineStart = state { return true }
         return false
     }
 
