@@ -18,124 +18,158 @@ enum ConfigValue {
     case map([String: Any])
 }
 
-/// One option: its flag, variable and config key, and how it lands in the config.
+/// One option, declared once: its name (from which the flag, the environment variable and the
+/// config key are derived), its help, the placeholder of its value, how its effective value is
+/// shown, and how a value lands in the config. The default is not written here: it is what `show`
+/// gives for `GatewayConfig()`, so `--help`, `check-config` and the README (held to this by a
+/// test) all say what the config struct says.
 struct OptionSpec: Sendable {
     let name: String
     let help: String
+    /// The value's placeholder in `--help` and the README (`SEC`, `BYTES`, `HOST:PORT`, …).
+    let value: String
+    /// The default in words, for defaults that are not a value of `GatewayConfig()` (`required`, `CPU count`).
+    let fixedDefault: String?
+    /// The effective value as a JSON fragment (check-config).
+    let show: (@Sendable (GatewayConfig) -> String)?
     let apply: @Sendable (inout GatewayConfig, ConfigValue, String) throws(ConfigError) -> Void
+
+    init(name: String, help: String, value: String = "VALUE", fixedDefault: String? = nil,
+         show: (@Sendable (GatewayConfig) -> String)? = nil,
+         apply: @escaping @Sendable (inout GatewayConfig, ConfigValue, String) throws(ConfigError) -> Void) {
+        self.name = name
+        self.help = help
+        self.value = value
+        self.fixedDefault = fixedDefault
+        self.show = show
+        self.apply = apply
+    }
+
     var flag: String { "--" + name }
     var env: String { "PEEL_" + name.uppercased().replacingOccurrences(of: "-", with: "_") }
     var key: String { name.replacingOccurrences(of: "-", with: "_") }
+
+    /// The default as people read it: `30` for 30.0 s, `a,b` for a list, `none` for nothing.
+    var defaultText: String {
+        if let fixedDefault { return fixedDefault }
+        guard let show else { return "none" }
+        var t = show(GatewayConfig())
+        if t == "null" || t == "[]" || t == "{}" { return "none" }
+        if t.hasPrefix("[") { t = String(t.dropFirst().dropLast()).replacingOccurrences(of: "\"", with: "") }
+        if t.hasPrefix("\"") { t = String(t.dropFirst().dropLast()) }
+        if t.hasSuffix(".0"), Double(t) != nil { t = String(t.dropLast(2)) }
+        return t
+    }
 }
 
 /// Loads flags > environment > config file > defaults, strictly.
 public enum ConfigLoader {
     /// Options every source accepts, in `--help` order.
     static let options: [OptionSpec] = [
-        OptionSpec(name: "upstream", help: "http(s) base URL of the upstream API, may carry a base path (required)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "upstream", help: "http(s) base URL of the upstream API, may carry a base path", value: "URL", fixedDefault: "required", show: { c in q(c.upstream.description) }) { c, v, o throws(ConfigError) in
             switch UpstreamURL.parse(try text(v, o)) {
             case .success(let u): c.upstream = u
             case .failure(let why): throw ConfigError(option: o, problem: why.reason)
             }
         },
-        OptionSpec(name: "listen", help: "client-facing HOST:PORT (default 127.0.0.1:8080)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "listen", help: "client-facing HOST:PORT", value: "HOST:PORT", show: { c in q(c.listen.description) }) { c, v, o throws(ConfigError) in
             c.listen = try hostPort(v, o)
         },
-        OptionSpec(name: "admin-listen", help: "admin HOST:PORT, or off (default 127.0.0.1:9090)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "admin-listen", help: "admin HOST:PORT, or off", value: "HOST:PORT", show: { c in q(c.adminListen?.description ?? "off") }) { c, v, o throws(ConfigError) in
             let t = try text(v, o)
             c.adminListen = t == "off" ? nil : try hostPort(v, o)
         },
-        OptionSpec(name: "workers", help: "event-loop threads, each with its own listener (default: CPU count)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "workers", help: "event-loop threads, each with its own listener", value: "N", fixedDefault: "CPU count", show: { c in "\(c.workers)" }) { c, v, o throws(ConfigError) in
             c.workers = try integer(v, o, 1...256)
         },
-        OptionSpec(name: "timeout", help: "seconds for the whole upstream exchange (default 30)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "timeout", help: "seconds for the whole upstream exchange", value: "SEC", show: { c in num(c.timeout) }) { c, v, o throws(ConfigError) in
             c.timeout = try seconds(v, o)
         },
-        OptionSpec(name: "connect-timeout", help: "seconds for TCP+TLS connect (default 5)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "connect-timeout", help: "seconds for TCP+TLS connect", value: "SEC", show: { c in num(c.connectTimeout) }) { c, v, o throws(ConfigError) in
             c.connectTimeout = try seconds(v, o)
         },
-        OptionSpec(name: "probe-path", help: "reachability probe path, relative to the upstream (default /)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "probe-path", help: "reachability probe path, relative to the upstream", value: "PATH", show: { c in q(c.probePath) }) { c, v, o throws(ConfigError) in
             let t = try text(v, o)
             guard t.hasPrefix("/") else { throw ConfigError(option: o, problem: "must start with /") }
             c.probePath = t
         },
-        OptionSpec(name: "probe-interval", help: "seconds between probes (default 2)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "probe-interval", help: "seconds between probes", value: "SEC", show: { c in num(c.probeInterval) }) { c, v, o throws(ConfigError) in
             c.probeInterval = try seconds(v, o)
         },
-        OptionSpec(name: "probe-timeout", help: "seconds one probe may take (default 1)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "probe-timeout", help: "seconds one probe may take", value: "SEC", show: { c in num(c.probeTimeout) }) { c, v, o throws(ConfigError) in
             c.probeTimeout = try seconds(v, o)
         },
-        OptionSpec(name: "fall", help: "consecutive failures to go offline (default 3)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "fall", help: "consecutive failures to go offline", value: "N", show: { c in "\(c.fall)" }) { c, v, o throws(ConfigError) in
             c.fall = try integer(v, o, 1...1000)
         },
-        OptionSpec(name: "rise", help: "consecutive successes to come back (default 2)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "rise", help: "consecutive successes to come back", value: "N", show: { c in "\(c.rise)" }) { c, v, o throws(ConfigError) in
             c.rise = try integer(v, o, 1...1000)
         },
-        OptionSpec(name: "success-codes", help: "envelope codes that mean success (default 0)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "success-codes", help: "envelope codes that mean success", value: "LIST", show: { c in codes(c.envelope.successCodes) }) { c, v, o throws(ConfigError) in
             c.envelope.successCodes = try codes(v, o)
         },
-        OptionSpec(name: "auth-codes", help: "envelope codes that mean token expired (default 7)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "auth-codes", help: "envelope codes that mean token expired", value: "LIST", show: { c in codes(c.envelope.authCodes) }) { c, v, o throws(ConfigError) in
             c.envelope.authCodes = try codes(v, o)
         },
-        OptionSpec(name: "code-field", help: "envelope code member (default code)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "code-field", help: "envelope code member", value: "NAME", show: { c in q(c.envelope.codeField) }) { c, v, o throws(ConfigError) in
             c.envelope.codeField = try nonEmpty(v, o)
         },
-        OptionSpec(name: "message-field", help: "envelope message member (default message)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "message-field", help: "envelope message member", value: "NAME", show: { c in q(c.envelope.messageField) }) { c, v, o throws(ConfigError) in
             c.envelope.messageField = try nonEmpty(v, o)
         },
-        OptionSpec(name: "data-field", help: "envelope data member (default data)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "data-field", help: "envelope data member", value: "NAME", show: { c in q(c.envelope.dataField) }) { c, v, o throws(ConfigError) in
             c.envelope.dataField = try nonEmpty(v, o)
         },
-        OptionSpec(name: "max-body", help: "largest client request body in bytes (default 10485760)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "max-body", help: "largest client request body in bytes", value: "BYTES", show: { c in "\(c.maxBody)" }) { c, v, o throws(ConfigError) in
             c.maxBody = try integer(v, o, 0...(1 << 40))
         },
-        OptionSpec(name: "max-upstream-body", help: "largest upstream response body in bytes (default 67108864)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "max-upstream-body", help: "largest upstream response body in bytes", value: "BYTES", show: { c in "\(c.maxUpstreamBody)" }) { c, v, o throws(ConfigError) in
             c.maxUpstreamBody = try integer(v, o, 1...(1 << 40))
         },
-        OptionSpec(name: "access-log", help: "json or off: one JSON line per request on stdout (default json)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "access-log", help: "json or off: one JSON line per request on stdout", value: "json|off", show: { c in q(c.accessLog ? "json" : "off") }) { c, v, o throws(ConfigError) in
             switch try text(v, o) {
             case "json": c.accessLog = true
             case "off": c.accessLog = false
             default: throw ConfigError(option: o, problem: "must be json or off")
             }
         },
-        OptionSpec(name: "ca-file", help: "extra CA bundle (PEM) for https upstreams (default: system store)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "ca-file", help: "extra CA bundle (PEM) for https upstreams", value: "PATH", fixedDefault: "system", show: { c in c.caFile.map(q) ?? "null" }) { c, v, o throws(ConfigError) in
             let path = try nonEmpty(v, o)
             guard FileManager.default.isReadableFile(atPath: path) else {
                 throw ConfigError(option: o, problem: "cannot read \(path)")
             }
             c.caFile = path
         },
-        OptionSpec(name: "drain-delay", help: "seconds between /readyz turning 503 and listeners closing (default 0)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "drain-delay", help: "seconds between /readyz turning 503 and listeners closing", value: "SEC", show: { c in num(c.drainDelay) }) { c, v, o throws(ConfigError) in
             c.drainDelay = try seconds(v, o, allowZero: true)
         },
-        OptionSpec(name: "shutdown-timeout", help: "seconds calls in flight may take after SIGTERM (default 30)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "shutdown-timeout", help: "seconds calls in flight may take after SIGTERM", value: "SEC", show: { c in num(c.shutdownTimeout) }) { c, v, o throws(ConfigError) in
             c.shutdownTimeout = try seconds(v, o, allowZero: true)
         },
-        OptionSpec(name: "max-inflight", help: "upstream calls in flight per worker before refusing (default 10000)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "max-inflight", help: "upstream calls in flight per worker before refusing", value: "N", show: { c in "\(c.maxInFlight)" }) { c, v, o throws(ConfigError) in
             c.maxInFlight = try integer(v, o, 1...1_000_000)
         },
-        OptionSpec(name: "client-timeout", help: "seconds an idle or stalled client connection is kept (default 60)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "client-timeout", help: "seconds an idle or stalled client connection is kept", value: "SEC", show: { c in num(c.clientTimeout) }) { c, v, o throws(ConfigError) in
             c.clientTimeout = try seconds(v, o)
         },
-        OptionSpec(name: "header-timeout", help: "seconds a request head may take from first to last byte (default 10)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "header-timeout", help: "seconds a request head may take from first to last byte", value: "SEC", show: { c in num(c.headerTimeout) }) { c, v, o throws(ConfigError) in
             c.headerTimeout = try seconds(v, o)
         },
-        OptionSpec(name: "body-timeout", help: "seconds a request body may take from the end of its head (default 60)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "body-timeout", help: "seconds a request body may take from the end of its head", value: "SEC", show: { c in num(c.bodyTimeout) }) { c, v, o throws(ConfigError) in
             c.bodyTimeout = try seconds(v, o)
         },
-        OptionSpec(name: "problem-type-base", help: "prefix of every problem type (default urn:peel:problem:)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "problem-type-base", help: "prefix of every problem type", value: "TEXT", show: { c in q(c.envelope.problemTypeBase) }) { c, v, o throws(ConfigError) in
             c.envelope.problemTypeBase = try nonEmpty(v, o)
         },
-        OptionSpec(name: "passthrough-content-types", help: "media types passed through unwrapped (default image/*,audio/*,video/*,application/octet-stream)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "passthrough-content-types", help: "media types passed through unwrapped", value: "LIST", show: { c in strs(c.envelope.passthroughContentTypes) }) { c, v, o throws(ConfigError) in
             c.envelope.passthroughContentTypes = try list(v, o)
         },
-        OptionSpec(name: "passthrough-paths", help: "path prefixes passed through unwrapped (default none)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "passthrough-paths", help: "path prefixes passed through unwrapped", value: "LIST", show: { c in strs(c.envelope.passthroughPaths) }) { c, v, o throws(ConfigError) in
             let l = try list(v, o)
             for p in l where !p.hasPrefix("/") { throw ConfigError(option: o, problem: "\(p) must start with /") }
             c.envelope.passthroughPaths = l
         },
-        OptionSpec(name: "code-status", help: "business code to HTTP status map, e.g. 1001=409,1002=404 (default: all 422)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "code-status", help: "business code to HTTP status map, e.g. 1001=409,1002=404", value: "LIST", show: { c in codeMap(c.envelope.codeStatus) }) { c, v, o throws(ConfigError) in
             var m: [Int64: Int] = [:]
             let pairs: [(String, String)]
             switch v {
@@ -164,7 +198,7 @@ public enum ConfigLoader {
             }
             c.envelope.codeStatus = m
         },
-        OptionSpec(name: "business-status", help: "HTTP status of a business error without a code-status entry (default 422)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "business-status", help: "HTTP status of a business error without a code-status entry", value: "N", show: { c in "\(c.envelope.businessStatus)" }) { c, v, o throws(ConfigError) in
             c.envelope.businessStatus = try integer(v, o, 400...599)
         },
     ]
@@ -353,51 +387,27 @@ public enum ConfigLoader {
             "      JSON object with any option below as a key (snake_case), e.g. {\"timeout\": 10, \"code_status\": {\"1001\": 409}}",
         ]
         for spec in options {
-            lines.append("  \(spec.flag) VALUE  (\(spec.env))")
-            lines.append("      \(spec.help)")
+            lines.append("  \(spec.flag) \(spec.value)  (\(spec.env))")
+            lines.append("      \(spec.help) (\(spec.defaultText == "required" ? "required" : "default " + spec.defaultText))")
         }
         return lines.joined(separator: "\n")
     }
 
-    /// The effective configuration as JSON, for `peel check-config`.
+    /// The effective configuration as JSON, for `peel check-config`: every option, in `--help` order.
     public static func describe(_ c: GatewayConfig) -> String {
-        func q(_ s: String) -> String { "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-        func codes(_ s: Set<Int64>) -> String { "[" + s.sorted().map(String.init).joined(separator: ",") + "]" }
-        func strs(_ a: [String]) -> String { "[" + a.map(q).joined(separator: ",") + "]" }
-        let map = c.envelope.codeStatus.sorted { $0.key < $1.key }.map { "\(q(String($0.key))):\($0.value)" }.joined(separator: ",")
-        let fields: [(String, String)] = [
-            ("upstream", q(c.upstream.description)),
-            ("listen", q(c.listen.description)),
-            ("admin_listen", q(c.adminListen?.description ?? "off")),
-            ("workers", "\(c.workers)"),
-            ("timeout", "\(c.timeout)"),
-            ("connect_timeout", "\(c.connectTimeout)"),
-            ("probe_path", q(c.probePath)),
-            ("probe_interval", "\(c.probeInterval)"),
-            ("probe_timeout", "\(c.probeTimeout)"),
-            ("fall", "\(c.fall)"),
-            ("rise", "\(c.rise)"),
-            ("success_codes", codes(c.envelope.successCodes)),
-            ("auth_codes", codes(c.envelope.authCodes)),
-            ("code_field", q(c.envelope.codeField)),
-            ("message_field", q(c.envelope.messageField)),
-            ("data_field", q(c.envelope.dataField)),
-            ("code_status", "{\(map)}"),
-            ("business_status", "\(c.envelope.businessStatus)"),
-            ("max_body", "\(c.maxBody)"),
-            ("max_upstream_body", "\(c.maxUpstreamBody)"),
-            ("access_log", q(c.accessLog ? "json" : "off")),
-            ("ca_file", c.caFile.map(q) ?? "null"),
-            ("drain_delay", "\(c.drainDelay)"),
-            ("shutdown_timeout", "\(c.shutdownTimeout)"),
-            ("max_inflight", "\(c.maxInFlight)"),
-            ("client_timeout", "\(c.clientTimeout)"),
-            ("header_timeout", "\(c.headerTimeout)"),
-            ("body_timeout", "\(c.bodyTimeout)"),
-            ("problem_type_base", q(c.envelope.problemTypeBase)),
-            ("passthrough_content_types", strs(c.envelope.passthroughContentTypes)),
-            ("passthrough_paths", strs(c.envelope.passthroughPaths)),
-        ]
+        let fields = options.compactMap { spec in spec.show.map { (spec.key, $0(c)) } }
         return "{\n" + fields.map { "  \(q($0.0)): \($0.1)" }.joined(separator: ",\n") + "\n}"
+    }
+
+    // MARK: showing values (JSON fragments)
+
+    static func q(_ s: String) -> String {
+        "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+    static func num(_ d: Double) -> String { "\(d)" }
+    static func codes(_ s: Set<Int64>) -> String { "[" + s.sorted().map(String.init).joined(separator: ",") + "]" }
+    static func strs(_ a: [String]) -> String { "[" + a.map(q).joined(separator: ",") + "]" }
+    static func codeMap(_ m: [Int64: Int]) -> String {
+        "{" + m.sorted { $0.key < $1.key }.map { "\(q(String($0.key))):\($0.value)" }.joined(separator: ",") + "}"
     }
 }

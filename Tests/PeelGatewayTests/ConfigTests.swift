@@ -1,5 +1,5 @@
 import Foundation
-import PeelGateway
+@testable import PeelGateway
 import PeelIO
 import XCTest
 
@@ -93,5 +93,50 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(obj["upstream"] as? String, "https://api.example.com/v1")
         XCTAssertEqual((obj["code_status"] as? [String: Int])?["1001"], 409)
         XCTAssertEqual(obj["admin_listen"] as? String, "127.0.0.1:9090")
+    }
+
+    // Each option is declared once (ConfigLoader.options); the README's table must say the same
+    // flag, value placeholder, variable and default, and name no option that is not declared.
+    func testReadmeOptionsTable_matchesTheDeclarations() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        var rows: [String: (value: String, env: String, defaultText: String)] = [:]
+        func unquote(_ s: Substring) -> String { s.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "`", with: "") }
+        for line in text.split(separator: "\n") where line.hasPrefix("| `--") {
+            let cells = line.replacingOccurrences(of: "\\|", with: "\u{1}").split(separator: "|", omittingEmptySubsequences: false)
+                .map { $0.replacingOccurrences(of: "\u{1}", with: "|") }
+            XCTAssertGreaterThanOrEqual(cells.count, 5, String(line))
+            guard cells.count >= 5 else { continue }
+            let flags = cells[1].components(separatedBy: " / ")
+            let envs = cells[2].components(separatedBy: " / ")
+            let defaults = cells[3].components(separatedBy: " / ")
+            for (k, flag) in flags.enumerated() {
+                let parts = unquote(Substring(flag)).split(separator: " ", maxSplits: 1).map(String.init)
+                let name = String(parts[0].dropFirst(2))
+                rows[name] = (parts.count > 1 ? parts[1] : "", unquote(Substring(envs[min(k, envs.count - 1)])),
+                              unquote(Substring(defaults[min(k, defaults.count - 1)])))
+            }
+        }
+        XCTAssertGreaterThan(rows.count, 20, "the README's options table was not found")
+        for spec in ConfigLoader.options {
+            guard let row = rows[spec.name] else {
+                XCTFail("\(spec.flag) is declared but not in the README's options table")
+                continue
+            }
+            XCTAssertEqual(row.value, spec.value, "\(spec.flag) value placeholder")
+            XCTAssertEqual(row.env, spec.env, "\(spec.flag) variable")
+            XCTAssertEqual(row.defaultText, spec.defaultText, "\(spec.flag) default")
+            XCTAssertNotNil(spec.show, "\(spec.flag) has no shown value (check-config)")
+        }
+        let declared = Set(ConfigLoader.options.map(\.name) + ["config"])
+        for name in rows.keys { XCTAssertTrue(declared.contains(name), "README names --\(name), which is not declared") }
+    }
+
+    func testCheckConfig_showsEveryOptionOnce() throws {
+        let c = try ConfigLoader.load(arguments: ["--timeout", "12.5"], environment: env)
+        let doc = try JSONSerialization.jsonObject(with: Data(ConfigLoader.describe(c).utf8)) as? [String: Any]
+        XCTAssertEqual(doc?.count, ConfigLoader.options.count)
+        XCTAssertEqual(doc?["timeout"] as? Double, 12.5)
+        XCTAssertEqual(doc?["body_timeout"] as? Double, 60)
     }
 }
