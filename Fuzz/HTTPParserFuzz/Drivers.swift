@@ -48,20 +48,8 @@ func disagree(_ what: String, _ stream: [UInt8]) -> Never {
 
 private func text(_ buffer: RequestBuffer, _ range: Range<Int>) -> String { buffer.string(range) }
 
-/// RFC 9112 §9.3, as ConnectionMachine reads `Connection` (its helper is private; this is the same rule).
-private func keepAlive(_ p: HTTP1Parser, _ buffer: RequestBuffer) -> Bool {
-    var close = false
-    var keep = false
-    for f in p.connectionFields {
-        let r = p.fields[f]
-        HeaderTokens.forEach(buffer.slice(Int(r.valueStart)..<Int(r.valueEnd))) { token in
-            if HeaderField.equalsLowercased(token, "close") { close = true }
-            if HeaderField.equalsLowercased(token, "keep-alive") { keep = true }
-        }
-    }
-    if close { return false }
-    return p.minorVersion == 1 || keep
-}
+/// RFC 9112 §9.3, as ConnectionMachine reads `Connection` (its own rule, so the two cannot drift).
+private func keepAlive(_ p: HTTP1Parser, _ buffer: RequestBuffer) -> Bool { ConnectionMachine.keepAlive(p, buffer) }
 
 private func message(_ buffer: RequestBuffer, method: Range<Int>, target: Range<Int>, minor: Int,
                      fields: [HTTP1Parser.FieldRange], body: Range<Int>, keepAlive: Bool, end: Int) -> Message {

@@ -357,7 +357,7 @@ struct ConnectionMachine {
     }
 
     // RFC 9112 §9.3: HTTP/1.1 persists unless `close` is named; HTTP/1.0 only with `keep-alive`.
-    private static func keepAlive(_ p: HTTP1Parser, _ buffer: RequestBuffer) -> Bool {
+    static func keepAlive(_ p: HTTP1Parser, _ buffer: RequestBuffer) -> Bool {
         var close = false
         var keep = false
         for f in p.connectionFields {
