@@ -4,7 +4,7 @@ import Glibc
 /// A raw TCP listener on one loop, for servers that must control every byte (the demo upstream).
 public final class TCPServer {
     private let loop: EventLoop
-    private var listener: OpaquePointer?
+    private var listener: Listener?
     private let onConnection: (TCPConnection) -> Void
     /// The port actually bound.
     public let port: Int
@@ -14,19 +14,11 @@ public final class TCPServer {
                 onConnection: @escaping (TCPConnection) -> Void) throws(PeelIOError) {
         self.loop = loop
         self.onConnection = onConnection
-        let fd = try Sockets.listen(address, reusePort: reusePort)
-        port = Sockets.localPort(fd)
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        // Backlog 0: the socket already listens with Sockets' backlog. libevent 2.1 takes -1 as
-        // "call listen(fd, 128)", which shrank the accept queue and dropped connections under load.
-        listener = evconnlistener_new(loop.base, { _, fd, _, _, arg in
-            let server = Unmanaged<TCPServer>.fromOpaque(arg!).takeUnretainedValue()
-            server.accepted(fd)
-        }, me, UInt32(LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC), 0, fd)
-        if listener == nil {
-            Glibc.close(fd)
-            throw PeelIOError(.libevent, "evconnlistener_new")
-        }
+        var accept: ((Int32) -> Void)?
+        let l = try Listener(loop: loop, address: address, reusePort: reusePort) { fd, _, _ in accept?(fd) }
+        port = l.port
+        listener = l
+        accept = { [unowned self] fd in self.accepted(fd) }
     }
 
     private func accepted(_ fd: Int32) {
@@ -43,7 +35,7 @@ public final class TCPServer {
 
     /// Stops listening; open connections stay.
     public func close() {
-        if let listener { evconnlistener_free(listener) }
+        listener?.close()
         listener = nil
     }
 

@@ -7,7 +7,7 @@ import Synchronization
 /// `ConnectionMachine`. The handler runs on the loop's thread.
 public final class HTTPServer {
     private let loop: EventLoop
-    private var listener: OpaquePointer?
+    private var listener: Listener?
     let handler: (HTTPExchange) -> Void
     private let limits: ConnectionLimits
     /// The port actually bound (useful with port 0).
@@ -24,11 +24,11 @@ public final class HTTPServer {
     var scratch = [UInt8](repeating: 0, count: 65_536)
     /// True once `drain` ran: answers say `Connection: close`.
     private(set) var draining = false
-    // EMFILE/ENFILE: accepting pauses briefly instead of spinning, and says so at most once a second.
-    private var resumeTimer: OpaquePointer?
-    private var lastAcceptWarning = -1.0
     /// Called (on the loop thread) when accepting hits a descriptor limit; at most once a second.
-    public var onAcceptError: ((String) -> Void)?
+    public var onAcceptError: ((String) -> Void)? {
+        get { listener?.onAcceptError }
+        set { listener?.onAcceptError = newValue }
+    }
 
     /// Client connections open now (safe to read from any thread).
     public var connectionCount: Int { openConnections.load(ordering: .relaxed) }
@@ -39,32 +39,21 @@ public final class HTTPServer {
         self.loop = loop
         self.handler = handler
         self.limits = limits
-        let fd = try Sockets.listen(address, reusePort: reusePort)
-        port = Sockets.localPort(fd)
+        var accept: ((Int32, UnsafeMutablePointer<sockaddr>?, Int32) -> Void)?
+        let l = try Listener(loop: loop, address: address, reusePort: reusePort) { fd, address, length in
+            accept?(fd, address, length)
+        }
+        port = l.port
+        listener = l
         let me = Unmanaged.passUnretained(self).toOpaque()
-        // Backlog 0: the socket already listens with Sockets' backlog (libevent 2.1 takes -1 as
-        // "listen again with 128").
-        listener = evconnlistener_new(loop.base, { _, fd, address, length, arg in
-            Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue().accepted(fd, address, length)
-        }, me, UInt32(LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC), 0, fd)
-        guard let listener else {
-            Glibc.close(fd)
-            throw PeelIOError(.libevent, "evconnlistener_new")
-        }
-        evconnlistener_set_error_cb(listener) { _, arg in
-            Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue().acceptFailed(errno)
-        }
         reapEvent = event_new(loop.base, -1, 0, { _, _, arg in
             Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue().reap()
         }, me)
-        resumeTimer = event_new(loop.base, -1, 0, { _, _, arg in
-            let server = Unmanaged<HTTPServer>.fromOpaque(arg!).takeUnretainedValue()
-            if let l = server.listener { evconnlistener_enable(l) }
-        }, me)
-        guard reapEvent != nil, resumeTimer != nil else {
-            close()
+        guard reapEvent != nil else {
+            l.close()
             throw PeelIOError(.libevent, "event_new")
         }
+        accept = { [unowned self] fd, address, length in self.accepted(fd, address, length) }
     }
 
     /// Fails with `address in use` when another socket already listens on `address` (SO_REUSEPORT
@@ -80,21 +69,6 @@ public final class HTTPServer {
         connections[fd] = conn
         openConnections.add(1, ordering: .relaxed)
         if !conn.start() { conn.close() }
-    }
-
-    // The only accept errors libevent hands here are the ones it cannot retry: descriptor limits
-    // (EMFILE, ENFILE) and memory (ENOBUFS, ENOMEM). Accepting again at once would spin on the same
-    // error (the backlog stays readable), so pause like nginx does and let connections close.
-    private func acceptFailed(_ error: Int32) {
-        guard let listener else { return }
-        evconnlistener_disable(listener)
-        var tv = timeval.peel(0.1)
-        event_add(resumeTimer, &tv)
-        let now = monotonicSeconds()
-        if now - lastAcceptWarning >= 1 {
-            lastAcceptWarning = now
-            onAcceptError?("accept: \(String(cString: strerror(error))); pausing 100 ms")
-        }
     }
 
     func connectionClosed(_ conn: ClientConnection) {
@@ -125,9 +99,8 @@ public final class HTTPServer {
 
     /// Stops accepting new connections; open ones keep being served.
     public func stopAccepting() {
-        if let listener { evconnlistener_free(listener) }
+        listener?.close()
         listener = nil
-        if let resumeTimer { event_del(resumeTimer) }
     }
 
     /// Stops accepting and closes idle connections; busy ones close after their answer.
@@ -145,7 +118,5 @@ public final class HTTPServer {
         connections.removeAll()
         if let reapEvent { event_free(reapEvent) }
         reapEvent = nil
-        if let resumeTimer { event_free(resumeTimer) }
-        resumeTimer = nil
     }
 }
