@@ -198,6 +198,8 @@ final class Forwarder {
             return Problem(kind: .upstreamTooLarge)
         case .protocolError:
             return Problem(kind: .badUpstreamFormat)
+        case .notResent(let why):
+            return Problem(kind: .upstreamUnreachable, detail: why)
         case .localResources(let why):
             // Peel's own shortage (descriptors, memory): 503 like the in-flight limit; the upstream is
             // not to blame, so reachability never hears of it (it is not a transport failure).

@@ -104,6 +104,13 @@ final class EasyHandle {
             return n
         }
         try curlCheck(headerCB, setoptSite(CURLOPT_HEADERFUNCTION))
+        let prereqCB = peel_easy_setopt_prereq_cb(easy) { userdata, _, _, _, _ in
+            // No transfer (a pooled handle): nothing to count.
+            guard let userdata else { return Int32(CURL_PREREQFUNC_OK) }
+            let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata).takeUnretainedValue()
+            return t.mayBeSent() ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
+        }
+        try curlCheck(prereqCB, setoptSite(CURLOPT_PREREQFUNCTION))
         self.client = client
         let openCB = peel_easy_setopt_open_cb(easy) { handlep, purpose, address in
             guard let address else { return -1 }

@@ -200,15 +200,17 @@ public final class UpstreamClient {
                 result = .success(UpstreamResponse(status: status, headers: h.head.take(), body: body,
                                                    duration: loop.now - t.started))
             } else {
-                result = .failure(classify(code, handle: h, tooLarge: t.tooLarge))
+                result = .failure(classify(code, handle: h, transfer: t))
             }
             finish(t, handle: h, result: result, stillInMulti: !removed)
         }
     }
 
     /// The one place CURLcodes become Peel's failure kinds.
-    private func classify(_ code: CURLcode, handle h: EasyHandle, tooLarge: Bool) -> UpstreamFailure {
+    private func classify(_ code: CURLcode, handle h: EasyHandle, transfer t: UpstreamTransfer) -> UpstreamFailure {
         let easy = h.easy
+        if code == CURLE_ABORTED_BY_CALLBACK && t.resendRefused { return t.refusedResend }
+        let tooLarge = t.tooLarge
         var text = String(cString: curl_easy_strerror(code))
         if h.errorBuffer.pointee != 0 { text = String(cString: h.errorBuffer) }
         if h.localSocketError != 0 {
