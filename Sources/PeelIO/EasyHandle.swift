@@ -100,8 +100,10 @@ final class EasyHandle {
         let headerCB = peel_easy_setopt_write_cb(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
             let n = size * count
-            t.handle?.head.addLine(UnsafeRawBufferPointer(start: data, count: n))
-            return n
+            // 0 aborts the transfer (CURLE_WRITE_ERROR) before a byte of the answer is relayed, and
+            // curl closes a connection whose transfer failed instead of pooling it.
+            guard let h = t.handle else { return n }
+            return h.head.addLine(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
         }
         try curlCheck(headerCB, setoptSite(CURLOPT_HEADERFUNCTION))
         let prereqCB = peel_easy_setopt_prereq_cb(easy) { userdata, _, _, _, _ in

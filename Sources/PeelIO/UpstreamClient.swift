@@ -149,8 +149,15 @@ public final class UpstreamClient {
     /// A watched socket is ready: tell curl, then collect finished transfers.
     private func socketReady(_ fd: Int32, _ events: Int16) {
         if let w = sockets[fd], w.parked {
-            // The server closed or wrote to an idle connection: stop listening; curl checks it on reuse.
+            // The server closed or wrote to an idle connection. Bytes nobody asked for (a forged
+            // answer after a chunked one, a late 408) would be read as the next request's answer:
+            // libcurl 7.88 reuses a connection with input pending (only POLLHUP/POLLERR make it
+            // "dead"). Shutting both directions raises POLLHUP, so curl closes it instead of reusing it.
             w.disarm()
+            // ENOTCONN: the peer's close already ended it, which curl sees as well.
+            if shutdown(fd, Int32(SHUT_RDWR)) != 0 && errno != ENOTCONN {
+                record(PeelIOError(.system(errno), "shutdown(idle upstream connection)"))
+            }
             return
         }
         var action: Int32 = 0
@@ -210,6 +217,7 @@ public final class UpstreamClient {
     private func classify(_ code: CURLcode, handle h: EasyHandle, transfer t: UpstreamTransfer) -> UpstreamFailure {
         let easy = h.easy
         if code == CURLE_ABORTED_BY_CALLBACK && t.resendRefused { return t.refusedResend }
+        if code == CURLE_WRITE_ERROR, let why = h.head.violation { return .protocolError(why) }
         let tooLarge = t.tooLarge
         var text = String(cString: curl_easy_strerror(code))
         if h.errorBuffer.pointee != 0 { text = String(cString: h.errorBuffer) }

@@ -28,6 +28,8 @@ final class RawUpstream: @unchecked Sendable {
         case send(String)
         /// Writes these bytes, then closes.
         case sendThenClose(String)
+        /// Writes the first bytes, then the second ones `after` seconds later, keeping the connection open.
+        case sendInTwoParts(String, after: Double, String)
         /// Closes without a byte.
         case close
     }
@@ -35,6 +37,7 @@ final class RawUpstream: @unchecked Sendable {
     private let loop: EventLoop
     private var server: TCPServer?
     private var open: [ObjectIdentifier: TCPConnection] = [:]
+    private var timers: [LoopTimer] = []
     private let respond: @Sendable (Request) -> Reply
     private let seenRequests = Locked<[Request]>([])
     private let accepted = Locked(0)
@@ -66,6 +69,8 @@ final class RawUpstream: @unchecked Sendable {
         loop.execute { [self] in
             server?.close()
             server = nil
+            for t in timers { t.cancel() }
+            timers = []
             for c in open.values { c.close() }
             open = [:]
             loop.defer { loop.stop() }
@@ -93,6 +98,11 @@ final class RawUpstream: @unchecked Sendable {
                     conn.write(text)
                     conn.close()
                     return
+                case .sendInTwoParts(let first, let delay, let second):
+                    conn.write(first)
+                    let timer = LoopTimer(loop: conn.loop) { [weak conn] in conn?.write(second) }
+                    timer.arm(seconds: delay)
+                    timers.append(timer)
                 case .close:
                     conn.close()
                     return

@@ -56,3 +56,139 @@ final class UpstreamIntegrityTests: XCTestCase {
         XCTAssertEqual(try h.request("GET", "/after").status, 200, "one closed keep-alive connection took the upstream offline")
     }
 }
+
+/// Upstream heads are checked before a byte of them is relayed.
+final class UpstreamHeadTests: XCTestCase {
+    static let badNames = ["Bad Name", "X(A)@", "X\u{80}Y", "Content-Length\u{0b}", "X-A\u{7f}"]
+    static let forged = "HTTP/1.1 200 OK\r\nSet-Cookie: session=attacker\r\nContent-Length: 38\r\n\r\n{\"code\":0,\"message\":\"\",\"data\":\"evil\"}"
+    static let chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n23\r\n{\"code\":0,\"message\":\"ok\",\"data\":1}\r\n0\r\n\r\n"
+    var h: RawHarness!
+
+    override func setUpWithError() throws {
+        h = try RawHarness(configure: { $0.timeout = 3 }) { r in
+            let ok = RawUpstream.envelope("{\"conn\":\(r.connection),\"n\":\(r.number)}")
+            switch r.path {
+            case "/switch":
+                return .send("HTTP/1.1 101 Switching Protocols\r\nUpgrade: evil\r\nConnection: upgrade\r\n\r\n" + Self.forged)
+            case "/interim199":
+                return .send("HTTP/1.1 199 Whatever\r\n\r\n" + ok)
+            case "/interim103":
+                return .send("HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n" + ok)
+            case let p where p.hasPrefix("/badname/"):
+                let i = Int(p.dropFirst(9)) ?? 0
+                return .send(RawUpstream.envelope("1", fields: ["\(Self.badNames[i]): 1"]))
+            case "/badvalue-cr":
+                return .send(RawUpstream.envelope("1", fields: ["X-A: a\rSet-Cookie: b"]))
+            case "/badvalue-nul":
+                return .send(RawUpstream.envelope("1", fields: ["X-A: a\u{0}b"]))
+            case "/nocolon":
+                return .send(RawUpstream.envelope("1", fields: ["X-A"]))
+            case "/many":
+                return .send(RawUpstream.envelope("1", fields: (0..<10_000).map { "X-F\($0): v" }))
+            case "/bighead":
+                return .send(RawUpstream.envelope("1", fields: ["X-Big: " + String(repeating: "a", count: 70_000)]))
+            case "/fields256":
+                return .send(RawUpstream.envelope("1", fields: (0..<250).map { "X-F\($0): v" }))
+            case "/conn":
+                return .send(RawUpstream.envelope("1", fields: ["Connection: X-Secret, close", "X-Secret: 1", "X-Kept: 2"]))
+            case "/excess":
+                return .send(ok + Self.forged)
+            case "/chunked-excess":
+                return .send(Self.chunked + Self.forged)
+            case "/chunked-late":
+                return .sendInTwoParts(Self.chunked, after: 0.2, Self.forged)
+            default:
+                return .send(ok)
+            }
+        }
+    }
+
+    override func tearDown() { h.stop() }
+
+    private func assertBadFormat(_ path: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let r = try h.request("GET", path)
+        XCTAssertEqual(r.status, 502, "\(path): \(r.text)", file: file, line: line)
+        XCTAssertEqual(problem(r, file: file, line: line)["code"] as? Int, -100, path, file: file, line: line)
+        XCTAssertNil(r.header("Set-Cookie"), path, file: file, line: line)
+    }
+
+    /// The next call is answered by a new connection's first request: nothing was left to desynchronise.
+    private func assertNextCallOnAFreshConnection(after path: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let before = h.upstream.connections
+        let r = try h.request("GET", "/next")
+        XCTAssertEqual(r.status, 200, file: file, line: line)
+        XCTAssertEqual(r.text, "{\"conn\":\(before + 1),\"n\":1}", "after \(path)", file: file, line: line)
+        XCTAssertNil(r.header("Set-Cookie"), file: file, line: line)
+    }
+
+    func testSwitchingProtocolsWithAForgedAnswerAfterIt_is502AndTheConnectionIsDiscarded() throws {
+        XCTAssertEqual(try h.request("GET", "/warm").status, 200)
+        try assertBadFormat("/switch")
+        try assertNextCallOnAFreshConnection(after: "/switch")
+    }
+
+    func testUnknownInterimStatus_is502() throws {
+        try assertBadFormat("/interim199")
+    }
+
+    func testEarlyHints_areSkippedAndTheFinalAnswerIsJudged() throws {
+        let r = try h.request("GET", "/interim103")
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertNil(r.header("Link"), "an interim answer's fields were relayed")
+    }
+
+    func testFieldNamesThatAreNotTokens_are502() throws {
+        for i in Self.badNames.indices { try assertBadFormat("/badname/\(i)") }
+    }
+
+    func testFieldValuesWithCROrNULOrALineWithoutColon_are502() throws {
+        try assertBadFormat("/badvalue-cr")
+        try assertBadFormat("/badvalue-nul")
+        try assertBadFormat("/nocolon")
+    }
+
+    func testATenThousandFieldHead_is502() throws {
+        try assertBadFormat("/many")
+    }
+
+    func testAHeadOver64KiB_is502() throws {
+        try assertBadFormat("/bighead")
+    }
+
+    func testAHeadWithinTheBounds_isRelayed() throws {
+        let r = try h.request("GET", "/fields256")
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertEqual(r.header("X-F249"), "v")
+    }
+
+    func testFieldsNamedInConnection_areDropped() throws {
+        let r = try h.request("GET", "/conn")
+        XCTAssertEqual(r.status, 200, r.text)
+        XCTAssertNil(r.header("X-Secret"))
+        XCTAssertEqual(r.header("X-Kept"), "2")
+    }
+
+    func testBytesAfterAContentLengthAnswer_closeTheConnection() throws {
+        let r = try h.request("GET", "/excess")
+        XCTAssertEqual(r.status, 200, r.text)
+        try assertNextCallOnAFreshConnection(after: "/excess")
+    }
+
+    func testBytesInTheSameReadAfterAChunkedAnswer_areNeverRelayed() throws {
+        // libcurl 7.88 drops what follows the last chunk in the same read ("Leftovers after
+        // chunking") and keeps the connection: the forged answer must not reach the next call.
+        let r = try h.request("GET", "/chunked-excess")
+        XCTAssertEqual(r.status, 200, r.text)
+        let next = try h.request("GET", "/next")
+        XCTAssertEqual(next.status, 200)
+        XCTAssertTrue(next.text.hasPrefix("{\"conn\":"), next.text)
+        XCTAssertNil(next.header("Set-Cookie"))
+    }
+
+    func testBytesArrivingAfterAChunkedAnswer_closeTheConnection() throws {
+        let r = try h.request("GET", "/chunked-late")
+        XCTAssertEqual(r.status, 200, r.text)
+        usleep(400_000)
+        try assertNextCallOnAFreshConnection(after: "/chunked-late")
+    }
+}
