@@ -244,7 +244,11 @@ public final class UpstreamClient {
             // curl reports broken chunked framing as a receive error; the upstream lied, it did not vanish.
             return .protocolError(text)
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE:
-            return .reset(text)
+            // Once a status line arrived the upstream is there and answering: an answer that breaks
+            // after it (fewer bytes than its Content-Length, chunked framing cut short, a reset
+            // mid-body: an incomplete message, RFC 9112 §8) is a bad answer, not a lost upstream, and
+            // must not count towards `fall`.
+            return h.head.statusSeen ? .protocolError(text) : .reset(text)
         case CURLE_BAD_CONTENT_ENCODING, CURLE_WEIRD_SERVER_REPLY, CURLE_UNSUPPORTED_PROTOCOL, CURLE_HTTP2,
              CURLE_RANGE_ERROR:
             return .protocolError(text)

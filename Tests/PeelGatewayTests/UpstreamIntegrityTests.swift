@@ -192,3 +192,61 @@ final class UpstreamHeadTests: XCTestCase {
         try assertNextCallOnAFreshConnection(after: "/chunked-late")
     }
 }
+
+/// An upstream that sent a status line is there: a broken answer after it is its fault (-100), and
+/// never evidence that it is unreachable.
+final class BrokenAnswerTests: XCTestCase {
+    static let envelope = "{\"code\":0,\"message\":\"ok\",\"data\":1}"
+
+    func testTruncatedAnswersFiveTimesWithFallThree_areBadFormatAndTheUpstreamStaysOnline() throws {
+        let h = try RawHarness(configure: { $0.fall = 3 }) { r in
+            switch r.path {
+            case "/truncated":
+                // Content-Length promises 100 bytes more than arrive, then the upstream closes.
+                return .sendThenClose("HTTP/1.1 200 OK\r\nContent-Length: \(Self.envelope.utf8.count + 100)\r\n\r\n" + Self.envelope)
+            default:
+                return .send(RawUpstream.envelope("\"good\""))
+            }
+        }
+        defer { h.stop() }
+        for i in 1...5 {
+            let r = try h.request("GET", "/truncated")
+            XCTAssertEqual(r.status, 502, "call \(i): \(r.text)")
+            XCTAssertEqual(problem(r)["code"] as? Int, -100, "call \(i)")
+        }
+        let good = try h.request("GET", "/good")
+        XCTAssertEqual(good.status, 200, "a healthy upstream with a bug was taken offline: \(good.text)")
+        XCTAssertEqual(good.text, "\"good\"")
+    }
+
+    func testBrokenFramingAndEncodingAfterTheStatusLine_areBadFormat() throws {
+        let cases: [String: String] = [
+            "/bad-chunk": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n" + Self.envelope + "\r\n0\r\n\r\n",
+            "/cut-chunked": "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n" + Self.envelope,
+            "/bad-gzip": "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 12\r\n\r\nnot gzip at ",
+            "/cut-head": "HTTP/1.1 200 OK\r\nContent-Type: appl",
+        ]
+        let h = try RawHarness(configure: { $0.fall = 1 }) { r in
+            if let bytes = cases[r.path] { return .sendThenClose(bytes) }
+            return .send(RawUpstream.envelope("\"good\""))
+        }
+        defer { h.stop() }
+        for path in cases.keys.sorted() {
+            let r = try h.request("GET", path)
+            XCTAssertEqual(r.status, 502, "\(path): \(r.text)")
+            XCTAssertEqual(problem(r)["kind"] as? String, "bad-upstream-format", path)
+        }
+        XCTAssertEqual(try h.request("GET", "/good").status, 200, "counted towards fall 1")
+    }
+
+    func testAnUpstreamThatClosesBeforeAnyAnswer_stillCountsTowardsFall() throws {
+        let h = try RawHarness(configure: { $0.fall = 2 }) { r in
+            r.path == "/probe" ? .send(RawUpstream.envelope("1")) : .close
+        }
+        defer { h.stop() }
+        for _ in 1...2 { XCTAssertEqual(problem(try h.request("GET", "/x"))["code"] as? Int, -101) }
+        let r = try h.request("GET", "/x")
+        XCTAssertEqual(r.status, 503, r.text)
+        XCTAssertEqual(problem(r)["kind"] as? String, "offline")
+    }
+}
