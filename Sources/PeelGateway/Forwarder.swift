@@ -89,6 +89,7 @@ final class Forwarder {
         // RFC 9112 §3.2: a 1.1 request without Host, or with two, is refused.
         if let badHeader { return refuse(call, badHeader) }
         if ex.version.major == 1 && ex.version.minor >= 1 && host == nil { return refuse(call, "HTTP/1.1 request without Host") }
+        if let host, let why = RequestPolicy.hostProblem(host) { return refuse(call, why) }
         // Content-Length and Transfer-Encoding framing was judged by the server's parser.
 
         let target: (path: String, query: String?)
