@@ -3,13 +3,15 @@ import PeelIO
 
 /// Wires one worker's listener → upstream client → envelope → response. Loop-thread only.
 final class Forwarder {
-    private let config: GatewayConfig
+    private var config: GatewayConfig
     private let upstream: UpstreamClient
     private let reachability: Reachability
     private let metrics: WorkerMetrics
-    private let accessLog: AccessLog?
-    private let basePath: String
-    private let retryAfter: String
+    private let log: AccessLog?
+    /// The access log while `access_log` is on.
+    private var accessLog: AccessLog?
+    private var basePath: String
+    private var retryAfter: String
     private let idPrefix: String
     private var idCounter: UInt64 = 0
     /// Set while shutting down: answers carry `Connection: close`.
@@ -31,11 +33,20 @@ final class Forwarder {
         self.upstream = upstream
         self.reachability = reachability
         self.metrics = metrics
-        self.accessLog = accessLog
+        log = accessLog
+        self.accessLog = config.accessLog ? accessLog : nil
         basePath = config.upstream.basePath
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
+    }
+
+    /// Takes a reloaded configuration for the requests that arrive from now on.
+    func apply(_ config: GatewayConfig) {
+        self.config = config
+        accessLog = config.accessLog ? log : nil
+        basePath = config.upstream.basePath
+        retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
     }
 
     /// Per-call state, alive from request to answer.

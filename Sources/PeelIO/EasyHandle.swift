@@ -12,6 +12,8 @@ final class EasyHandle {
     var url: OpaquePointer?
     /// The response's header lines, captured by CURLOPT_HEADERFUNCTION.
     let head = HeaderCollector()
+    /// The client's `generation` when this handle was set up.
+    var generation = 0
     /// errno of a socket() that failed for this transfer (EMFILE, ENFILE, ENOBUFS, ENOMEM), else 0.
     var localSocketError: Int32 = 0
     /// The client whose loop watches this handle's sockets (it owns the pool this handle lives in).
@@ -38,6 +40,7 @@ final class EasyHandle {
     static func make(for client: UpstreamClient, options: UpstreamOptions) throws(PeelIOError) -> EasyHandle {
         guard let easy = curl_easy_init() else { throw curlError(CURLE_FAILED_INIT, "curl_easy_init") }
         let h = EasyHandle(easy: easy)
+        h.generation = client.generation
         do throws(PeelIOError) {
             try h.setUp(for: client, options: options)
         } catch {

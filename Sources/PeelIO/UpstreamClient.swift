@@ -10,8 +10,10 @@ public final class UpstreamClient {
     let loop: EventLoop
     /// The curl multi handle.
     let multi: UnsafeMutableRawPointer
-    /// Settings shared by every handle.
-    let options: UpstreamOptions
+    /// Settings shared by every handle; `apply` replaces them.
+    private(set) var options: UpstreamOptions
+    /// Bumped by `apply`: handles set up under an older one are cleaned up instead of pooled.
+    private(set) var generation = 0
     /// The single-shot timer CURLMOPT_TIMERFUNCTION arms.
     private var timer: OpaquePointer?
     /// Runs curl's "timeout now" on this loop pass instead of through a 0 ms timer (no extra epoll_wait).
@@ -67,6 +69,17 @@ public final class UpstreamClient {
         for (_, w) in sockets { w.free() }
         if let timer { event_free(timer) }
         if let kick { event_free(kick) }
+    }
+
+    /// New settings for transfers started from now on (a configuration reload): idle handles are
+    /// dropped, and handles of running transfers are dropped when those finish.
+    public func apply(_ new: UpstreamOptions) throws(PeelIOError) {
+        try curlCheck(peel_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, new.maxIdleConnections),
+                      "curl_multi_setopt(CURLMOPT_MAXCONNECTS)")
+        options = new
+        generation += 1
+        for h in freeHandles { h.cleanup() }
+        freeHandles = []
     }
 
     /// curl_global_init's result, run once per process.

@@ -172,6 +172,11 @@ extension UpstreamClient {
         // A handle curl still holds is let go, neither pooled (adding it again would fail) nor
         // cleaned up (the multi would keep a dangling pointer); only a recursive API call gets here.
         if stillInMulti { return }
+        // Set up under settings a reload has replaced: not pooled.
+        if h.generation != generation {
+            h.cleanup()
+            return
+        }
         do throws(PeelIOError) {
             try h.set(CURLOPT_HTTPHEADER, nil)
             try h.set(CURLOPT_PRIVATE, nil)
