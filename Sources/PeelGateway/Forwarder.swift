@@ -41,6 +41,23 @@ final class Forwarder {
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
     }
 
+    /// Calls waiting for the upstream, so a shutdown past its timeout can answer them.
+    private var waiting: [ObjectIdentifier: Call] = [:]
+
+    /// Shutdown past `shutdown_timeout`: every call still waiting for the upstream is cancelled and
+    /// answered 503 (with `Connection: close`, as while draining) instead of being cut off bare.
+    func cutWaitingCalls() {
+        let calls = waiting.values
+        waiting = [:]
+        for call in calls {
+            call.transfer?.cancel()
+            call.transfer = nil
+            call.exchange.onClientGone = nil
+            answerProblem(call, Problem(kind: .upstreamUnreachable, status: 503,
+                                        detail: "Peel is shutting down and the upstream did not answer within shutdown_timeout"))
+        }
+    }
+
     /// Takes a reloaded configuration for the requests that arrive from now on.
     func apply(_ config: GatewayConfig) {
         self.config = config
@@ -150,7 +167,9 @@ final class Forwarder {
             self.upstreamFinished(call, result)
         }
         call.transfer = transfer
+        waiting[ObjectIdentifier(call)] = call
         ex.onClientGone = { [self] in
+            waiting[ObjectIdentifier(call)] = nil
             call.transfer?.cancel()
             call.transfer = nil
             self.record(call, status: 499, kind: "client-closed", bytes: 0, upstreamCode: nil)
@@ -172,6 +191,7 @@ final class Forwarder {
     }
 
     private func upstreamFinished(_ call: Call, _ result: Result<UpstreamResponse, UpstreamFailure>) {
+        waiting[ObjectIdentifier(call)] = nil
         call.transfer = nil
         call.exchange.onClientGone = nil
         switch result {

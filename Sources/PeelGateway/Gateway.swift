@@ -136,10 +136,17 @@ public final class Gateway: @unchecked Sendable {
             sleepSeconds(0.01)
         }
         if !clean {
-            // Calls still running past shutdown_timeout are cut: stop the loops where they stand.
-            for w in workers { w.loop.stop() }
-            let cutoff = monotonicNow() + 2
+            // Calls still running past shutdown_timeout get a 503 problem with Connection: close;
+            // the loops end once it is written. A client that does not read it within 2 s is cut
+            // off where it stands.
+            for w in workers { w.cutWaitingCalls() }
+            var cutoff = monotonicNow() + 2
             while finished.withLock({ $0 }) < workers.count && monotonicNow() < cutoff { sleepSeconds(0.01) }
+            if finished.withLock({ $0 }) < workers.count {
+                for w in workers { w.loop.stop() }
+                cutoff = monotonicNow() + 2
+                while finished.withLock({ $0 }) < workers.count && monotonicNow() < cutoff { sleepSeconds(0.01) }
+            }
         }
         serving.store(false, ordering: .relaxed)
         admin?.stop()

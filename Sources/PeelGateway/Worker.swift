@@ -99,6 +99,12 @@ final class Worker: @unchecked Sendable {
         }
     }
 
+    /// Shutdown timeout reached: calls still waiting for the upstream get a 503; the loop ends once
+    /// those answers are written (checkDrained keeps polling).
+    func cutWaitingCalls() {
+        loop.execute { [self] in forwarder.cutWaitingCalls() }
+    }
+
     private func checkDrained() {
         if server.pending == 0 {
             accessLog?.flush()
