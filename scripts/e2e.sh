@@ -73,6 +73,37 @@ print("ok" if len(lines) > 20000 and not bad else f"{len(lines)} lines, {len(bad
 PY
 )"
 
+# Signals: SIGUSR1 and SIGUSR2 are logged and ignored; SIGHUP re-reads the config file and applies
+# it to new requests (under load, without a failed request), and an invalid one keeps the running
+# configuration; each signal is a JSON event on stderr.
+GW4=$(free_port)
+echo '{"business_status": 409}' >"$WORK/hup.json"
+"$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW4 --admin-listen off --access-log off \
+  --config "$WORK/hup.json" 2>"$WORK/hup.err" & HUP_PID=$!
+pids+=($HUP_PID)
+G4=http://127.0.0.1:$GW4
+for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/user)" == "200" ] && break; sleep 0.05; done
+check "business status from the config file" "409" "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/business-error)"
+kill -USR1 $HUP_PID; kill -USR2 $HUP_PID; sleep 0.2
+check "SIGUSR1 and SIGUSR2 leave the process serving" "200" "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/user)"
+check "SIGUSR1 and SIGUSR2 logged as ignored" "2" "$(grep -c '"event":"signal","signal":"SIGUSR[12]","action":"ignored"' "$WORK/hup.err")"
+echo '{"business_status": 418}' >"$WORK/hup.json"
+kill -HUP $HUP_PID; sleep 0.3
+check "SIGHUP applies the re-read config file" "418" "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/business-error)"
+check "SIGHUP logged, then the reload" "2" "$(grep -c '"signal":"SIGHUP","action":"reload"\|"event":"reloaded"' "$WORK/hup.err")"
+echo '{"business_status": "many"}' >"$WORK/hup.json"
+kill -HUP $HUP_PID; sleep 0.3
+check "an invalid config on SIGHUP keeps the running one" "418" "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/business-error)"
+check "the refused reload is logged with the option" "1" "$(grep '"event":"reload_failed"' "$WORK/hup.err" | grep -c business_status)"
+echo '{"business_status": 422}' >"$WORK/hup.json"
+ab -q -k -c 20 -n 20000 "$G4/api/user" >"$WORK/ab-hup.txt" 2>&1 & AB_PID=$!
+for _ in 1 2 3 4 5; do sleep 0.2; kill -HUP $HUP_PID; done
+wait $AB_PID || true
+check "ab -k during 5 SIGHUP reloads: complete" "20000" "$(awk '/^Complete requests/{print $3}' "$WORK/ab-hup.txt")"
+check "ab -k during 5 SIGHUP reloads: failed" "0" "$(awk '/^Failed requests/{print $3}' "$WORK/ab-hup.txt")"
+kill -TERM $HUP_PID; rc=0; wait $HUP_PID || rc=$?
+check "SIGTERM after reloads exits 0" "0" "$rc"
+
 # SIGTERM during a slow call: the call completes, then the process exits 0.
 curl -s -o "$WORK/slow.body" -w '%{http_code}' "$G/api/slow?ms=1500" >"$WORK/slow.code" & CURL_PID=$!
 sleep 0.4

@@ -103,7 +103,7 @@ kind() { curl -s "$G$1" | python3 -c 'import json,sys;print(json.load(sys.stdin)
 check "trickling upstream times out" "upstream-timeout" "$(kind '/fault/trickle?ms=300')"
 check "80 MiB upstream body is refused" "upstream-too-large" "$(kind '/fault/huge?mb=80')"
 check "garbage instead of HTTP" "bad-upstream-format" "$(kind /fault/garbage)"
-check "reset mid-body" "upstream-unreachable" "$(kind /fault/reset-mid-body)"
+check "reset mid-body (after the status line: the answer broke)" "bad-upstream-format" "$(kind /fault/reset-mid-body)"
 check "still serving after the faults" "200" "$(curl -s -o /dev/null -w '%{http_code}' $G/api/user)"
 check_le "RSS after the fault round stays bounded (kB over baseline)" 16384 $(( $(rss_kb) - base_rss ))
 

@@ -20,6 +20,9 @@ CURLcode peel_easy_setopt_open_cb(CURL *easy,
                                   curl_socket_t (*cb)(void *, curlsocktype, struct curl_sockaddr *)) {
     return curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, cb);
 }
+CURLcode peel_easy_setopt_prereq_cb(CURL *easy, int (*cb)(void *, char *, char *, int, int)) {
+    return curl_easy_setopt(easy, CURLOPT_PREREQFUNCTION, cb);
+}
 CURLMcode peel_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }

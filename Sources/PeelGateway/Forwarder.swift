@@ -3,13 +3,15 @@ import PeelIO
 
 /// Wires one worker's listener → upstream client → envelope → response. Loop-thread only.
 final class Forwarder {
-    private let config: GatewayConfig
+    private var config: GatewayConfig
     private let upstream: UpstreamClient
     private let reachability: Reachability
     private let metrics: WorkerMetrics
-    private let accessLog: AccessLog?
-    private let basePath: String
-    private let retryAfter: String
+    private let log: AccessLog?
+    /// The access log while `access_log` is on.
+    private var accessLog: AccessLog?
+    private var basePath: String
+    private var retryAfter: String
     private let idPrefix: String
     private var idCounter: UInt64 = 0
     /// Set while shutting down: answers carry `Connection: close`.
@@ -31,11 +33,37 @@ final class Forwarder {
         self.upstream = upstream
         self.reachability = reachability
         self.metrics = metrics
-        self.accessLog = accessLog
+        log = accessLog
+        self.accessLog = config.accessLog ? accessLog : nil
         basePath = config.upstream.basePath
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
+    }
+
+    /// Calls waiting for the upstream, so a shutdown past its timeout can answer them.
+    private var waiting: [ObjectIdentifier: Call] = [:]
+
+    /// Shutdown past `shutdown_timeout`: every call still waiting for the upstream is cancelled and
+    /// answered 503 (with `Connection: close`, as while draining) instead of being cut off bare.
+    func cutWaitingCalls() {
+        let calls = waiting.values
+        waiting = [:]
+        for call in calls {
+            call.transfer?.cancel()
+            call.transfer = nil
+            call.exchange.onClientGone = nil
+            answerProblem(call, Problem(kind: .upstreamUnreachable, status: 503,
+                                        detail: "Peel is shutting down and the upstream did not answer within shutdown_timeout"))
+        }
+    }
+
+    /// Takes a reloaded configuration for the requests that arrive from now on.
+    func apply(_ config: GatewayConfig) {
+        self.config = config
+        accessLog = config.accessLog ? log : nil
+        basePath = config.upstream.basePath
+        retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
     }
 
     /// Per-call state, alive from request to answer.
@@ -89,6 +117,7 @@ final class Forwarder {
         // RFC 9112 §3.2: a 1.1 request without Host, or with two, is refused.
         if let badHeader { return refuse(call, badHeader) }
         if ex.version.major == 1 && ex.version.minor >= 1 && host == nil { return refuse(call, "HTTP/1.1 request without Host") }
+        if let host, let why = RequestPolicy.hostProblem(host) { return refuse(call, why) }
         // Content-Length and Transfer-Encoding framing was judged by the server's parser.
 
         let target: (path: String, query: String?)
@@ -138,7 +167,9 @@ final class Forwarder {
             self.upstreamFinished(call, result)
         }
         call.transfer = transfer
+        waiting[ObjectIdentifier(call)] = call
         ex.onClientGone = { [self] in
+            waiting[ObjectIdentifier(call)] = nil
             call.transfer?.cancel()
             call.transfer = nil
             self.record(call, status: 499, kind: "client-closed", bytes: 0, upstreamCode: nil)
@@ -160,6 +191,7 @@ final class Forwarder {
     }
 
     private func upstreamFinished(_ call: Call, _ result: Result<UpstreamResponse, UpstreamFailure>) {
+        waiting[ObjectIdentifier(call)] = nil
         call.transfer = nil
         call.exchange.onClientGone = nil
         switch result {
@@ -198,6 +230,8 @@ final class Forwarder {
             return Problem(kind: .upstreamTooLarge)
         case .protocolError:
             return Problem(kind: .badUpstreamFormat)
+        case .notResent(let why):
+            return Problem(kind: .upstreamUnreachable, detail: why)
         case .localResources(let why):
             // Peel's own shortage (descriptors, memory): 503 like the in-flight limit; the upstream is
             // not to blame, so reachability never hears of it (it is not a transport failure).

@@ -7,8 +7,9 @@ public let peelVersion = "0.1.0"
 
 /// The running gateway: workers, prober, admin listener and the drain sequence.
 public final class Gateway: @unchecked Sendable {
-    /// The configuration it runs with.
-    public let config: GatewayConfig
+    /// The configuration it runs with (the latest `reload`'s).
+    public var config: GatewayConfig { current.withLock { $0 } }
+    private let current: Locked<GatewayConfig>
     /// Shared reachability state.
     public let reachability: Reachability
     private var workers: [Worker] = []
@@ -22,7 +23,7 @@ public final class Gateway: @unchecked Sendable {
 
     /// Prepares (binds nothing yet).
     public init(config: GatewayConfig) {
-        self.config = config
+        current = Locked(config)
         let upstream = config.upstream.description
         reachability = Reachability(fall: config.fall, rise: config.rise, clock: { monotonicNow() }) { t in
             EventLog.emit("reachability", [("from", "\"\(t.from)\""), ("to", "\"\(t.to)\""), ("upstream", jsonEscaped(upstream))])
@@ -57,6 +58,56 @@ public final class Gateway: @unchecked Sendable {
         ])
     }
 
+    /// Applies a re-read configuration to requests and connections that start from now on (SIGHUP).
+    /// Listen addresses and the worker count need a restart: they keep their old values, and their
+    /// names are returned so the caller can log them. Call after `start`, before `shutdown`; blocks
+    /// until every worker has applied it.
+    public func reload(_ new: GatewayConfig) -> [String] {
+        let old = config
+        var next = new
+        var kept: [String] = []
+        if next.listen != old.listen { kept.append("listen"); next.listen = old.listen }
+        if next.adminListen != old.adminListen { kept.append("admin_listen"); next.adminListen = old.adminListen }
+        if next.workers != old.workers { kept.append("workers"); next.workers = old.workers }
+        current.withLock { $0 = next }
+        reachability.setThresholds(fall: next.fall, rise: next.rise)
+        let applied = next
+        let reachability = self.reachability
+        let done = Locked(0)
+        for w in workers {
+            w.loop.execute {
+                do throws(PeelIOError) {
+                    try w.apply(applied)
+                } catch {
+                    EventLog.emit("reload_failed", [("worker", "\(w.index)"), ("error", jsonEscaped(error.description))])
+                }
+                w.restartProber(config: applied, reachability: reachability)
+                done.withLock { $0 += 1 }
+            }
+        }
+        // Returns once every worker has it, so a request sent after SIGHUP is handled under it; a
+        // loop that has stopped (shutdown) is not waited for beyond a second.
+        let deadline = monotonicNow() + 1
+        while done.withLock({ $0 }) < workers.count && monotonicNow() < deadline { sleepSeconds(0.001) }
+        return kept
+    }
+
+    /// SIGHUP: re-reads the configuration with `load` and applies it, logging `reloaded` (with the
+    /// settings that need a restart and kept their values) or `reload_failed` with the reason, in
+    /// which case the running configuration stays as it was.
+    public func reload(load: () throws(ConfigError) -> GatewayConfig) {
+        let new: GatewayConfig
+        do throws(ConfigError) {
+            new = try load()
+        } catch {
+            EventLog.emit("reload_failed", [("error", jsonEscaped(error.description)), ("kept", "\"the running configuration\"")])
+            return
+        }
+        let kept = reload(new)
+        EventLog.emit("reloaded", [("upstream", jsonEscaped(new.upstream.description)),
+                                   ("needs_restart", "[" + kept.map(jsonEscaped).joined(separator: ",") + "]")])
+    }
+
     /// True once listeners are up.
     public var isServing: Bool { serving.load(ordering: .relaxed) }
     /// True after a stop signal.
@@ -85,10 +136,17 @@ public final class Gateway: @unchecked Sendable {
             sleepSeconds(0.01)
         }
         if !clean {
-            // Calls still running past shutdown_timeout are cut: stop the loops where they stand.
-            for w in workers { w.loop.stop() }
-            let cutoff = monotonicNow() + 2
+            // Calls still running past shutdown_timeout get a 503 problem with Connection: close;
+            // the loops end once it is written. A client that does not read it within 2 s is cut
+            // off where it stands.
+            for w in workers { w.cutWaitingCalls() }
+            var cutoff = monotonicNow() + 2
             while finished.withLock({ $0 }) < workers.count && monotonicNow() < cutoff { sleepSeconds(0.01) }
+            if finished.withLock({ $0 }) < workers.count {
+                for w in workers { w.loop.stop() }
+                cutoff = monotonicNow() + 2
+                while finished.withLock({ $0 }) < workers.count && monotonicNow() < cutoff { sleepSeconds(0.01) }
+            }
         }
         serving.store(false, ordering: .relaxed)
         admin?.stop()

@@ -38,9 +38,9 @@ public struct ReachabilityTransition: Sendable, Equatable {
 /// The pure state machine: results in, transitions out; time is passed in, so tests need no sleeps.
 public struct ReachabilityMachine: Sendable {
     /// Consecutive failures that make the upstream unreachable.
-    public let fall: Int
+    public private(set) var fall: Int
     /// Consecutive successes that make it reachable again.
-    public let rise: Int
+    public private(set) var rise: Int
     /// Current state.
     public private(set) var state: ReachabilityState = .unknown
     /// When the current state began (seconds on the injected clock).
@@ -49,6 +49,12 @@ public struct ReachabilityMachine: Sendable {
     private var successes = 0
 
     /// Starts in `unknown` at time `now`.
+    /// New thresholds (a configuration reload); the state and the counts so far stay.
+    public mutating func setThresholds(fall: Int, rise: Int) {
+        self.fall = max(1, fall)
+        self.rise = max(1, rise)
+    }
+
     public init(fall: Int, rise: Int, now: Double) {
         self.fall = max(1, fall)
         self.rise = max(1, rise)
@@ -139,6 +145,11 @@ public final class Reachability: Sendable {
     public func recordProbe(_ report: ProbeReport) {
         lastProbe.withLock { $0 = report }
         record(success: report.ok)
+    }
+
+    /// New fall and rise thresholds, from the next probe or call on.
+    public func setThresholds(fall: Int, rise: Int) {
+        machine.withLock { $0.setThresholds(fall: fall, rise: rise) }
     }
 
     /// Records a transport failure seen on a live call (counts as a failed probe).

@@ -57,12 +57,15 @@ enum RequestPolicy {
             path = origin
             query = nil
         }
+        if hasOverlongUTF8(path) { return .refuse("path holds an overlong UTF-8 encoding") }
         if climbsAboveRoot(path) { return .refuse("path climbs above the upstream base path") }
         return .forward(path: String(path), query: query.map(String.init))
     }
 
     /// True when dot-segments (also percent-encoded, or with backslashes some servers treat as
-    /// slashes) would take the path above its root (RFC 3986 §5.2.4).
+    /// slashes) would take the path above its root (RFC 3986 §5.2.4). A segment is read up to its
+    /// first `;`, as Tomcat and Spring strip path parameters before resolving dot-segments: for them
+    /// `..;x` is `..`.
     static func climbsAboveRoot(_ path: Substring) -> Bool {
         // Only '.', '%' (an encoded dot or slash) and a backslash can make a dot-segment; most paths have none
         // (callgrind: the walk below was ~4.8k instructions of a ~140k /small request).
@@ -80,13 +83,15 @@ enum RequestPolicy {
                 else if pair == (UInt8(ascii: "2"), UInt8(ascii: "f")) || pair == (UInt8(ascii: "5"), UInt8(ascii: "c")) {
                     b = UInt8(ascii: "/"); i += 2
                 }
+                else if pair == (UInt8(ascii: "3"), UInt8(ascii: "b")) { b = UInt8(ascii: ";"); i += 2 }
             }
             if b == UInt8(ascii: "\\") { b = UInt8(ascii: "/") }
             if b == UInt8(ascii: "/") {
-                if segment == [0x2E, 0x2E] {
+                let name = segment.firstIndex(of: UInt8(ascii: ";")).map { segment[..<$0] } ?? segment[...]
+                if name.elementsEqual([0x2E, 0x2E]) {
                     depth -= 1
                     if depth < 0 { return true }
-                } else if segment != [0x2E] {
+                } else if !name.elementsEqual([0x2E]) {
                     depth += 1
                 }
                 segment.removeAll(keepingCapacity: true)
@@ -96,6 +101,61 @@ enum RequestPolicy {
             i += 1
         }
         return false
+    }
+
+    /// True when the path, raw or percent-decoded, holds an overlong UTF-8 form (`%c0%ae` for `.`,
+    /// `%e0%80%af` for `/`, `%c1%9c` for a backslash…). Such forms are invalid UTF-8 (RFC 3629 §3: a decoder
+    /// must not accept them), yet IIS-style and lenient decoders turn them into dot-segments and
+    /// slashes that the dot-segment rule above never saw; no legitimate client sends them.
+    static func hasOverlongUTF8(_ path: Substring) -> Bool {
+        // Only '%' or a byte above 0x7F can start one.
+        if !path.utf8.contains(where: { $0 == 0x25 || $0 >= 0x80 }) { return false }
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(path.utf8.count)
+        var bytes = path.utf8.makeIterator()
+        while let b = bytes.next() {
+            guard b == 0x25 else { decoded.append(b); continue }
+            guard let h = bytes.next(), let l = bytes.next(), let hi = hexValue(h), let lo = hexValue(l) else { return false }
+            decoded.append(hi << 4 | lo)
+        }
+        for i in decoded.indices {
+            let b = decoded[i]
+            // C0 and C1 lead only overlong two-byte forms of ASCII.
+            if b == 0xC0 || b == 0xC1 { return true }
+            guard i + 1 < decoded.count else { break }
+            let next = decoded[i + 1]
+            // E0 80..9F and F0 80..8F are three- and four-byte forms of what fits in fewer bytes.
+            if b == 0xE0 && next & 0xE0 == 0x80 { return true }
+            if b == 0xF0 && next & 0xF0 == 0x80 { return true }
+        }
+        return false
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: return c - 0x30
+        case 0x41...0x46: return c - 0x37
+        case 0x61...0x66: return c - 0x57
+        default: return nil
+        }
+    }
+
+    /// Why a Host value is refused, or nil: RFC 9110 §7.2 allows `uri-host [":" port]` only, and
+    /// §4.2.4 forbids userinfo in http(s) URIs, so `user:pw@evil.example` is never forwarded (it would
+    /// reach the upstream in X-Forwarded-Host).
+    static func hostProblem(_ host: String) -> String? {
+        for b in host.utf8 {
+            if b == UInt8(ascii: "@") { return "Host must not carry userinfo" }
+            // unreserved, sub-delims, ':' (port), '[' ']' (IP-literal) and '%' (pct-encoded), RFC 3986 §3.2.2.
+            switch b {
+            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x2E, 0x5F, 0x7E,
+                 0x21, 0x24, 0x26...0x2C, 0x3B, 0x3D, 0x3A, 0x5B, 0x5D, 0x25:
+                continue
+            default:
+                return "Host is not a host and port"
+            }
+        }
+        return nil
     }
 
     /// A client-supplied X-Request-Id is kept when it is short visible ASCII without quotes or backslashes.

@@ -17,25 +17,13 @@ final class Worker: @unchecked Sendable {
     init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability) throws(PeelIOError) {
         self.index = index
         loop = try EventLoop()
-        var upstreamOptions = UpstreamOptions()
-        upstreamOptions.timeout = config.timeout
-        upstreamOptions.connectTimeout = config.connectTimeout
-        upstreamOptions.maxResponseBody = config.maxUpstreamBody
-        upstreamOptions.caFile = config.caFile
-        upstreamOptions.maxInFlight = config.maxInFlight
-        upstreamOptions.origin = config.upstream.origin
-        client = try UpstreamClient(loop: loop, options: upstreamOptions)
-        accessLog = config.accessLog ? AccessLog() : nil
+        client = try UpstreamClient(loop: loop, options: Self.upstreamOptions(config))
+        // Always there, so a reload can turn the access log on; the forwarder writes to it only when on.
+        accessLog = AccessLog()
         forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
                               accessLog: accessLog, workerIndex: index)
-        var limits = ConnectionLimits()
-        limits.maxBody = config.maxBody
-        limits.idleTimeout = config.clientTimeout
-        limits.writeTimeout = config.clientTimeout
-        limits.bodyTimeout = config.bodyTimeout
-        limits.headerTimeout = config.headerTimeout
         let forwarder = self.forwarder!
-        server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: limits) { ex in
+        server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config)) { ex in
             forwarder.handle(ex)
         }
         server.onAcceptError = { message in EventLog.emit("accept_paused", [("error", jsonEscaped(message))]) }
@@ -47,6 +35,49 @@ final class Worker: @unchecked Sendable {
             }
             timer.arm(seconds: 0.1)
             flushTimer = timer
+        }
+    }
+
+    private static func upstreamOptions(_ config: GatewayConfig) -> UpstreamOptions {
+        var o = UpstreamOptions()
+        o.timeout = config.timeout
+        o.connectTimeout = config.connectTimeout
+        o.maxResponseBody = config.maxUpstreamBody
+        o.caFile = config.caFile
+        o.maxInFlight = config.maxInFlight
+        o.origin = config.upstream.origin
+        return o
+    }
+
+    private static func limits(_ config: GatewayConfig) -> ConnectionLimits {
+        var limits = ConnectionLimits()
+        limits.maxBody = config.maxBody
+        limits.idleTimeout = config.clientTimeout
+        limits.writeTimeout = config.clientTimeout
+        limits.bodyTimeout = config.bodyTimeout
+        limits.headerTimeout = config.headerTimeout
+        return limits
+    }
+
+    /// Applies a reloaded configuration to requests and connections that start after this; loop
+    /// thread only. Throws (and changes nothing) when curl refuses the new upstream settings.
+    func apply(_ config: GatewayConfig) throws(PeelIOError) {
+        try client.apply(Self.upstreamOptions(config))
+        server.limits = Self.limits(config)
+        forwarder.apply(config)
+    }
+
+    /// Replaces a running prober with one for `config` (its path, interval and timeout); loop thread
+    /// only. The old one keeps probing when the new one cannot be set up.
+    func restartProber(config: GatewayConfig, reachability: Reachability) {
+        guard let old = prober else { return }
+        do throws(PeelIOError) {
+            let p = try Prober(loop: loop, config: config, reachability: reachability)
+            old.stop()
+            prober = p
+            p.start()
+        } catch {
+            EventLog.emit("reload_failed", [("worker", "\(index)"), ("error", jsonEscaped(error.description))])
         }
     }
 
@@ -66,6 +97,12 @@ final class Worker: @unchecked Sendable {
             drainTimer = timer
             checkDrained()
         }
+    }
+
+    /// Shutdown timeout reached: calls still waiting for the upstream get a 503; the loop ends once
+    /// those answers are written (checkDrained keeps polling).
+    func cutWaitingCalls() {
+        loop.execute { [self] in forwarder.cutWaitingCalls() }
     }
 
     private func checkDrained() {

@@ -12,6 +12,8 @@ final class EasyHandle {
     var url: OpaquePointer?
     /// The response's header lines, captured by CURLOPT_HEADERFUNCTION.
     let head = HeaderCollector()
+    /// The client's `generation` when this handle was set up.
+    var generation = 0
     /// errno of a socket() that failed for this transfer (EMFILE, ENFILE, ENOBUFS, ENOMEM), else 0.
     var localSocketError: Int32 = 0
     /// The client whose loop watches this handle's sockets (it owns the pool this handle lives in).
@@ -38,6 +40,7 @@ final class EasyHandle {
     static func make(for client: UpstreamClient, options: UpstreamOptions) throws(PeelIOError) -> EasyHandle {
         guard let easy = curl_easy_init() else { throw curlError(CURLE_FAILED_INIT, "curl_easy_init") }
         let h = EasyHandle(easy: easy)
+        h.generation = client.generation
         do throws(PeelIOError) {
             try h.setUp(for: client, options: options)
         } catch {
@@ -100,10 +103,19 @@ final class EasyHandle {
         let headerCB = peel_easy_setopt_write_cb(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
             let n = size * count
-            t.handle?.head.addLine(UnsafeRawBufferPointer(start: data, count: n))
-            return n
+            // 0 aborts the transfer (CURLE_WRITE_ERROR) before a byte of the answer is relayed, and
+            // curl closes a connection whose transfer failed instead of pooling it.
+            guard let h = t.handle else { return n }
+            return h.head.addLine(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
         }
         try curlCheck(headerCB, setoptSite(CURLOPT_HEADERFUNCTION))
+        let prereqCB = peel_easy_setopt_prereq_cb(easy) { userdata, _, _, _, _ in
+            // No transfer (a pooled handle): nothing to count.
+            guard let userdata else { return Int32(CURL_PREREQFUNC_OK) }
+            let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata).takeUnretainedValue()
+            return t.mayBeSent() ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
+        }
+        try curlCheck(prereqCB, setoptSite(CURLOPT_PREREQFUNCTION))
         self.client = client
         let openCB = peel_easy_setopt_open_cb(easy) { handlep, purpose, address in
             guard let address else { return -1 }

@@ -67,6 +67,16 @@ public struct HeaderField {
     }
 }
 
+/// tchar (RFC 9110 §5.6.2): the bytes a field name may hold.
+@inline(__always)
+func isTokenByte(_ b: UInt8) -> Bool {
+    switch b {
+    case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: return true
+    case 0x21, 0x23, 0x24, 0x25, 0x26, 0x27, 0x2A, 0x2B, 0x2D, 0x2E, 0x5E, 0x5F, 0x60, 0x7C, 0x7E: return true
+    default: return false
+    }
+}
+
 /// The final response's header fields as received from the upstream, kept as one byte block
 /// (`name NUL value NUL …`) instead of a String pair per field.
 public struct ResponseHeaders: Sendable {
@@ -91,6 +101,35 @@ public struct ResponseHeaders: Sendable {
     fileprivate init(storage: [UInt8], count: Int) {
         self.storage = storage
         self.count = count
+    }
+
+    /// These fields without any the `Connection` field names: connection options are hop-by-hop and
+    /// a proxy removes them before forwarding (RFC 9110 §7.6.1). Unchanged when none is present.
+    func droppingConnectionOptions() -> ResponseHeaders {
+        var named: Set<[UInt8]> = []
+        forEachField { f in
+            guard HeaderField.equalsLowercased(f.name, "connection") else { return }
+            for option in f.value.split(separator: 0x2C) {
+                var o = Array(option.drop { $0 == 0x20 || $0 == 0x09 })
+                while let l = o.last, l == 0x20 || l == 0x09 { o.removeLast() }
+                for i in o.indices where o[i] &- 0x41 < 26 { o[i] |= 0x20 }
+                if !o.isEmpty { named.insert(o) }
+            }
+        }
+        if named.isEmpty { return self }
+        var kept: [UInt8] = []
+        var keptCount = 0
+        forEachField { f in
+            var lower = Array(f.name)
+            for i in lower.indices where lower[i] &- 0x41 < 26 { lower[i] |= 0x20 }
+            if named.contains(lower) { return }
+            kept += f.name
+            kept.append(0)
+            kept += f.value
+            kept.append(0)
+            keptCount += 1
+        }
+        return ResponseHeaders(storage: kept, count: keptCount)
     }
 
     /// The first value of `lowercasedName`, if present.
@@ -128,61 +167,146 @@ public struct ResponseHeaders: Sendable {
 }
 
 /// Collects one response's header lines as curl's header callback hands them over (RFC 9112 §2.1,
-/// §5); one per pooled handle, its buffer reused from transfer to transfer.
+/// §5), and checks them before anything can be relayed; one per pooled handle, its buffer reused
+/// from transfer to transfer.
 final class HeaderCollector {
+    /// Largest upstream head, status lines of interim answers included: 64 KiB, like a client's.
+    static let maxHeadBytes = 64 * 1024
+    /// Most fields in an upstream head, interim answers included: 256, like a client's.
+    static let maxFields = 256
+
     private var bytes = UnsafeMutableRawPointer.allocate(byteCount: 1024, alignment: 1)
     private var capacity = 1024
     private var used = 0
     private var fields = 0
     private var complete = false
+    private var headBytes = 0
+    private var fieldsSeen = 0
+    /// True after an interim (1xx) status line, until the next status line.
+    private var awaitingFinal = false
+    /// True once any status line arrived: the upstream answered (a failure after this is its answer
+    /// breaking, not the upstream being unreachable).
+    private(set) var statusSeen = false
+    /// Why the head was refused, once `addLine` returned false.
+    private(set) var violation: String?
 
     deinit { bytes.deallocate() }
 
-    /// Forgets everything (a new transfer, or a new response after a 1xx).
+    /// Forgets everything, for a new transfer.
     func reset() {
+        startResponse()
+        headBytes = 0
+        fieldsSeen = 0
+        statusSeen = false
+        awaitingFinal = false
+        violation = nil
+    }
+
+    /// Forgets the fields (a new response after a 1xx).
+    private func startResponse() {
         used = 0
         fields = 0
         complete = false
     }
 
-    /// The fields collected so far, as a value the response can carry.
+    /// The fields collected so far, as a value the response can carry, without those the upstream
+    /// named in `Connection`.
     func take() -> ResponseHeaders {
-        let out = ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields)
+        let all = ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields)
         reset()
-        return out
+        return all.droppingConnectionOptions()
     }
 
-    /// Takes one raw line.
-    func addLine(_ line: UnsafeRawBufferPointer) {
-        guard let base = line.baseAddress else { return }
+    /// Takes one raw line; false (and `violation` set) when the head must not be relayed, which makes
+    /// the header callback abort the transfer and curl close the connection.
+    func addLine(_ line: UnsafeRawBufferPointer) -> Bool {
+        guard let base = line.baseAddress else { return true }
+        // Trailer fields arrive after the final head; they are not the response's header fields and are dropped.
+        if complete && !awaitingFinal { return true }
+        headBytes += line.count
+        if headBytes > Self.maxHeadBytes { return refuse("the upstream's head is over 64 KiB") }
         var end = line.count
-        while end > 0 && (line[end - 1] == 0x0A || line[end - 1] == 0x0D) { end -= 1 }
-        if end >= 5 && memcmp(base, "HTTP/", 5) == 0 {
-            // A status line starts a new response: only the final one's fields count (1xx are dropped).
-            reset()
-            return
+        // One line ending: LF, or CR LF (RFC 9112 §2.2); any other CR is inside the line.
+        if end > 0 && line[end - 1] == 0x0A { end -= 1 }
+        if end > 0 && line[end - 1] == 0x0D { end -= 1 }
+        if !statusSeen || complete {
+            // The first line, or the one after an interim head, is a status line; curl has checked
+            // that it starts with "HTTP/".
+            return statusLine(base, end)
         }
         if end == 0 {
             complete = true
-            return
+            return true
         }
-        // Trailer fields arrive after the head; they are not the response's header fields.
-        if complete { return }
         if line[0] == 0x20 || line[0] == 0x09 {
             // obs-fold (RFC 9112 §5.2): a proxy replaces it with SP.
-            guard fields > 0 else { return }
+            guard fields > 0 else { return refuse("the upstream's head starts with a folded line") }
+            let value = Self.trimmed(base, 0, end)
+            if let bad = Self.badValue(value) { return refuse(bad) }
             used -= 1
             var space: UInt8 = 0x20
             withUnsafeBytes(of: &space) { put($0) }
-            putTerminated(Self.trimmed(base, 0, end))
-            return
+            putTerminated(value)
+            return true
         }
-        guard let colonPointer = memchr(base, 0x3A, end) else { return }
+        guard let colonPointer = memchr(base, 0x3A, end) else { return refuse("the upstream sent a header line without a colon") }
         let colon = UnsafeRawPointer(colonPointer) - base
-        guard colon > 0 else { return }
         var nameEnd = colon
+        // Whitespace before the colon: a proxy removes it before forwarding (RFC 9112 §5.1).
         while nameEnd > 0 && (line[nameEnd - 1] == 0x20 || line[nameEnd - 1] == 0x09) { nameEnd -= 1 }
-        append(UnsafeRawBufferPointer(start: base, count: nameEnd), Self.trimmed(base, colon + 1, end))
+        let name = UnsafeRawBufferPointer(start: base, count: nameEnd)
+        guard nameEnd > 0, name.allSatisfy(isTokenByte) else {
+            return refuse("the upstream sent a field name that is not an RFC 9110 token")
+        }
+        let value = Self.trimmed(base, colon + 1, end)
+        if let bad = Self.badValue(value) { return refuse(bad) }
+        fieldsSeen += 1
+        if fieldsSeen > Self.maxFields { return refuse("the upstream's head has more than 256 fields") }
+        append(name, value)
+        return true
+    }
+
+    /// A status line (RFC 9112 §4): only 100, 102 and 103 may come before the final answer. Peel
+    /// strips `Upgrade` from every request, so a 101 is never legitimate, and the bytes after it
+    /// would be another protocol (or a forged answer) read as this one's body.
+    private func statusLine(_ base: UnsafeRawPointer, _ end: Int) -> Bool {
+        statusSeen = true
+        startResponse()
+        let line = UnsafeRawBufferPointer(start: base, count: end)
+        guard end >= 5, memcmp(base, "HTTP/", 5) == 0 else { return refuse("the upstream sent no status line") }
+        // "HTTP/1.1 200": the code is the three digits after the version and one space.
+        guard end >= 12, line[8] == 0x20, line[9...11].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), end == 12 || line[12] == 0x20 else {
+            return refuse("the upstream sent a malformed status line")
+        }
+        let code = Int(line[9] - 0x30) * 100 + Int(line[10] - 0x30) * 10 + Int(line[11] - 0x30)
+        switch code {
+        case 100, 102, 103:
+            awaitingFinal = true
+            return true
+        case 101:
+            return refuse("the upstream switched protocols (101), which Peel never asks for")
+        case 104...199:
+            return refuse("the upstream sent an unknown interim status \(code)")
+        case 200...599:
+            awaitingFinal = false
+            return true
+        default:
+            return refuse("the upstream sent status \(code), outside 100-599 (RFC 9110 §15)")
+        }
+    }
+
+    private func refuse(_ why: String) -> Bool {
+        violation = why
+        return false
+    }
+
+    /// Why `value` may not be relayed: CR, LF and NUL in a field value are invalid and dangerous, and
+    /// a recipient must reject them or replace them with SP (RFC 9110 §5.5); an intermediary rejects.
+    private static func badValue(_ value: UnsafeRawBufferPointer) -> String? {
+        for b in value where b == 0x0D || b == 0x0A || b == 0x00 {
+            return "the upstream sent a field value with \(b == 0 ? "NUL" : b == 0x0D ? "CR" : "LF") in it"
+        }
+        return nil
     }
 
     /// Adds one field.

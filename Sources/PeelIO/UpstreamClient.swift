@@ -10,8 +10,10 @@ public final class UpstreamClient {
     let loop: EventLoop
     /// The curl multi handle.
     let multi: UnsafeMutableRawPointer
-    /// Settings shared by every handle.
-    let options: UpstreamOptions
+    /// Settings shared by every handle; `apply` replaces them.
+    private(set) var options: UpstreamOptions
+    /// Bumped by `apply`: handles set up under an older one are cleaned up instead of pooled.
+    private(set) var generation = 0
     /// The single-shot timer CURLMOPT_TIMERFUNCTION arms.
     private var timer: OpaquePointer?
     /// Runs curl's "timeout now" on this loop pass instead of through a 0 ms timer (no extra epoll_wait).
@@ -67,6 +69,17 @@ public final class UpstreamClient {
         for (_, w) in sockets { w.free() }
         if let timer { event_free(timer) }
         if let kick { event_free(kick) }
+    }
+
+    /// New settings for transfers started from now on (a configuration reload): idle handles are
+    /// dropped, and handles of running transfers are dropped when those finish.
+    public func apply(_ new: UpstreamOptions) throws(PeelIOError) {
+        try curlCheck(peel_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, new.maxIdleConnections),
+                      "curl_multi_setopt(CURLMOPT_MAXCONNECTS)")
+        options = new
+        generation += 1
+        for h in freeHandles { h.cleanup() }
+        freeHandles = []
     }
 
     /// curl_global_init's result, run once per process.
@@ -149,8 +162,15 @@ public final class UpstreamClient {
     /// A watched socket is ready: tell curl, then collect finished transfers.
     private func socketReady(_ fd: Int32, _ events: Int16) {
         if let w = sockets[fd], w.parked {
-            // The server closed or wrote to an idle connection: stop listening; curl checks it on reuse.
+            // The server closed or wrote to an idle connection. Bytes nobody asked for (a forged
+            // answer after a chunked one, a late 408) would be read as the next request's answer:
+            // libcurl 7.88 reuses a connection with input pending (only POLLHUP/POLLERR make it
+            // "dead"). Shutting both directions raises POLLHUP, so curl closes it instead of reusing it.
             w.disarm()
+            // ENOTCONN: the peer's close already ended it, which curl sees as well.
+            if shutdown(fd, Int32(SHUT_RDWR)) != 0 && errno != ENOTCONN {
+                record(PeelIOError(.system(errno), "shutdown(idle upstream connection)"))
+            }
             return
         }
         var action: Int32 = 0
@@ -200,15 +220,18 @@ public final class UpstreamClient {
                 result = .success(UpstreamResponse(status: status, headers: h.head.take(), body: body,
                                                    duration: loop.now - t.started))
             } else {
-                result = .failure(classify(code, handle: h, tooLarge: t.tooLarge))
+                result = .failure(classify(code, handle: h, transfer: t))
             }
             finish(t, handle: h, result: result, stillInMulti: !removed)
         }
     }
 
     /// The one place CURLcodes become Peel's failure kinds.
-    private func classify(_ code: CURLcode, handle h: EasyHandle, tooLarge: Bool) -> UpstreamFailure {
+    private func classify(_ code: CURLcode, handle h: EasyHandle, transfer t: UpstreamTransfer) -> UpstreamFailure {
         let easy = h.easy
+        if code == CURLE_ABORTED_BY_CALLBACK && t.resendRefused { return t.refusedResend }
+        if code == CURLE_WRITE_ERROR, let why = h.head.violation { return .protocolError(why) }
+        let tooLarge = t.tooLarge
         var text = String(cString: curl_easy_strerror(code))
         if h.errorBuffer.pointee != 0 { text = String(cString: h.errorBuffer) }
         if h.localSocketError != 0 {
@@ -234,7 +257,11 @@ public final class UpstreamClient {
             // curl reports broken chunked framing as a receive error; the upstream lied, it did not vanish.
             return .protocolError(text)
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_GOT_NOTHING, CURLE_PARTIAL_FILE:
-            return .reset(text)
+            // Once a status line arrived the upstream is there and answering: an answer that breaks
+            // after it (fewer bytes than its Content-Length, chunked framing cut short, a reset
+            // mid-body: an incomplete message, RFC 9112 §8) is a bad answer, not a lost upstream, and
+            // must not count towards `fall`.
+            return h.head.statusSeen ? .protocolError(text) : .reset(text)
         case CURLE_BAD_CONTENT_ENCODING, CURLE_WEIRD_SERVER_REPLY, CURLE_UNSUPPORTED_PROTOCOL, CURLE_HTTP2,
              CURLE_RANGE_ERROR:
             return .protocolError(text)

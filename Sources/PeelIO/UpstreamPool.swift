@@ -44,6 +44,8 @@ extension UpstreamClient {
         t.client = self
         t.limit = options.maxResponseBody
         t.completion = completion
+        t.method = method
+        t.allowedSends = UpstreamTransfer.isIdempotent(method) ? 2 : 1
         guard inFlight < options.maxInFlight else {
             curl_slist_free_all(headers)
             failSoon(t, .overloaded)
@@ -84,6 +86,7 @@ extension UpstreamClient {
         try h.set(CURLOPT_PRIVATE, UnsafeRawPointer(ptr))
         try h.set(CURLOPT_WRITEDATA, UnsafeRawPointer(ptr))
         try h.set(CURLOPT_HEADERDATA, UnsafeRawPointer(ptr))
+        try h.set(CURLOPT_PREREQDATA, UnsafeRawPointer(ptr))
 
         var bodyPtr: UnsafeRawPointer? = nil
         var bodyLen = 0
@@ -169,11 +172,17 @@ extension UpstreamClient {
         // A handle curl still holds is let go, neither pooled (adding it again would fail) nor
         // cleaned up (the multi would keep a dangling pointer); only a recursive API call gets here.
         if stillInMulti { return }
+        // Set up under settings a reload has replaced: not pooled.
+        if h.generation != generation {
+            h.cleanup()
+            return
+        }
         do throws(PeelIOError) {
             try h.set(CURLOPT_HTTPHEADER, nil)
             try h.set(CURLOPT_PRIVATE, nil)
             try h.set(CURLOPT_WRITEDATA, nil)
             try h.set(CURLOPT_HEADERDATA, nil)
+            try h.set(CURLOPT_PREREQDATA, nil)
             freeHandles.append(h)
         } catch {
             // A handle that may still point at this transfer's freed list must not carry the next one.

@@ -46,10 +46,15 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     /// Peel itself ran out of a resource (descriptors, memory) opening the upstream socket: a local
     /// condition, never evidence about the upstream.
     case localResources(String)
+    /// The connection died after the request went out, and it was not sent again: the method is
+    /// not idempotent (RFC 9110 §9.2.2), or an idempotent one already had its one retry.
+    case notResent(String)
     /// Anything else curl reported.
     case other(String)
 
     /// True for failures that say the upstream host is unreachable (feeds passive health checks).
+    /// `.notResent` is not one: a reused keep-alive connection the upstream closed while it was idle
+    /// is the usual cause, and the next call on a fresh connection tells whether the host is there.
     public var isTransportFailure: Bool {
         switch self {
         case .dns, .refused, .connectTimeout, .reset: return true
@@ -70,6 +75,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
         case .tooLarge: return "too_large"
         case .overloaded: return "overloaded"
         case .localResources: return "local_resources"
+        case .notResent: return "not_resent"
         case .other: return "other"
         }
     }
@@ -78,7 +84,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     public var message: String {
         switch self {
         case .dns(let m), .refused(let m), .connectTimeout(let m), .timeout(let m), .reset(let m), .tls(let m),
-             .protocolError(let m), .other(let m), .localResources(let m): return m
+             .protocolError(let m), .other(let m), .localResources(let m), .notResent(let m): return m
         case .tooLarge: return "upstream body too large"
         case .overloaded: return "too many upstream transfers in flight"
         }
@@ -121,6 +127,14 @@ public final class UpstreamTransfer {
     var requestBodyOwner: HTTPExchange?
     /// Set when the body outgrew `limit`; turns curl's write error into `.tooLarge`.
     var tooLarge = false
+    /// The request method, as sent.
+    var method = ""
+    /// How many times curl may send the request: 1 for non-idempotent methods, 2 for the others.
+    var allowedSends = 1
+    /// How many times curl was about to send it (CURLOPT_PREREQFUNCTION calls).
+    var sends = 0
+    /// Set when a re-send was refused; turns curl's callback abort into `.notResent`.
+    var resendRefused = false
     /// Largest body accepted, in bytes.
     var limit = 0
     /// Runs once with the result; nil after it ran or after `cancel()`.
@@ -129,6 +143,36 @@ public final class UpstreamTransfer {
     weak var client: UpstreamClient?
     /// Loop time when the transfer started.
     var started: Double = 0
+
+    /// Whether curl may send `method` a second time on a fresh connection when the reused one died
+    /// before any answer: GET, HEAD, PUT, DELETE and OPTIONS are idempotent (RFC 9110 §9.2.2; TRACE
+    /// is never forwarded). POST, PATCH and unknown methods are not, so a request the upstream may
+    /// already have processed is never applied twice (nginx's `proxy_next_upstream` rule).
+    static func isIdempotent(_ method: String) -> Bool {
+        switch method {
+        case "GET", "HEAD", "PUT", "DELETE", "OPTIONS": return true
+        default: return false
+        }
+    }
+
+    /// CURLOPT_PREREQFUNCTION: curl is about to send the request on a connection. libcurl 7.88 sends
+    /// it again by itself, on a fresh connection, when a reused one dies before any answer byte
+    /// (`Curl_retry_request`: "Connection died, retrying a fresh connect", rewinding POSTFIELDS);
+    /// each attempt passes through here first, so counting them is where re-sends are refused.
+    func mayBeSent() -> Bool {
+        sends += 1
+        if sends <= allowedSends { return true }
+        resendRefused = true
+        return false
+    }
+
+    /// The failure for a re-send `mayBeSent` refused.
+    var refusedResend: UpstreamFailure {
+        if allowedSends > 1 {
+            return .notResent("the connection died after the request was sent, twice; \(method) is re-sent once only")
+        }
+        return .notResent("the connection died after the request was sent; not re-sent because \(method) is not idempotent")
+    }
 
     /// Stops the transfer; its completion never runs.
     public func cancel() {

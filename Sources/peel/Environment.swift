@@ -15,33 +15,58 @@ enum ProcessEnvironment {
     }
 }
 
-/// Logs the stop signal as an event line.
+/// Logs a signal as an event line, with what Peel does about it.
 enum EventLogBridge {
-    static func signal(_ sig: Int32) {
-        EventLog.emit("signal", [("signal", sig == SIGTERM ? "\"SIGTERM\"" : "\"SIGINT\"")])
+    static func signal(_ sig: Int32, action: String) {
+        EventLog.emit("signal", [("signal", "\"\(Signals.name(sig))\""), ("action", "\"\(action)\"")])
     }
 }
 
-/// Blocking and waiting for SIGTERM/SIGINT.
+/// The signals Peel handles, taken with sigwait on the main thread: SIGTERM and SIGINT stop,
+/// SIGHUP reloads, SIGUSR1 and SIGUSR2 are ignored. Left to their default action, the last three
+/// would kill the process at once (a closing terminal or a log rotator is enough).
 enum Signals {
-    private static func stopSet() -> sigset_t {
+    private static func handledSet() -> sigset_t {
         var set = sigset_t()
         sigemptyset(&set)
-        sigaddset(&set, SIGTERM)
-        sigaddset(&set, SIGINT)
+        for s in [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2] { sigaddset(&set, s) }
         return set
     }
 
-    static func blockStopSignals() {
-        var set = stopSet()
-        pthread_sigmask(SIG_BLOCK, &set, nil)
+    /// Blocks the handled signals in this thread and every thread started after it.
+    static func blockHandledSignals() {
+        var set = handledSet()
+        let rc = pthread_sigmask(SIG_BLOCK, &set, nil)
+        if rc != 0 { fail("peel: pthread_sigmask: \(String(cString: strerror(rc)))", code: 1) }
     }
 
-    static func waitForStop() -> Int32 {
-        var set = stopSet()
+    /// The next handled signal.
+    static func wait() -> Int32 {
+        var set = handledSet()
         var sig: Int32 = 0
-        sigwait(&set, &sig)
+        // sigwait fails only with EINVAL for an invalid set; retried so a stop is never missed.
+        while sigwait(&set, &sig) != 0 {}
         return sig
+    }
+
+    /// Waits until SIGTERM or SIGINT, logging any other handled signal as ignored.
+    static func waitForStop() -> Int32 {
+        while true {
+            let sig = wait()
+            if sig == SIGTERM || sig == SIGINT { return sig }
+            EventLogBridge.signal(sig, action: "ignored")
+        }
+    }
+
+    static func name(_ sig: Int32) -> String {
+        switch sig {
+        case SIGTERM: return "SIGTERM"
+        case SIGINT: return "SIGINT"
+        case SIGHUP: return "SIGHUP"
+        case SIGUSR1: return "SIGUSR1"
+        case SIGUSR2: return "SIGUSR2"
+        default: return "signal \(sig)"
+        }
     }
 }
 

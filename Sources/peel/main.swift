@@ -6,28 +6,45 @@ import PeelIO
 
 signal(SIGPIPE, SIG_IGN)
 ProcessTuning.raiseFileLimit()
-// Stop signals are taken with sigwait on this thread; every thread started later inherits the mask.
-Signals.blockStopSignals()
+// Signals are taken with sigwait on this thread; every thread started later inherits the mask.
+Signals.blockHandledSignals()
 
-func loadConfig(_ args: ArraySlice<String>, defaults: [String: String] = [:]) -> GatewayConfig {
+/// The configuration from `args`, the environment as it is now and the config file they name.
+func readConfig(_ args: ArraySlice<String>, defaults: [String: String]) throws(ConfigError) -> GatewayConfig {
     var env = ProcessEnvironment.current
     for (k, v) in defaults where env[k] == nil { env[k] = v }
+    return try ConfigLoader.load(arguments: Array(args), environment: env)
+}
+
+func loadConfig(_ args: ArraySlice<String>, defaults: [String: String] = [:]) -> GatewayConfig {
     do {
-        return try ConfigLoader.load(arguments: Array(args), environment: env)
+        return try readConfig(args, defaults: defaults)
     } catch {
         fail(error.description)
     }
 }
 
-func runGateway(_ config: GatewayConfig, banner: [String] = []) -> Never {
-    let gateway = Gateway(config: config)
+/// Runs until SIGTERM or SIGINT; SIGHUP re-reads `args` (and the file and environment) and applies
+/// what it can, SIGUSR1 and SIGUSR2 are logged and ignored.
+func runGateway(_ args: ArraySlice<String>, defaults: [String: String] = [:], banner: [String] = []) -> Never {
+    let gateway = Gateway(config: loadConfig(args, defaults: defaults))
     do { try gateway.start() } catch { fail("peel: cannot start: \(error)", code: error.isAddressInUse ? 2 : 1) }
     for line in banner { print(line) }
     Output.flush()
-    let sig = Signals.waitForStop()
-    EventLogBridge.signal(sig)
-    gateway.shutdown()
-    exit(0)
+    while true {
+        let sig = Signals.wait()
+        switch sig {
+        case SIGHUP:
+            EventLogBridge.signal(sig, action: "reload")
+            gateway.reload { () throws(ConfigError) in try readConfig(args, defaults: defaults) }
+        case SIGTERM, SIGINT:
+            EventLogBridge.signal(sig, action: "stop")
+            gateway.shutdown()
+            exit(0)
+        default:
+            EventLogBridge.signal(sig, action: "ignored")
+        }
+    }
 }
 
 let args = CommandLine.arguments.dropFirst()
@@ -74,14 +91,15 @@ case "demo":
     } catch {
         fail("peel demo: cannot start the demo upstream: \(error)", code: 1)
     }
-    let config = loadConfig(args.dropFirst(), defaults: ["PEEL_UPSTREAM": demo.baseURL])
+    let defaults = ["PEEL_UPSTREAM": demo.baseURL]
+    let config = loadConfig(args.dropFirst(), defaults: defaults)
     let gatewayURL = "http://\(config.listen.host == "0.0.0.0" ? "127.0.0.1" : config.listen.host):\(config.listen.port)"
     var banner = ["peel demo: upstream \(demo.baseURL), gateway \(gatewayURL)", "Try:"]
     banner += DemoCatalog.curlLines(gateway: gatewayURL).map { "  " + $0 }
     banner.append("Admin: curl -s \(config.adminListen.map { "http://\($0.host):\($0.port)" } ?? "(off)")/status")
-    runGateway(config, banner: banner)
+    runGateway(args.dropFirst(), defaults: defaults, banner: banner)
 case .some(let first) where !first.hasPrefix("-"):
     fail("peel: unknown command \(first) (see peel --help)")
 default:
-    runGateway(loadConfig(args))
+    runGateway(args)
 }

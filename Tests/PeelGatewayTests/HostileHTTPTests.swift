@@ -36,6 +36,18 @@ final class HostileHTTPTests: XCTestCase {
         }
     }
 
+    func testHostWithUserinfoAndOverlongOrSemicolonDotSegments_are400BeforeTheUpstream() throws {
+        for raw in ["GET /api/echo HTTP/1.1\r\nHost: user:pw@evil.example\r\n\r\n",
+                    "GET /..;/secret HTTP/1.1\r\nHost: x\r\n\r\n",
+                    "GET /%c0%ae%c0%ae/secret HTTP/1.1\r\nHost: x\r\n\r\n"] {
+            let before = h.upstream.requestCount
+            let r = try h.raw(raw)
+            XCTAssertEqual(r.status, 400, raw.debugDescription)
+            XCTAssertEqual(problem(r)["kind"] as? String, "bad-request", raw.debugDescription)
+            XCTAssertEqual(h.upstream.requestCount, before, "reached the upstream: \(raw.debugDescription)")
+        }
+    }
+
     func testHeaderInjection_throughForwardedValuesIsImpossible() throws {
         // A header value cannot carry CR LF past the framing check, so nothing new can be spliced in.
         let r = try h.raw("GET /api/echo HTTP/1.1\r\nHost: x\r\nX-A: 1\rX-Injected: yes\r\n\r\n")

@@ -42,6 +42,11 @@ final class LifecycleTests: XCTestCase {
         let started = Date()
         XCTAssertFalse(h.gateway.shutdown(), "a stalled call should be reported as cut short")
         XCTAssertLessThan(Date().timeIntervalSince(started), 2)
+        let r = try c.readResponse()
+        XCTAssertEqual(r.status, 503, "a call cut by the shutdown timeout got no answer")
+        XCTAssertEqual(problem(r)["kind"] as? String, "upstream-unreachable")
+        XCTAssertEqual(r.header("Connection")?.lowercased(), "close")
+        XCTAssertTrue(c.peerClosed(within: 1))
         h.upstream.stop()
     }
 

@@ -12,6 +12,7 @@ CURLcode peel_easy_setopt_write_cb(CURL *easy, CURLoption option,
 CURLcode peel_easy_setopt_close_cb(CURL *easy, int (*cb)(void *, curl_socket_t));
 CURLcode peel_easy_setopt_open_cb(CURL *easy,
                                   curl_socket_t (*cb)(void *, curlsocktype, struct curl_sockaddr *));
+CURLcode peel_easy_setopt_prereq_cb(CURL *easy, int (*cb)(void *, char *, char *, int, int));
 
 CURLMcode peel_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 CURLMcode peel_multi_setopt_ptr(CURLM *multi, CURLMoption option, void *value);

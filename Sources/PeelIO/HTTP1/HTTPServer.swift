@@ -9,7 +9,8 @@ public final class HTTPServer {
     private let loop: EventLoop
     private var listener: Listener?
     let handler: (HTTPExchange) -> Void
-    private let limits: ConnectionLimits
+    /// Limits for connections accepted from now on (a reload changes them; open ones keep theirs).
+    public var limits: ConnectionLimits
     /// The port actually bound (useful with port 0).
     public let port: Int
     /// Exchanges handed out whose answer is not yet written.
