@@ -38,6 +38,17 @@ check "ab -k -c 50 -n 20000: failed" "0" "$(awk '/^Failed requests/{print $3}' "
 ab -q -c 20 -n 2000 "$G/api/user" >"$WORK/ab.txt" 2>&1 || true
 check "ab -c 20 -n 2000 (no keep-alive): failed" "0" "$(awk '/^Failed requests/{print $3}' "$WORK/ab.txt")"
 
+# Issue 13: slow is not offline. Every answer, probes included, takes 1.5 s against a 1 s probe
+# timeout, under 10 concurrent clients for 12 s: the live answers prove the upstream is there.
+GWS=$(free_port)
+"$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GWS --admin-listen off --access-log off \
+  --probe-path '/api/slow?ms=1500' --probe-timeout 1 --probe-interval 2 --fall 3 >/dev/null 2>"$WORK/slow.err" & pids+=($!)
+for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$GWS/api/user" && break; sleep 0.05; done
+ab -q -c 10 -t 12 -n 1000000 "http://127.0.0.1:$GWS/api/slow?ms=1500" >"$WORK/ab-slow.txt" 2>&1 || true
+check "slow upstream under load: no offline answers" "0" "$(awk '/^Non-2xx responses/{n=$3} END{print n+0}' "$WORK/ab-slow.txt")"
+check_le "slow upstream under load: answers (at least 50)" "$(awk '/^Complete requests/{print $3}' "$WORK/ab-slow.txt")" 50
+check "slow upstream under load: never unreachable" "no" "$(grep -q '"to":"unreachable"' "$WORK/slow.err" && echo yes || echo no)"
+
 # https upstream: a local TLS server with a self-signed certificate, trusted only through --ca-file.
 TLS=$(free_port); GW2=$(free_port); GW3=$(free_port)
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 1 \

@@ -165,9 +165,11 @@ final class Forwarder {
         switch result {
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
-            if failure.isTransportFailure { reachability.recordPassiveFailure() }
+            if failure.isTransportFailure { reachability.recordPassiveFailure(failureReason(failure)) }
             answerProblem(call, Self.problem(for: failure))
         case .success(let response):
+            // Whatever it says, the upstream answered: evidence that it is there (issue 13).
+            reachability.recordLiveAnswer()
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
             let contentType = response.headers.first("content-type")

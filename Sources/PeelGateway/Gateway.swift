@@ -24,8 +24,12 @@ public final class Gateway: @unchecked Sendable {
     public init(config: GatewayConfig) {
         self.config = config
         let upstream = config.upstream.description
-        reachability = Reachability(fall: config.fall, rise: config.rise, clock: { monotonicNow() }) { t in
-            EventLog.emit("reachability", [("from", "\"\(t.from)\""), ("to", "\"\(t.to)\""), ("upstream", jsonEscaped(upstream))])
+        // A probe timeout is excused while live calls got answers within the last probe interval (or
+        // the probe timeout, when longer: the probe's own wait must fit in the window).
+        let window = max(config.probeInterval, config.probeTimeout)
+        reachability = Reachability(fall: config.fall, rise: config.rise, liveWindow: window, clock: { monotonicNow() }) { t in
+            EventLog.emit("reachability", [("from", "\"\(t.from)\""), ("to", "\"\(t.to)\""),
+                                           ("reason", t.reason.map(jsonEscaped) ?? "null"), ("upstream", jsonEscaped(upstream))])
         }
     }
 
@@ -107,14 +111,21 @@ public final class Gateway: @unchecked Sendable {
 
     /// JSON for /status.
     func statusDocument() -> String {
-        let since = wallNow() - (monotonicNow() - reachability.since)
+        let snap = reachability.snapshot
+        let now = monotonicNow(), wall = wallNow()
+        let since = wall - (now - snap.since)
+        var lastFailure = "null"
+        if let f = snap.lastFailure {
+            lastFailure = "{\"reason\":\(jsonEscaped(f.reason)),\"at\":\"\(rfc3339(wall - (now - f.at)))\"}"
+        }
         var probe = "null"
         if let p = reachability.lastProbeReport {
             probe = "{\"ok\":\(p.ok),\"status\":\(p.status.map(String.init) ?? "null"),\"error\":\(p.error.map(jsonEscaped) ?? "null")"
                 + ",\"latency_ms\":\((p.latency * 1_000_000).rounded() / 1000),\"at\":\"\(rfc3339(p.at))\"}"
         }
         return "{\"version\":\(jsonEscaped(peelVersion)),\"upstream\":\(jsonEscaped(config.upstream.description))"
-            + ",\"reachability\":{\"state\":\"\(reachability.state)\",\"since\":\"\(rfc3339(since))\",\"last_probe\":\(probe)}"
+            + ",\"reachability\":{\"state\":\"\(snap.state)\",\"since\":\"\(rfc3339(since))\""
+            + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null"),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"
             + ",\"inflight\":\(inflight),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
     }
 }
