@@ -124,6 +124,16 @@ public enum ConfigLoader {
         OptionSpec(name: "body-timeout", help: "seconds a request body may take from the end of its head (default 60)") { c, v, o throws(ConfigError) in
             c.bodyTimeout = try seconds(v, o)
         },
+        OptionSpec(name: "reachability-path", help: "client-listener path where apps read reachability (JSON or text/event-stream), or off (default /_peel/reachability)") { c, v, o throws(ConfigError) in
+            let t = try nonEmpty(v, o)
+            if t == "off" { c.reachabilityPath = nil; return }
+            guard t.hasPrefix("/") else { throw ConfigError(option: o, problem: "must start with / (or be off)") }
+            guard !t.contains("?"), !t.contains("#") else { throw ConfigError(option: o, problem: "must be a path without query or fragment") }
+            c.reachabilityPath = t
+        },
+        OptionSpec(name: "max-streams", help: "reachability event streams open at once, all workers (default 1000)") { c, v, o throws(ConfigError) in
+            c.maxStreams = try integer(v, o, 0...1_000_000)
+        },
         OptionSpec(name: "problem-type-base", help: "prefix of every problem type (default urn:peel:problem:)") { c, v, o throws(ConfigError) in
             c.envelope.problemTypeBase = try nonEmpty(v, o)
         },
@@ -394,6 +404,8 @@ public enum ConfigLoader {
             ("client_timeout", "\(c.clientTimeout)"),
             ("header_timeout", "\(c.headerTimeout)"),
             ("body_timeout", "\(c.bodyTimeout)"),
+            ("reachability_path", q(c.reachabilityPath ?? "off")),
+            ("max_streams", "\(c.maxStreams)"),
             ("problem_type_base", q(c.envelope.problemTypeBase)),
             ("passthrough_content_types", strs(c.envelope.passthroughContentTypes)),
             ("passthrough_paths", strs(c.envelope.passthroughPaths)),

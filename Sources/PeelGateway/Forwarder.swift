@@ -8,6 +8,7 @@ final class Forwarder {
     private let reachability: Reachability
     private let metrics: WorkerMetrics
     private let accessLog: AccessLog?
+    private let streams: ReachabilityStreams
     private let basePath: String
     private let retryAfter: String
     private let idPrefix: String
@@ -26,8 +27,9 @@ final class Forwarder {
     }
 
     init(config: GatewayConfig, upstream: UpstreamClient, reachability: Reachability, metrics: WorkerMetrics,
-         accessLog: AccessLog?, workerIndex: Int) {
+         accessLog: AccessLog?, streams: ReachabilityStreams, workerIndex: Int) {
         self.config = config
+        self.streams = streams
         self.upstream = upstream
         self.reachability = reachability
         self.metrics = metrics
@@ -64,6 +66,7 @@ final class Forwarder {
         var host: String? = nil
         var xff: String? = nil
         var acceptLanguage: String? = nil
+        var wantsEvents = false
         var connectionTokens: [String] = []
         var badHeader: String? = nil
         // Fields are read in place: only the few Peel acts on become Strings.
@@ -77,6 +80,7 @@ final class Forwarder {
                 // `keep-alive` and `close` (nearly every client's value) name nothing that is not dropped anyway.
                 if field.valueEquals("keep-alive") || field.valueEquals("close") { break }
                 for t in field.valueString.split(separator: ",") { connectionTokens.append(trimOWS(t).lowercased()) }
+            case 5: if field.valueString.lowercased().contains("text/event-stream") { wantsEvents = true }
             default: break
             }
         }
@@ -97,6 +101,11 @@ final class Forwarder {
         case .forward(let p, let q): target = (p, q)
         }
         call.path = target.path
+
+        // Peel's own path: answered here, never forwarded (issue 13).
+        if let own = config.reachabilityPath, target.path == own {
+            return answerReachability(call, events: wantsEvents)
+        }
 
         if reachability.isDown {
             return answerProblem(call, Problem(kind: .offline))
@@ -147,7 +156,7 @@ final class Forwarder {
 
     /// Request fields Peel reads, by position: see `handle`.
     private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
-                                                  "connection"])
+                                                  "connection", "accept"])
     /// Fields curl would add itself when the client sent none.
     private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
     private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
@@ -231,6 +240,50 @@ final class Forwarder {
             if let contentType { out.add("Content-Type", contentType) }
         }
         record(call, status: status, kind: kind, bytes: range?.count ?? response.body.count, upstreamCode: nil)
+    }
+
+    /// Fields every answer Peel writes itself carries (the upstream's answers carry their own). The
+    /// hook for cross-origin fields: CORS (Fetch §3.2) must apply to `/_peel/reachability` as to any
+    /// answer, so whatever the Forwarder adds for CORS belongs here too.
+    private func ownFields(_ call: Call) -> [(String, String)] {
+        [("X-Request-Id", call.requestId)]
+    }
+
+    /// The reachability document, or with `Accept: text/event-stream` a stream of it (issue 13).
+    private func answerReachability(_ call: Call, events: Bool) {
+        let ex = call.exchange
+        guard ex.method == "GET" || ex.method == "HEAD" else {
+            let p = Problem(kind: .badRequest, status: 405, detail: "\(config.reachabilityPath ?? "") answers GET and HEAD only")
+            let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: config.envelope.problemTypeBase)
+            let headers = [("Content-Type", "application/problem+json"), ("Cache-Control", "no-store"), ("Allow", "GET, HEAD")]
+                + ownFields(call)
+            return send(call, status: 405, headers: headers, body: body, kind: p.kind.rawValue, upstreamCode: p.code)
+        }
+        let snap = reachability.snapshot
+        // While draining, a new stream would only be cut at once: the document answers instead.
+        if events && ex.method == "GET" && !draining {
+            guard streams.reserve() else {
+                // Like the in-flight limit: Peel's own bound, not the upstream's fault.
+                return answerProblem(call, Problem(kind: .upstreamUnreachable, status: 503,
+                                                   detail: "Peel has too many reachability streams open"))
+            }
+            let fields = ownFields(call)
+            guard let stream = ex.startStream(status: 200, headers: { out in
+                out.add("Content-Type", "text/event-stream")
+                out.add("Cache-Control", "no-store")
+                for (name, value) in fields { out.add(name, value) }
+            }) else {
+                streams.release()
+                return record(call, status: 499, kind: "client-closed", bytes: 0, upstreamCode: nil)
+            }
+            streams.adopt(stream, state: snap.state, since: snap.since, reason: snap.reason)
+            // Logged and counted when it opens: a stream may stay open for days.
+            return record(call, status: 200, kind: "reachability-stream", bytes: 0, upstreamCode: nil)
+        }
+        let body = Array(reachabilityDocument(state: snap.state, since: snap.since, reason: snap.reason).utf8)
+        var headers = [("Content-Type", "application/json"), ("Cache-Control", "no-store")] + ownFields(call)
+        if draining { headers.append(("Connection", "close")) }
+        send(call, status: 200, headers: headers, body: body, kind: "reachability", upstreamCode: nil)
     }
 
     private func refuse(_ call: Call, _ why: String) {

@@ -13,6 +13,9 @@ public final class Gateway: @unchecked Sendable {
     public let reachability: Reachability
     private var workers: [Worker] = []
     private var admin: AdminServer?
+    /// The workers transitions are broadcast to, set once they exist.
+    private let listeners: Locked<[Worker]>
+    private let streamBudget: StreamBudget
     private let draining = Atomic<Bool>(false)
     private let serving = Atomic<Bool>(false)
     /// The client-facing port actually bound.
@@ -24,12 +27,17 @@ public final class Gateway: @unchecked Sendable {
     public init(config: GatewayConfig) {
         self.config = config
         let upstream = config.upstream.description
+        let listeners = Locked<[Worker]>([])
+        self.listeners = listeners
+        streamBudget = StreamBudget(limit: config.maxStreams)
         // A probe timeout is excused while live calls got answers within the last probe interval (or
         // the probe timeout, when longer: the probe's own wait must fit in the window).
         let window = max(config.probeInterval, config.probeTimeout)
         reachability = Reachability(fall: config.fall, rise: config.rise, liveWindow: window, clock: { monotonicNow() }) { t in
             EventLog.emit("reachability", [("from", "\"\(t.from)\""), ("to", "\"\(t.to)\""),
                                            ("reason", t.reason.map(jsonEscaped) ?? "null"), ("upstream", jsonEscaped(upstream))])
+            // Transitions happen on whichever thread observed them: every worker's loop gets one.
+            for w in listeners.withLock({ $0 }) { w.broadcast(t) }
         }
     }
 
@@ -39,12 +47,13 @@ public final class Gateway: @unchecked Sendable {
         // Workers share the port through SO_REUSEPORT; refuse to join a port someone else serves.
         try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.workers {
-            let w = try Worker(index: i, config: config, listen: listen, reachability: reachability)
+            let w = try Worker(index: i, config: config, listen: listen, reachability: reachability, streamBudget: streamBudget)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
             workers.append(w)
         }
         port = listen.port
+        listeners.withLock { $0 = workers }
         workers[0].prober = try Prober(loop: workers[0].loop, config: config, reachability: reachability)
         if let a = config.adminListen {
             let admin = try AdminServer(address: a, gateway: self)
@@ -126,7 +135,7 @@ public final class Gateway: @unchecked Sendable {
         return "{\"version\":\(jsonEscaped(peelVersion)),\"upstream\":\(jsonEscaped(config.upstream.description))"
             + ",\"reachability\":{\"state\":\"\(snap.state)\",\"since\":\"\(rfc3339(since))\""
             + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null"),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"
-            + ",\"inflight\":\(inflight),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
+            + ",\"inflight\":\(inflight),\"streams\":\(streamBudget.count),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
     }
 }
 

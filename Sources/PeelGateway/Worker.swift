@@ -9,12 +9,15 @@ final class Worker: @unchecked Sendable {
     private(set) var server: HTTPServer!
     private var client: UpstreamClient!
     private var forwarder: Forwarder!
+    /// This worker's reachability event streams.
+    private(set) var streams: ReachabilityStreams!
     private let accessLog: AccessLog?
     private var flushTimer: LoopTimer?
     private var drainTimer: LoopTimer?
     var prober: Prober?
 
-    init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability) throws(PeelIOError) {
+    init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability,
+         streamBudget: StreamBudget) throws(PeelIOError) {
         self.index = index
         loop = try EventLoop()
         var upstreamOptions = UpstreamOptions()
@@ -26,8 +29,9 @@ final class Worker: @unchecked Sendable {
         upstreamOptions.origin = config.upstream.origin
         client = try UpstreamClient(loop: loop, options: upstreamOptions)
         accessLog = config.accessLog ? AccessLog() : nil
+        streams = ReachabilityStreams(loop: loop, budget: streamBudget, heartbeat: config.streamHeartbeat)
         forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
-                              accessLog: accessLog, workerIndex: index)
+                              accessLog: accessLog, streams: streams, workerIndex: index)
         var limits = ConnectionLimits()
         limits.maxBody = config.maxBody
         limits.idleTimeout = config.clientTimeout
@@ -56,11 +60,19 @@ final class Worker: @unchecked Sendable {
         loop.startThread()
     }
 
+    /// Sends a reachability transition to this worker's event streams; safe from any thread.
+    func broadcast(_ t: ReachabilityTransition) {
+        loop.execute { [self] in streams.broadcast(t) }
+    }
+
     /// Stops accepting, lets pending calls finish, then closes connections and ends the loop.
     func drain() {
         loop.execute { [self] in
             server.drain()
             forwarder.draining = true
+            // Event streams never end by themselves: end them now, or drain would wait for them
+            // until shutdown_timeout.
+            streams.finishAll()
             prober?.stop()
             let timer = LoopTimer(loop: loop) { [weak self] in self?.checkDrained() }
             drainTimer = timer
