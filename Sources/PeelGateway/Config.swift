@@ -127,6 +127,10 @@ public struct GatewayConfig: Sendable {
     public var maxStreams: Int = 1000
     /// Seconds between heartbeat comments on an event stream (default 15; no flag, tests shorten it).
     public var streamHeartbeat: Double = 15
+    /// Bytes of stale answers kept for while the upstream is unreachable (default 0: off).
+    public var offlineCache: Int = 0
+    /// Oldest a stored answer may be when served, in seconds (default 86400, 24 h).
+    public var offlineCacheMaxAge: Double = 86_400
 
     /// Creates the defaults.
     public init() {}

@@ -9,6 +9,8 @@ final class Forwarder {
     private let metrics: WorkerMetrics
     private let accessLog: AccessLog?
     private let streams: ReachabilityStreams
+    /// Stale answers for while offline; nil when `--offline-cache` is 0.
+    private let cache: OfflineCache?
     private let basePath: String
     private let retryAfter: String
     private let idPrefix: String
@@ -27,9 +29,10 @@ final class Forwarder {
     }
 
     init(config: GatewayConfig, upstream: UpstreamClient, reachability: Reachability, metrics: WorkerMetrics,
-         accessLog: AccessLog?, streams: ReachabilityStreams, workerIndex: Int) {
+         accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineCache?, workerIndex: Int) {
         self.config = config
         self.streams = streams
+        self.cache = cache
         self.upstream = upstream
         self.reachability = reachability
         self.metrics = metrics
@@ -50,6 +53,8 @@ final class Forwarder {
         var transfer: UpstreamTransfer?
         var upstreamDuration: Double?
         var upstreamStatus: Int?
+        /// Set for GET and HEAD when the offline cache is on.
+        var cacheKey: OfflineCacheKey?
 
         init(exchange: HTTPExchange, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
@@ -67,6 +72,9 @@ final class Forwarder {
         var xff: String? = nil
         var acceptLanguage: String? = nil
         var wantsEvents = false
+        var authorization: String? = nil
+        var cookie: String? = nil
+        let caching = cache != nil
         var connectionTokens: [String] = []
         var badHeader: String? = nil
         // Fields are read in place: only the few Peel acts on become Strings.
@@ -81,6 +89,9 @@ final class Forwarder {
                 if field.valueEquals("keep-alive") || field.valueEquals("close") { break }
                 for t in field.valueString.split(separator: ",") { connectionTokens.append(trimOWS(t).lowercased()) }
             case 5: if field.valueString.lowercased().contains("text/event-stream") { wantsEvents = true }
+            // Whose answer it is: part of the offline cache's key (issue 13).
+            case 6: if caching && authorization == nil { authorization = field.valueString }
+            case 7: if caching { cookie = cookie.map { $0 + "; " + field.valueString } ?? field.valueString }
             default: break
             }
         }
@@ -107,7 +118,16 @@ final class Forwarder {
             return answerReachability(call, events: wantsEvents)
         }
 
+        if caching && (ex.method == "GET" || ex.method == "HEAD") {
+            call.cacheKey = OfflineCacheKey(target: target.path + (target.query.map { "?" + $0 } ?? ""),
+                                            authorization: authorization, cookie: cookie, acceptLanguage: acceptLanguage)
+        }
+
         if reachability.isDown {
+            if let cache, let key = call.cacheKey,
+               let hit = cache.lookup(method: ex.method, key: key, requestField: { ex.header($0) }, now: monotonicNow()) {
+                return answerStale(call, hit)
+            }
             return answerProblem(call, Problem(kind: .offline))
         }
 
@@ -156,7 +176,7 @@ final class Forwarder {
 
     /// Request fields Peel reads, by position: see `handle`.
     private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
-                                                  "connection", "accept"])
+                                                  "connection", "accept", "authorization", "cookie"])
     /// Fields curl would add itself when the client sent none.
     private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
     private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
@@ -187,6 +207,9 @@ final class Forwarder {
             case .unwrap(let status, let range):
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
+                if let cache, let key = call.cacheKey {
+                    store(cache, key, call, status: status, response, range: range)
+                }
                 pass(call, status: status, response, dropping: Self.droppedResponseAndType, range: range ?? 0..<0,
                      kind: "ok", contentType: range == nil ? nil : "application/json")
             case .passthrough:
@@ -247,6 +270,30 @@ final class Forwarder {
     /// answer, so whatever the Forwarder adds for CORS belongs here too.
     private func ownFields(_ call: Call) -> [(String, String)] {
         [("X-Request-Id", call.requestId)]
+    }
+
+    /// Keeps a successful unwrapped GET answer for while offline, with the fields the client gets.
+    private func store(_ cache: OfflineCache, _ key: OfflineCacheKey, _ call: Call, status: Int, _ response: UpstreamResponse,
+                       range: Range<Int>?) {
+        var fields = response.headers.pairs.filter { !Self.droppedForCache.contains($0.0.lowercased()) }
+        if range != nil { fields.append(("Content-Type", "application/json")) }
+        let body = range.map { Array(response.body[$0]) } ?? []
+        let ex = call.exchange
+        cache.store(method: ex.method, key: key, requestField: { ex.header($0) }, status: status, fields: fields, body: body,
+                    now: monotonicNow())
+    }
+
+    private static let droppedForCache = RequestPolicy.droppedResponseHeaders.union(["content-type"])
+
+    /// A stored answer while offline: as first answered, plus `Age` (RFC 9111 §5.1) and `Cache-Status`
+    /// (RFC 9211 §2: Peel's cache answered, a hit, served because the upstream is offline).
+    private func answerStale(_ call: Call, _ hit: OfflineCacheHit) {
+        var headers = hit.fields
+        headers.append(("Age", String(hit.age)))
+        headers.append(("Cache-Status", "Peel; hit; detail=offline"))
+        headers += ownFields(call)
+        if draining { headers.append(("Connection", "close")) }
+        send(call, status: hit.status, headers: headers, body: hit.body, kind: "offline-cache", upstreamCode: nil)
     }
 
     /// The reachability document, or with `Accept: text/event-stream` a stream of it (issue 13).

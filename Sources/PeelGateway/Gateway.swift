@@ -16,6 +16,8 @@ public final class Gateway: @unchecked Sendable {
     /// The workers transitions are broadcast to, set once they exist.
     private let listeners: Locked<[Worker]>
     private let streamBudget: StreamBudget
+    /// Stale answers for while offline, shared by the workers; nil when off.
+    public let offlineCache: OfflineCache?
     private let draining = Atomic<Bool>(false)
     private let serving = Atomic<Bool>(false)
     /// The client-facing port actually bound.
@@ -30,6 +32,7 @@ public final class Gateway: @unchecked Sendable {
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
         streamBudget = StreamBudget(limit: config.maxStreams)
+        offlineCache = config.offlineCache > 0 ? OfflineCache(capacity: config.offlineCache, maxAge: config.offlineCacheMaxAge) : nil
         // A probe timeout is excused while live calls got answers within the last probe interval (or
         // the probe timeout, when longer: the probe's own wait must fit in the window).
         let window = max(config.probeInterval, config.probeTimeout)
@@ -47,7 +50,8 @@ public final class Gateway: @unchecked Sendable {
         // Workers share the port through SO_REUSEPORT; refuse to join a port someone else serves.
         try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.workers {
-            let w = try Worker(index: i, config: config, listen: listen, reachability: reachability, streamBudget: streamBudget)
+            let w = try Worker(index: i, config: config, listen: listen, reachability: reachability, streamBudget: streamBudget,
+                               cache: offlineCache)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
             workers.append(w)
@@ -114,7 +118,7 @@ public final class Gateway: @unchecked Sendable {
 
     /// Prometheus text for /metrics.
     func metricsText() -> String {
-        MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability,
+        MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache,
                                connections: workers.reduce(0) { $0 + $1.server.connectionCount })
     }
 

@@ -17,7 +17,7 @@ final class Worker: @unchecked Sendable {
     var prober: Prober?
 
     init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability,
-         streamBudget: StreamBudget) throws(PeelIOError) {
+         streamBudget: StreamBudget, cache: OfflineCache?) throws(PeelIOError) {
         self.index = index
         loop = try EventLoop()
         var upstreamOptions = UpstreamOptions()
@@ -31,7 +31,7 @@ final class Worker: @unchecked Sendable {
         accessLog = config.accessLog ? AccessLog() : nil
         streams = ReachabilityStreams(loop: loop, budget: streamBudget, heartbeat: config.streamHeartbeat)
         forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
-                              accessLog: accessLog, streams: streams, workerIndex: index)
+                              accessLog: accessLog, streams: streams, cache: cache, workerIndex: index)
         var limits = ConnectionLimits()
         limits.maxBody = config.maxBody
         limits.idleTimeout = config.clientTimeout
