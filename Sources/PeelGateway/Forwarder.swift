@@ -275,6 +275,8 @@ final class Forwarder {
     /// Keeps a successful unwrapped GET answer for while offline, with the fields the client gets.
     private func store(_ cache: OfflineCache, _ key: OfflineCacheKey, _ call: Call, status: Int, _ response: UpstreamResponse,
                        range: Range<Int>?) {
+        // Too large for the whole cache: not worth the copy.
+        if (range?.count ?? 0) > cache.capacity { return }
         var fields = response.headers.pairs.filter { !Self.droppedForCache.contains($0.0.lowercased()) }
         if range != nil { fields.append(("Content-Type", "application/json")) }
         let body = range.map { Array(response.body[$0]) } ?? []
