@@ -38,6 +38,46 @@ check "ab -k -c 50 -n 20000: failed" "0" "$(awk '/^Failed requests/{print $3}' "
 ab -q -c 20 -n 2000 "$G/api/user" >"$WORK/ab.txt" 2>&1 || true
 check "ab -c 20 -n 2000 (no keep-alive): failed" "0" "$(awk '/^Failed requests/{print $3}' "$WORK/ab.txt")"
 
+# Issue 13: slow is not offline. Every answer, probes included, takes 1.5 s against a 1 s probe
+# timeout, under 10 concurrent clients for 12 s: the live answers prove the upstream is there.
+GWS=$(free_port)
+"$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GWS --admin-listen off --access-log off \
+  --probe-path '/api/slow?ms=1500' --probe-timeout 1 --probe-interval 2 --fall 3 >/dev/null 2>"$WORK/slow.err" & pids+=($!)
+for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$GWS/api/user" && break; sleep 0.05; done
+ab -q -c 10 -t 12 -n 1000000 "http://127.0.0.1:$GWS/api/slow?ms=1500" >"$WORK/ab-slow.txt" 2>&1 || true
+check "slow upstream under load: no offline answers" "0" "$(awk '/^Non-2xx responses/{n=$3} END{print n+0}' "$WORK/ab-slow.txt")"
+check_le "slow upstream under load: answers (at least 50)" "$(awk '/^Complete requests/{print $3}' "$WORK/ab-slow.txt")" 50
+check "slow upstream under load: never unreachable" "no" "$(grep -q '"to":"unreachable"' "$WORK/slow.err" && echo yes || echo no)"
+
+# Issue 13: the upstream dies and comes back. Stale answers for stored GETs, the offline problem
+# for everything else, an SSE transition within 1 s of detection, fresh answers after revival.
+UPO=$(free_port); GWO=$(free_port); ADO=$(free_port)
+"$PEEL" demo-upstream --listen 127.0.0.1:$UPO >/dev/null 2>&1 & UPO_PID=$!; pids+=($UPO_PID)
+"$PEEL" --upstream http://127.0.0.1:$UPO --listen 127.0.0.1:$GWO --admin-listen 127.0.0.1:$ADO --access-log off \
+  --probe-interval 0.2 --probe-timeout 0.2 --connect-timeout 0.2 --fall 2 --rise 1 --offline-cache 1MiB \
+  >/dev/null 2>"$WORK/off.err" & pids+=($!)
+GO=http://127.0.0.1:$GWO
+for _ in $(seq 1 100); do curl -fs -o /dev/null "$GO/api/user" && break; sleep 0.05; done
+fresh=$(curl -s -H 'Authorization: Bearer alice' "$GO/api/user")
+curl -sN -H 'Accept: text/event-stream' "$GO/_peel/reachability" >"$WORK/sse.txt" & pids+=($!)
+for _ in $(seq 1 100); do grep -q '"state":"reachable"' "$WORK/sse.txt" && break; sleep 0.02; done
+check "event stream: the current state at once" "yes" "$(grep -q '"state":"reachable"' "$WORK/sse.txt" && echo yes || echo no)"
+kill $UPO_PID; wait $UPO_PID 2>/dev/null || true
+for _ in $(seq 1 150); do curl -s "http://127.0.0.1:$ADO/status" | grep -q '"state":"unreachable"' && break; sleep 0.02; done
+sse_in_time=no
+for _ in $(seq 1 50); do grep -q '"state":"unreachable"' "$WORK/sse.txt" && { sse_in_time=yes; break; }; sleep 0.02; done
+check "event stream: the transition within 1 s of detection" "yes" "$sse_in_time"
+check "transition event names its reason" "yes" "$(grep -q '"to":"unreachable","reason":"[a-z]' "$WORK/off.err" && echo yes || echo no)"
+check "offline: a stored GET gets its stale answer" "$fresh" "$(curl -s -H 'Authorization: Bearer alice' "$GO/api/user")"
+check "offline: the stale answer says so (RFC 9211)" "Peel; hit; detail=offline" "$(curl -s -D - -o /dev/null -H 'Authorization: Bearer alice' "$GO/api/user" | tr -d '\r' | awk -F': ' 'tolower($1)=="cache-status"{print $2}')"
+check "offline: another user's GET gets the offline problem" "503 offline" "$(curl -s -w ' %{http_code}' -H 'Authorization: Bearer bob' "$GO/api/user" | python3 -c 'import json,sys;t=sys.stdin.read();b,c=t.rsplit(" ",1);print(c,json.loads(b)["kind"])')"
+check "offline: a POST gets the offline problem" "503" "$(curl -s -o /dev/null -w '%{http_code}' -d x=1 -H 'Authorization: Bearer alice' "$GO/api/user")"
+"$PEEL" demo-upstream --listen 127.0.0.1:$UPO >/dev/null 2>&1 & pids+=($!)
+for _ in $(seq 1 150); do grep -q '"state":"reachable".*' <(tail -n 3 "$WORK/sse.txt") && break; sleep 0.02; done
+for _ in $(seq 1 150); do curl -s "http://127.0.0.1:$ADO/status" | grep -q '"state":"reachable"' && break; sleep 0.02; done
+check "revived: fresh answers again" "200 none" "$(curl -s -D "$WORK/h.txt" -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer alice' "$GO/api/user") $(grep -qi '^cache-status' "$WORK/h.txt" && echo stale || echo none)"
+check "event stream: the way back" "yes" "$(tail -n 3 "$WORK/sse.txt" | grep -q '"state":"reachable"' && echo yes || echo no)"
+
 # https upstream: a local TLS server with a self-signed certificate, trusted only through --ca-file.
 TLS=$(free_port); GW2=$(free_port); GW3=$(free_port)
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 1 \

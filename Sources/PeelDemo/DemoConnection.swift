@@ -14,7 +14,7 @@ final class DemoConnection {
     private let tcp: TCPConnection
     private let loop: EventLoop
     private var parser = RequestParser()
-    private let onRequest: (ParsedRequest) -> Void
+    private let onRequest: (ParsedRequest) -> DemoReply?
     private let onGone: (DemoConnection) -> Void
     private var job = Job.idle
     private var ended = false
@@ -39,8 +39,9 @@ final class DemoConnection {
         case lingering
     }
 
-    /// Wraps an accepted socket; `onRequest` sees every whole request, `onGone` runs once when it closes.
-    init(tcp: TCPConnection, onRequest: @escaping (ParsedRequest) -> Void, onGone: @escaping (DemoConnection) -> Void) {
+    /// Wraps an accepted socket; `onRequest` sees every whole request and may answer it instead of the
+    /// routes (the play-dead switch), `onGone` runs once when it closes.
+    init(tcp: TCPConnection, onRequest: @escaping (ParsedRequest) -> DemoReply?, onGone: @escaping (DemoConnection) -> Void) {
         self.tcp = tcp
         self.loop = tcp.loop
         self.onRequest = onRequest
@@ -89,8 +90,8 @@ final class DemoConnection {
                 arm(Self.lingerQuiet)
                 return
             case .request(let request):
-                onRequest(request)
-                perform(DemoRoutes.reply(to: request), for: request)
+                let override = onRequest(request)
+                perform(override ?? DemoRoutes.reply(to: request), for: request)
             }
         }
     }

@@ -9,6 +9,8 @@ final class DemoStats: Sendable {
     let probes = Atomic<Int>(0)
     /// The most recent non-probe request.
     let last = Locked<RecordedRequest?>(nil)
+    /// The play-dead switch.
+    let playDead = DemoSwitch()
 
     /// Counts one request; probes are counted apart so a gateway's prober cannot disturb "not contacted" checks.
     func record(_ request: ParsedRequest) {
@@ -58,7 +60,10 @@ private final class ConnectionTable {
 
     func adopt(_ tcp: TCPConnection) {
         let stats = self.stats
-        let connection = DemoConnection(tcp: tcp, onRequest: { stats.record($0) }, onGone: { [weak self] in self?.release($0) })
+        let connection = DemoConnection(tcp: tcp, onRequest: { request in
+            stats.record(request)
+            return stats.playDead.reply(to: request)
+        }, onGone: { [weak self] in self?.release($0) })
         open[ObjectIdentifier(connection)] = connection
     }
 

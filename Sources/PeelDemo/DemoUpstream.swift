@@ -86,6 +86,12 @@ public final class DemoUpstream: @unchecked Sendable {
         stats.last.withLock { $0 = nil }
     }
 
+    /// True while the demo plays dead (`POST /_demo/down`): every request but the switch gets a reset.
+    public var isPlayingDead: Bool {
+        get { stats.playDead.isDown }
+        set { stats.playDead.isDown = newValue }
+    }
+
     /// A copy of the most recent request, health probes excluded.
     public var lastRequest: RecordedRequest? { stats.last.withLock { $0 } }
 

@@ -120,6 +120,17 @@ public struct GatewayConfig: Sendable {
     public var headerTimeout: Double = 10
     /// Seconds a request body may take from the end of its head (default 60).
     public var bodyTimeout: Double = 60
+    /// Reserved path on the client listener where apps read reachability, nil when `off` (default
+    /// `/_peel/reachability`); never forwarded.
+    public var reachabilityPath: String? = "/_peel/reachability"
+    /// Reachability event streams open at once, all workers (default 1000; over it, 503).
+    public var maxStreams: Int = 1000
+    /// Seconds between heartbeat comments on an event stream (default 15; no flag, tests shorten it).
+    public var streamHeartbeat: Double = 15
+    /// Bytes of stale answers kept for while the upstream is unreachable (default 0: off).
+    public var offlineCache: Int = 0
+    /// Oldest a stored answer may be when served, in seconds (default 86400, 24 h).
+    public var offlineCacheMaxAge: Double = 86_400
 
     /// Creates the defaults.
     public init() {}

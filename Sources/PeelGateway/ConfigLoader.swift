@@ -158,6 +158,29 @@ public enum ConfigLoader {
         OptionSpec(name: "body-timeout", help: "seconds a request body may take from the end of its head", value: "SEC", show: { c in num(c.bodyTimeout) }) { c, v, o throws(ConfigError) in
             c.bodyTimeout = try seconds(v, o)
         },
+        OptionSpec(name: "reachability-path", help: "client-listener path where apps read reachability (JSON or text/event-stream), or off",
+                   value: "PATH", show: { c in q(c.reachabilityPath ?? "off") }) { c, v, o throws(ConfigError) in
+            let t = try nonEmpty(v, o)
+            if t == "off" { c.reachabilityPath = nil; return }
+            guard t.hasPrefix("/") else { throw ConfigError(option: o, problem: "must start with / (or be off)") }
+            guard !t.contains("?"), !t.contains("#") else { throw ConfigError(option: o, problem: "must be a path without query or fragment") }
+            c.reachabilityPath = t
+        },
+        OptionSpec(name: "max-streams", help: "reachability event streams open at once, all workers", value: "N",
+                   show: { c in "\(c.maxStreams)" }) { c, v, o throws(ConfigError) in
+            c.maxStreams = try integer(v, o, 0...1_000_000)
+        },
+        OptionSpec(name: "offline-cache", help: "bytes of stale GET answers served while the upstream is unreachable, suffixes KiB/MiB/GiB (KB/MB/GB decimal) accepted; 0 is off",
+                   value: "SIZE", show: { c in "\(c.offlineCache)" }) { c, v, o throws(ConfigError) in
+            c.offlineCache = try byteSize(v, o)
+        },
+        OptionSpec(name: "offline-cache-max-age", help: "seconds a stored answer may be served after it was first answered",
+                   value: "SEC", show: { c in num(c.offlineCacheMaxAge) }) { c, v, o throws(ConfigError) in
+            let t = try text(v, o)
+            guard let d = Double(t), d.isFinite, d > 0 else { throw ConfigError(option: o, problem: "\(t) is not a positive number of seconds") }
+            guard d <= 365 * 86_400 else { throw ConfigError(option: o, problem: "must be at most 31536000 seconds (a year)") }
+            c.offlineCacheMaxAge = d
+        },
         OptionSpec(name: "problem-type-base", help: "prefix of every problem type", value: "TEXT", show: { c in q(c.envelope.problemTypeBase) }) { c, v, o throws(ConfigError) in
             c.envelope.problemTypeBase = try nonEmpty(v, o)
         },
@@ -349,6 +372,22 @@ public enum ConfigLoader {
         guard let n = Int(t) else { throw ConfigError(option: o, problem: "\(t) is not a whole number") }
         guard range.contains(n) else { throw ConfigError(option: o, problem: "must be \(range.lowerBound)-\(range.upperBound)") }
         return n
+    }
+
+    /// A byte count with an optional unit: `64MiB`, `512 KiB`, `1GB`, `1048576`. IEC units are powers
+    /// of 1024, SI ones of 1000 (IEC 80000-13), case-insensitive.
+    static func byteSize(_ v: ConfigValue, _ o: String) throws(ConfigError) -> Int {
+        let t = try text(v, o).trimmingCharacters(in: .whitespaces)
+        let digits = t.prefix { $0.isASCII && $0.isNumber }
+        let unit = t.dropFirst(digits.count).trimmingCharacters(in: .whitespaces).lowercased()
+        let factors: [String: Int] = ["": 1, "b": 1, "k": 1000, "kb": 1000, "kib": 1 << 10, "m": 1_000_000, "mb": 1_000_000,
+                                      "mib": 1 << 20, "g": 1_000_000_000, "gb": 1_000_000_000, "gib": 1 << 30]
+        guard let n = Int(digits), let f = factors[unit] else {
+            throw ConfigError(option: o, problem: "\(t) is not a size in bytes (like 67108864 or 64MiB)")
+        }
+        let (bytes, overflow) = n.multipliedReportingOverflow(by: f)
+        guard !overflow, bytes <= 1 << 40 else { throw ConfigError(option: o, problem: "must be at most 1 TiB") }
+        return bytes
     }
 
     static func seconds(_ v: ConfigValue, _ o: String, allowZero: Bool = false) throws(ConfigError) -> Double {

@@ -10,6 +10,9 @@ final class Forwarder {
     private let log: AccessLog?
     /// The access log while `access_log` is on.
     private var accessLog: AccessLog?
+    private let streams: ReachabilityStreams
+    /// Stale answers for while offline; nil when `--offline-cache` is 0.
+    private let cache: OfflineCache?
     private var basePath: String
     private var retryAfter: String
     private let idPrefix: String
@@ -28,8 +31,10 @@ final class Forwarder {
     }
 
     init(config: GatewayConfig, upstream: UpstreamClient, reachability: Reachability, metrics: WorkerMetrics,
-         accessLog: AccessLog?, workerIndex: Int) {
+         accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineCache?, workerIndex: Int) {
         self.config = config
+        self.streams = streams
+        self.cache = cache
         self.upstream = upstream
         self.reachability = reachability
         self.metrics = metrics
@@ -76,6 +81,8 @@ final class Forwarder {
         var transfer: UpstreamTransfer?
         var upstreamDuration: Double?
         var upstreamStatus: Int?
+        /// Set for GET and HEAD when the offline cache is on.
+        var cacheKey: OfflineCacheKey?
 
         init(exchange: HTTPExchange, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
@@ -92,6 +99,10 @@ final class Forwarder {
         var host: String? = nil
         var xff: String? = nil
         var acceptLanguage: String? = nil
+        var wantsEvents = false
+        var authorization: String? = nil
+        var cookie: String? = nil
+        let caching = cache != nil
         var connectionTokens: [String] = []
         var badHeader: String? = nil
         // Fields are read in place: only the few Peel acts on become Strings.
@@ -105,6 +116,10 @@ final class Forwarder {
                 // `keep-alive` and `close` (nearly every client's value) name nothing that is not dropped anyway.
                 if field.valueEquals("keep-alive") || field.valueEquals("close") { break }
                 for t in field.valueString.split(separator: ",") { connectionTokens.append(trimOWS(t).lowercased()) }
+            case 5: if field.valueString.lowercased().contains("text/event-stream") { wantsEvents = true }
+            // Whose answer it is: part of the offline cache's key (issue 13).
+            case 6: if caching && authorization == nil { authorization = field.valueString }
+            case 7: if caching { cookie = cookie.map { $0 + "; " + field.valueString } ?? field.valueString }
             default: break
             }
         }
@@ -127,7 +142,21 @@ final class Forwarder {
         }
         call.path = target.path
 
+        // Peel's own path: answered here, never forwarded (issue 13).
+        if let own = config.reachabilityPath, target.path == own {
+            return answerReachability(call, events: wantsEvents)
+        }
+
+        if caching && (ex.method == "GET" || ex.method == "HEAD") {
+            call.cacheKey = OfflineCacheKey(target: target.path + (target.query.map { "?" + $0 } ?? ""),
+                                            authorization: authorization, cookie: cookie, acceptLanguage: acceptLanguage)
+        }
+
         if reachability.isDown {
+            if let cache, let key = call.cacheKey,
+               let hit = cache.lookup(method: ex.method, key: key, requestField: { ex.header($0) }, now: monotonicNow()) {
+                return answerStale(call, hit)
+            }
             return answerProblem(call, Problem(kind: .offline))
         }
 
@@ -178,7 +207,7 @@ final class Forwarder {
 
     /// Request fields Peel reads, by position: see `handle`.
     private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
-                                                  "connection"])
+                                                  "connection", "accept", "authorization", "cookie"])
     /// Fields curl would add itself when the client sent none.
     private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
     private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
@@ -197,9 +226,11 @@ final class Forwarder {
         switch result {
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
-            if failure.isTransportFailure { reachability.recordPassiveFailure() }
+            if failure.isTransportFailure { reachability.recordPassiveFailure(failureReason(failure)) }
             answerProblem(call, Self.problem(for: failure))
         case .success(let response):
+            // Whatever it says, the upstream answered: evidence that it is there (issue 13).
+            reachability.recordLiveAnswer()
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
             let contentType = response.headers.first("content-type")
@@ -208,6 +239,9 @@ final class Forwarder {
             case .unwrap(let status, let range):
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
+                if let cache, let key = call.cacheKey {
+                    store(cache, key, call, status: status, response, range: range)
+                }
                 pass(call, status: status, response, dropping: Self.droppedResponseAndType, range: range ?? 0..<0,
                      kind: "ok", contentType: range == nil ? nil : "application/json")
             case .passthrough:
@@ -263,6 +297,76 @@ final class Forwarder {
             if let contentType { out.add("Content-Type", contentType) }
         }
         record(call, status: status, kind: kind, bytes: range?.count ?? response.body.count, upstreamCode: nil)
+    }
+
+    /// Fields every answer Peel writes itself carries (the upstream's answers carry their own). The
+    /// hook for cross-origin fields: CORS (Fetch §3.2) must apply to `/_peel/reachability` as to any
+    /// answer, so whatever the Forwarder adds for CORS belongs here too.
+    private func ownFields(_ call: Call) -> [(String, String)] {
+        [("X-Request-Id", call.requestId)]
+    }
+
+    /// Keeps a successful unwrapped GET answer for while offline, with the fields the client gets.
+    private func store(_ cache: OfflineCache, _ key: OfflineCacheKey, _ call: Call, status: Int, _ response: UpstreamResponse,
+                       range: Range<Int>?) {
+        // Too large for the whole cache: not worth the copy.
+        if (range?.count ?? 0) > cache.capacity { return }
+        var fields = response.headers.pairs.filter { !Self.droppedForCache.contains($0.0.lowercased()) }
+        if range != nil { fields.append(("Content-Type", "application/json")) }
+        let body = range.map { Array(response.body[$0]) } ?? []
+        let ex = call.exchange
+        cache.store(method: ex.method, key: key, requestField: { ex.header($0) }, status: status, fields: fields, body: body,
+                    now: monotonicNow())
+    }
+
+    private static let droppedForCache = RequestPolicy.droppedResponseHeaders.union(["content-type"])
+
+    /// A stored answer while offline: as first answered, plus `Age` (RFC 9111 §5.1) and `Cache-Status`
+    /// (RFC 9211 §2: Peel's cache answered, a hit, served because the upstream is offline).
+    private func answerStale(_ call: Call, _ hit: OfflineCacheHit) {
+        var headers = hit.fields
+        headers.append(("Age", String(hit.age)))
+        headers.append(("Cache-Status", "Peel; hit; detail=offline"))
+        headers += ownFields(call)
+        if draining { headers.append(("Connection", "close")) }
+        send(call, status: hit.status, headers: headers, body: hit.body, kind: "offline-cache", upstreamCode: nil)
+    }
+
+    /// The reachability document, or with `Accept: text/event-stream` a stream of it (issue 13).
+    private func answerReachability(_ call: Call, events: Bool) {
+        let ex = call.exchange
+        guard ex.method == "GET" || ex.method == "HEAD" else {
+            let p = Problem(kind: .badRequest, status: 405, detail: "\(config.reachabilityPath ?? "") answers GET and HEAD only")
+            let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: config.envelope.problemTypeBase)
+            let headers = [("Content-Type", "application/problem+json"), ("Cache-Control", "no-store"), ("Allow", "GET, HEAD")]
+                + ownFields(call)
+            return send(call, status: 405, headers: headers, body: body, kind: p.kind.rawValue, upstreamCode: p.code)
+        }
+        let snap = reachability.snapshot
+        // While draining, a new stream would only be cut at once: the document answers instead.
+        if events && ex.method == "GET" && !draining {
+            guard streams.reserve() else {
+                // Like the in-flight limit: Peel's own bound, not the upstream's fault.
+                return answerProblem(call, Problem(kind: .upstreamUnreachable, status: 503,
+                                                   detail: "Peel has too many reachability streams open"))
+            }
+            let fields = ownFields(call)
+            guard let stream = ex.startStream(status: 200, headers: { out in
+                out.add("Content-Type", "text/event-stream")
+                out.add("Cache-Control", "no-store")
+                for (name, value) in fields { out.add(name, value) }
+            }) else {
+                streams.release()
+                return record(call, status: 499, kind: "client-closed", bytes: 0, upstreamCode: nil)
+            }
+            streams.adopt(stream, state: snap.state, since: snap.since, reason: snap.reason)
+            // Logged and counted when it opens: a stream may stay open for days.
+            return record(call, status: 200, kind: "reachability-stream", bytes: 0, upstreamCode: nil)
+        }
+        let body = Array(reachabilityDocument(state: snap.state, since: snap.since, reason: snap.reason).utf8)
+        var headers = [("Content-Type", "application/json"), ("Cache-Control", "no-store")] + ownFields(call)
+        if draining { headers.append(("Connection", "close")) }
+        send(call, status: 200, headers: headers, body: body, kind: "reachability", upstreamCode: nil)
     }
 
     private func refuse(_ call: Call, _ why: String) {

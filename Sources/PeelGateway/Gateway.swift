@@ -14,6 +14,11 @@ public final class Gateway: @unchecked Sendable {
     public let reachability: Reachability
     private var workers: [Worker] = []
     private var admin: AdminServer?
+    /// The workers transitions are broadcast to, set once they exist.
+    private let listeners: Locked<[Worker]>
+    private let streamBudget: StreamBudget
+    /// Stale answers for while offline, shared by the workers; nil when off.
+    public let offlineCache: OfflineCache?
     private let draining = Atomic<Bool>(false)
     private let serving = Atomic<Bool>(false)
     /// The client-facing port actually bound.
@@ -25,8 +30,18 @@ public final class Gateway: @unchecked Sendable {
     public init(config: GatewayConfig) {
         current = Locked(config)
         let upstream = config.upstream.description
-        reachability = Reachability(fall: config.fall, rise: config.rise, clock: { monotonicNow() }) { t in
-            EventLog.emit("reachability", [("from", "\"\(t.from)\""), ("to", "\"\(t.to)\""), ("upstream", jsonEscaped(upstream))])
+        let listeners = Locked<[Worker]>([])
+        self.listeners = listeners
+        streamBudget = StreamBudget(limit: config.maxStreams)
+        offlineCache = config.offlineCache > 0 ? OfflineCache(capacity: config.offlineCache, maxAge: config.offlineCacheMaxAge) : nil
+        // A probe timeout is excused while live calls got answers within the last probe interval (or
+        // the probe timeout, when longer: the probe's own wait must fit in the window).
+        let window = max(config.probeInterval, config.probeTimeout)
+        reachability = Reachability(fall: config.fall, rise: config.rise, liveWindow: window, clock: { monotonicNow() }) { t in
+            EventLog.emit("reachability", [("from", "\"\(t.from)\""), ("to", "\"\(t.to)\""),
+                                           ("reason", t.reason.map(jsonEscaped) ?? "null"), ("upstream", jsonEscaped(upstream))])
+            // Transitions happen on whichever thread observed them: every worker's loop gets one.
+            for w in listeners.withLock({ $0 }) { w.broadcast(t) }
         }
     }
 
@@ -36,12 +51,14 @@ public final class Gateway: @unchecked Sendable {
         // Workers share the port through SO_REUSEPORT; refuse to join a port someone else serves.
         try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.workers {
-            let w = try Worker(index: i, config: config, listen: listen, reachability: reachability)
+            let w = try Worker(index: i, config: config, listen: listen, reachability: reachability, streamBudget: streamBudget,
+                               cache: offlineCache)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
             workers.append(w)
         }
         port = listen.port
+        listeners.withLock { $0 = workers }
         workers[0].prober = try Prober(loop: workers[0].loop, config: config, reachability: reachability)
         if let a = config.adminListen {
             let admin = try AdminServer(address: a, gateway: self)
@@ -159,21 +176,28 @@ public final class Gateway: @unchecked Sendable {
 
     /// Prometheus text for /metrics.
     func metricsText() -> String {
-        MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability,
+        MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache,
                                connections: workers.reduce(0) { $0 + $1.server.connectionCount })
     }
 
     /// JSON for /status.
     func statusDocument() -> String {
-        let since = wallNow() - (monotonicNow() - reachability.since)
+        let snap = reachability.snapshot
+        let now = monotonicNow(), wall = wallNow()
+        let since = wall - (now - snap.since)
+        var lastFailure = "null"
+        if let f = snap.lastFailure {
+            lastFailure = "{\"reason\":\(jsonEscaped(f.reason)),\"at\":\"\(rfc3339(wall - (now - f.at)))\"}"
+        }
         var probe = "null"
         if let p = reachability.lastProbeReport {
             probe = "{\"ok\":\(p.ok),\"status\":\(p.status.map(String.init) ?? "null"),\"error\":\(p.error.map(jsonEscaped) ?? "null")"
                 + ",\"latency_ms\":\((p.latency * 1_000_000).rounded() / 1000),\"at\":\"\(rfc3339(p.at))\"}"
         }
         return "{\"version\":\(jsonEscaped(peelVersion)),\"upstream\":\(jsonEscaped(config.upstream.description))"
-            + ",\"reachability\":{\"state\":\"\(reachability.state)\",\"since\":\"\(rfc3339(since))\",\"last_probe\":\(probe)}"
-            + ",\"inflight\":\(inflight),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
+            + ",\"reachability\":{\"state\":\"\(snap.state)\",\"since\":\"\(rfc3339(since))\""
+            + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null"),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"
+            + ",\"inflight\":\(inflight),\"streams\":\(streamBudget.count),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
     }
 }
 

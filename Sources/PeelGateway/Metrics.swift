@@ -63,7 +63,7 @@ public final class WorkerMetrics: Sendable {
 
 /// Renders Prometheus text format 0.0.4 from all workers' counters, merged at scrape time.
 enum MetricsRenderer {
-    static func render(workers: [WorkerMetrics], reachability: Reachability, connections: Int) -> String {
+    static func render(workers: [WorkerMetrics], reachability: Reachability, cache: OfflineCache?, connections: Int) -> String {
         var merged = WorkerMetrics.Stats()
         var inflight = 0
         for w in workers {
@@ -96,6 +96,15 @@ enum MetricsRenderer {
         for s in [ReachabilityState.reachable, .unreachable] {
             out += "peel_reachability_transitions_total{to=\"\(s)\"} \(t[s] ?? 0)\n"
         }
+        out += "# HELP peel_offline_cache_hits_total Answers served from the offline cache while the upstream was unreachable.\n"
+        out += "# TYPE peel_offline_cache_hits_total counter\n"
+        out += "peel_offline_cache_hits_total \(cache?.hits ?? 0)\n"
+        out += "# HELP peel_offline_cache_entries Answers stored in the offline cache.\n"
+        out += "# TYPE peel_offline_cache_entries gauge\n"
+        out += "peel_offline_cache_entries \(cache?.entries ?? 0)\n"
+        out += "# HELP peel_offline_cache_bytes Bytes stored in the offline cache (bodies, fields and keys).\n"
+        out += "# TYPE peel_offline_cache_bytes gauge\n"
+        out += "peel_offline_cache_bytes \(cache?.bytes ?? 0)\n"
         out += "# HELP peel_connections_active Open client connections.\n"
         out += "# TYPE peel_connections_active gauge\n"
         out += "peel_connections_active \(connections)\n"

@@ -7,6 +7,7 @@ final class Prober {
     private let url: String
     private let interval: Double
     private let reachability: Reachability
+    private let timeout: Double
     private var timer: LoopTimer?
     private var current: UpstreamTransfer?
     private var stopped = false
@@ -22,6 +23,7 @@ final class Prober {
         client = try UpstreamClient(loop: loop, options: options)
         url = config.upstream.origin + config.upstream.basePath + config.probePath
         interval = config.probeInterval
+        timeout = config.probeTimeout
         self.reachability = reachability
     }
 
@@ -35,15 +37,19 @@ final class Prober {
             switch result {
             case .success(let r):
                 // Any HTTP answer below 500 means the upstream is there.
-                report = ProbeReport(ok: r.status < 500, status: r.status, error: r.status < 500 ? nil : "status \(r.status)",
+                report = ProbeReport(ok: r.status < 500, status: r.status, error: r.status < 500 ? nil : "probe status \(r.status)",
                                      latency: latency, at: wallNow())
             case .failure(.localResources), .failure(.overloaded):
                 // Peel could not even try (its own descriptors or in-flight limit): no evidence either
                 // way, so the state is left as it is.
                 done()
                 return
+            case .failure(.timeout):
+                // Only this one is excused while live calls are being answered (Reachability.swift).
+                report = ProbeReport(ok: false, status: nil, error: "probe timeout after \(secondsText(timeout))",
+                                     latency: latency, at: wallNow(), timedOut: true)
             case .failure(let f):
-                report = ProbeReport(ok: false, status: nil, error: "\(f.reason): \(f.message)", latency: latency, at: wallNow())
+                report = ProbeReport(ok: false, status: nil, error: failureReason(f), latency: latency, at: wallNow())
             }
             reachability.recordProbe(report)
             done()
@@ -71,4 +77,26 @@ final class Prober {
         current?.cancel()
         current = nil
     }
+}
+
+/// The words a transition and /status use for a failure (issue 13): `connect refused`, `dns: …`,
+/// `tls: …`, so the log line alone says why the state changed.
+func failureReason(_ f: UpstreamFailure) -> String {
+    switch f {
+    case .refused: return "connect refused"
+    case .dns(let m): return "dns: " + m
+    case .tls(let m): return "tls: " + m
+    case .reset(let m): return "connection reset: " + m
+    case .connectTimeout(let m): return "connect timeout: " + m
+    case .timeout(let m): return "timeout: " + m
+    case .protocolError(let m): return "protocol: " + m
+    case .notResent(let m): return "connection died after the request: " + m
+    case .other(let m): return m
+    case .tooLarge, .overloaded, .localResources: return f.message
+    }
+}
+
+/// `1 s`, `0.2 s`: seconds as a person writes them.
+func secondsText(_ s: Double) -> String {
+    s == s.rounded() ? "\(Int(s)) s" : "\(s) s"
 }

@@ -27,60 +27,118 @@ public struct ReachabilityTransition: Sendable, Equatable {
     public var to: ReachabilityState
     /// Clock reading when it happened (seconds).
     public var at: Double
+    /// Why: the last failure for a move to unreachable, the passing evidence for a move to reachable.
+    public var reason: String?
     /// Creates a transition record.
-    public init(from: ReachabilityState, to: ReachabilityState, at: Double) {
+    public init(from: ReachabilityState, to: ReachabilityState, at: Double, reason: String? = nil) {
         self.from = from
         self.to = to
         self.at = at
+        self.reason = reason
     }
 }
 
-/// The pure state machine: results in, transitions out; time is passed in, so tests need no sleeps.
+/// One piece of evidence about the upstream, from a probe or from a live call.
+public enum ReachabilityEvidence: Sendable, Equatable {
+    /// A probe got an HTTP answer below 500.
+    case probePassed
+    /// A probe failed for a reason other than its own timeout (transport failure, 5xx); the text names it.
+    case probeFailed(String)
+    /// A probe got no whole answer within the probe timeout; the text names it.
+    case probeTimedOut(String)
+    /// A live call got an HTTP answer, whatever its status.
+    case liveAnswer
+    /// A live call hit a transport failure (refused, reset, DNS, connect timeout); the text names it.
+    case liveFailed(String)
+}
+
+/// The pure state machine: evidence in, transitions out; time is passed in, so tests need no sleeps.
 public struct ReachabilityMachine: Sendable {
     /// Consecutive failures that make the upstream unreachable.
     public private(set) var fall: Int
     /// Consecutive successes that make it reachable again.
     public private(set) var rise: Int
+    /// How recent a live answer must be (seconds) for a probe timeout not to count.
+    public let liveWindow: Double
     /// Current state.
     public private(set) var state: ReachabilityState = .unknown
     /// When the current state began (seconds on the injected clock).
     public private(set) var since: Double
+    /// Why the current state began (see `ReachabilityTransition.reason`); nil while unknown.
+    public private(set) var reason: String?
+    /// The most recent failure that counted, and when.
+    public private(set) var lastFailure: (reason: String, at: Double)?
+    /// When a live call last got an answer.
+    public private(set) var lastLiveAnswer: Double?
     private var failures = 0
     private var successes = 0
 
-    /// Starts in `unknown` at time `now`.
     /// New thresholds (a configuration reload); the state and the counts so far stay.
     public mutating func setThresholds(fall: Int, rise: Int) {
         self.fall = max(1, fall)
         self.rise = max(1, rise)
     }
 
-    public init(fall: Int, rise: Int, now: Double) {
+    /// True while nothing a live answer could change is pending: reachable with no failure run. The
+    /// shared wrapper skips its lock for live answers then (the hot path).
+    public var isSettled: Bool { state == .reachable && failures == 0 }
+
+    /// Starts in `unknown` at time `now`; `liveWindow` is normally the probe interval.
+    public init(fall: Int, rise: Int, liveWindow: Double = 0, now: Double) {
         self.fall = max(1, fall)
         self.rise = max(1, rise)
+        self.liveWindow = max(0, liveWindow)
         since = now
     }
 
-    /// Feeds one probe result (or a passive failure); returns the transition it caused, if any.
-    public mutating func record(success: Bool, at now: Double) -> ReachabilityTransition? {
-        if success {
-            failures = 0
-            successes += 1
-            // From unknown one pass is enough: nothing was being refused yet.
-            let needed = state == .unknown ? 1 : rise
-            if state != .reachable && successes >= needed { return move(to: .reachable, at: now) }
-        } else {
-            successes = 0
-            failures += 1
-            if state != .unreachable && failures >= fall { return move(to: .unreachable, at: now) }
+    /// Feeds one piece of evidence; returns the transition it caused, if any.
+    public mutating func record(_ evidence: ReachabilityEvidence, at now: Double) -> ReachabilityTransition? {
+        switch evidence {
+        case .probePassed:
+            return pass(at: now, why: "probe passed")
+        case .liveAnswer:
+            // Issue 13: any HTTP answer on a live call proves the upstream is there, however slow or
+            // whatever its status; it resets the failure run and counts toward rise like a probe.
+            lastLiveAnswer = now
+            return pass(at: now, why: "live call answered")
+        case .probeFailed(let why), .liveFailed(let why):
+            return fail(why, at: now)
+        case .probeTimedOut(let why):
+            // A slow upstream is slow, not offline (SPEC, Reachability): while live calls are being
+            // answered, a probe that waited in the same queue and ran out of time proves nothing.
+            if let last = lastLiveAnswer, now - last <= liveWindow { return nil }
+            return fail(why, at: now)
         }
+    }
+
+    /// Records a live answer's time only; the shared wrapper's fast path while `isSettled`, where a
+    /// pass would change nothing else.
+    public mutating func noteLiveAnswer(at time: Double) {
+        if time > (lastLiveAnswer ?? -.infinity) { lastLiveAnswer = time }
+    }
+
+    private mutating func pass(at now: Double, why: String) -> ReachabilityTransition? {
+        failures = 0
+        successes += 1
+        // From unknown one pass is enough: nothing was being refused yet.
+        let needed = state == .unknown ? 1 : rise
+        if state != .reachable && successes >= needed { return move(to: .reachable, at: now, reason: why) }
         return nil
     }
 
-    private mutating func move(to next: ReachabilityState, at now: Double) -> ReachabilityTransition {
-        let t = ReachabilityTransition(from: state, to: next, at: now)
+    private mutating func fail(_ why: String, at now: Double) -> ReachabilityTransition? {
+        successes = 0
+        failures += 1
+        lastFailure = (why, now)
+        if state != .unreachable && failures >= fall { return move(to: .unreachable, at: now, reason: why) }
+        return nil
+    }
+
+    private mutating func move(to next: ReachabilityState, at now: Double, reason: String) -> ReachabilityTransition {
+        let t = ReachabilityTransition(from: state, to: next, at: now, reason: reason)
         state = next
         since = now
+        self.reason = reason
         return t
     }
 }
@@ -97,31 +155,51 @@ public struct ProbeReport: Sendable {
     public var latency: Double
     /// Wall-clock time it finished (seconds since 1970).
     public var at: Double
+    /// True when it failed by running out of the probe timeout (no whole answer in time).
+    public var timedOut: Bool
     /// Creates a report.
-    public init(ok: Bool, status: Int?, error: String?, latency: Double, at: Double) {
+    public init(ok: Bool, status: Int?, error: String?, latency: Double, at: Double, timedOut: Bool = false) {
         self.ok = ok
         self.status = status
         self.error = error
         self.latency = latency
         self.at = at
+        self.timedOut = timedOut
     }
+}
+
+/// What /status and `/_peel/reachability` show: the state, since when, and why.
+public struct ReachabilitySnapshot: Sendable {
+    /// Current state.
+    public var state: ReachabilityState
+    /// When it began (seconds on the injected clock).
+    public var since: Double
+    /// Why it began; nil while unknown.
+    public var reason: String?
+    /// The most recent failure that counted, and when (seconds on the injected clock).
+    public var lastFailure: (reason: String, at: Double)?
 }
 
 /// The machine shared by all workers: the hot path reads one atomic; updates take a lock (rare).
 public final class Reachability: Sendable {
     private let machine: Locked<ReachabilityMachine>
     private let published = Atomic<UInt8>(ReachabilityState.unknown.rawValue)
+    /// Mirrors `machine.isSettled`, so a live answer costs no lock while there is nothing to change.
+    private let settled = Atomic<Bool>(false)
+    /// The latest live answer's clock reading (bit pattern of a Double), written without the lock.
+    private let lastLive = Atomic<UInt64>((-Double.infinity).bitPattern)
     private let lastProbe = Locked<ProbeReport?>(nil)
     private let transitions = Locked<[ReachabilityState: Int]>([:])
     private let clock: @Sendable () -> Double
     private let onTransition: @Sendable (ReachabilityTransition) -> Void
 
     /// Creates the shared state; `onTransition` runs (on the reporting thread) for each change.
-    public init(fall: Int, rise: Int, clock: @escaping @Sendable () -> Double,
+    /// `liveWindow` (normally the probe interval): how recent a live answer excuses a probe timeout.
+    public init(fall: Int, rise: Int, liveWindow: Double = 0, clock: @escaping @Sendable () -> Double,
                 onTransition: @escaping @Sendable (ReachabilityTransition) -> Void) {
         self.clock = clock
         self.onTransition = onTransition
-        machine = Locked(ReachabilityMachine(fall: fall, rise: rise, now: clock()))
+        machine = Locked(ReachabilityMachine(fall: fall, rise: rise, liveWindow: liveWindow, now: clock()))
     }
 
     /// Current state (one relaxed atomic load: the hot path).
@@ -135,6 +213,11 @@ public final class Reachability: Sendable {
     /// When the current state began.
     public var since: Double { machine.withLock { $0.since } }
 
+    /// State, since, reason and last failure, read together.
+    public var snapshot: ReachabilitySnapshot {
+        machine.withLock { ReachabilitySnapshot(state: $0.state, since: $0.since, reason: $0.reason, lastFailure: $0.lastFailure) }
+    }
+
     /// The most recent probe result.
     public var lastProbeReport: ProbeReport? { lastProbe.withLock { $0 } }
 
@@ -144,7 +227,8 @@ public final class Reachability: Sendable {
     /// Records an active probe.
     public func recordProbe(_ report: ProbeReport) {
         lastProbe.withLock { $0 = report }
-        record(success: report.ok)
+        let why = report.error ?? report.status.map { "status \($0)" } ?? "probe failed"
+        record(report.ok ? .probePassed : report.timedOut ? .probeTimedOut(why) : .probeFailed(why))
     }
 
     /// New fall and rise thresholds, from the next probe or call on.
@@ -152,16 +236,33 @@ public final class Reachability: Sendable {
         machine.withLock { $0.setThresholds(fall: fall, rise: rise) }
     }
 
-    /// Records a transport failure seen on a live call (counts as a failed probe).
-    public func recordPassiveFailure() {
-        record(success: false)
+    /// Records a transport failure seen on a live call (counts as a failed probe); `reason` names it.
+    public func recordPassiveFailure(_ reason: String) {
+        record(.liveFailed(reason))
     }
 
-    private func record(success: Bool) {
+    /// Records that a live call got an HTTP answer. Called for every answer: while the machine is
+    /// settled it is one clock read and one relaxed store, no lock.
+    public func recordLiveAnswer() {
         let now = clock()
+        // Every worker writes here; skipping writes within a millisecond of the last keeps the cache
+        // line shared instead of bouncing between cores at full load.
+        if now - Double(bitPattern: lastLive.load(ordering: .relaxed)) > 0.001 {
+            lastLive.store(now.bitPattern, ordering: .relaxed)
+        }
+        if settled.load(ordering: .relaxed) { return }
+        record(.liveAnswer, at: now)
+    }
+
+    private func record(_ evidence: ReachabilityEvidence, at time: Double? = nil) {
+        let now = time ?? clock()
+        let live = Double(bitPattern: lastLive.load(ordering: .relaxed))
         let t = machine.withLock { m -> ReachabilityTransition? in
-            let t = m.record(success: success, at: now)
+            // Live answers taken on the fast path reach the machine here, before it judges a timeout.
+            m.noteLiveAnswer(at: live)
+            let t = m.record(evidence, at: now)
             if let t { published.store(t.to.rawValue, ordering: .relaxed) }
+            settled.store(m.isSettled, ordering: .relaxed)
             return t
         }
         if let t {

@@ -9,19 +9,23 @@ final class Worker: @unchecked Sendable {
     private(set) var server: HTTPServer!
     private var client: UpstreamClient!
     private var forwarder: Forwarder!
+    /// This worker's reachability event streams.
+    private(set) var streams: ReachabilityStreams!
     private let accessLog: AccessLog?
     private var flushTimer: LoopTimer?
     private var drainTimer: LoopTimer?
     var prober: Prober?
 
-    init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability) throws(PeelIOError) {
+    init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability,
+         streamBudget: StreamBudget, cache: OfflineCache?) throws(PeelIOError) {
         self.index = index
         loop = try EventLoop()
         client = try UpstreamClient(loop: loop, options: Self.upstreamOptions(config))
         // Always there, so a reload can turn the access log on; the forwarder writes to it only when on.
         accessLog = AccessLog()
+        streams = ReachabilityStreams(loop: loop, budget: streamBudget, heartbeat: config.streamHeartbeat)
         forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
-                              accessLog: accessLog, workerIndex: index)
+                              accessLog: accessLog, streams: streams, cache: cache, workerIndex: index)
         let forwarder = self.forwarder!
         server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config)) { ex in
             forwarder.handle(ex)
@@ -87,11 +91,19 @@ final class Worker: @unchecked Sendable {
         loop.startThread()
     }
 
+    /// Sends a reachability transition to this worker's event streams; safe from any thread.
+    func broadcast(_ t: ReachabilityTransition) {
+        loop.execute { [self] in streams.broadcast(t) }
+    }
+
     /// Stops accepting, lets pending calls finish, then closes connections and ends the loop.
     func drain() {
         loop.execute { [self] in
             server.drain()
             forwarder.draining = true
+            // Event streams never end by themselves: end them now, or drain would wait for them
+            // until shutdown_timeout.
+            streams.finishAll()
             prober?.stop()
             let timer = LoopTimer(loop: loop) { [weak self] in self?.checkDrained() }
             drainTimer = timer

@@ -128,6 +128,23 @@ public final class BlockingClient {
         return out
     }
 
+    /// Reads raw bytes (framing included) until `marker` has arrived; returns everything up to and
+    /// including it. For streamed answers, whose body never ends.
+    public func readUntil(_ marker: String) throws(Failure) -> String {
+        let m = Array(marker.utf8)
+        while true {
+            if buffer.count >= m.count {
+                for i in 0...(buffer.count - m.count) where buffer[i..<(i + m.count)].elementsEqual(m) {
+                    let out = Array(buffer[..<(i + m.count)])
+                    buffer.removeFirst(i + m.count)
+                    return String(decoding: out, as: UTF8.self)
+                }
+            }
+            if buffer.count > 1 << 20 { throw .malformed("marker not found in 1 MiB") }
+            try fill()
+        }
+    }
+
     /// Reads one response; `head` says the request was HEAD (no body follows).
     public func readResponse(head: Bool = false) throws(Failure) -> Response {
         var status = 0

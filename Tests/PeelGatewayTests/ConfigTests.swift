@@ -27,6 +27,29 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(c.workers, GatewayConfig.cpuCount)
     }
 
+    func testIssue13Options_defaultsSizesAndOff() throws {
+        let d = try ConfigLoader.load(arguments: [], environment: env)
+        XCTAssertEqual(d.reachabilityPath, "/_peel/reachability")
+        XCTAssertEqual(d.maxStreams, 1000)
+        XCTAssertEqual(d.offlineCache, 0, "the offline cache is opt-in")
+        XCTAssertEqual(d.offlineCacheMaxAge, 86_400)
+        let c = try ConfigLoader.load(arguments: ["--offline-cache", "64MiB", "--reachability-path", "off", "--max-streams", "5",
+                                                  "--offline-cache-max-age", "3600"], environment: env)
+        XCTAssertEqual(c.offlineCache, 64 << 20)
+        XCTAssertNil(c.reachabilityPath)
+        XCTAssertEqual(c.maxStreams, 5)
+        XCTAssertEqual(c.offlineCacheMaxAge, 3600)
+        for (text, bytes) in [("1048576", 1 << 20), ("512KiB", 512 << 10), ("1 GB", 1_000_000_000), ("2mb", 2_000_000), ("0", 0)] {
+            XCTAssertEqual(try ConfigLoader.load(arguments: ["--offline-cache", text], environment: env).offlineCache, bytes, text)
+        }
+        for bad in ["64XB", "-1", "MiB", "1.5MiB", "2TiB"] {
+            XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--offline-cache", bad], environment: env), bad) { e in
+                XCTAssertEqual((e as? ConfigError)?.option, "--offline-cache")
+            }
+        }
+        XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--reachability-path", "status"], environment: env))
+    }
+
     func testPrecedence_flagOverEnvironmentOverFileOverDefault() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("peel-config-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)

@@ -1,43 +1,122 @@
+import Foundation
 import PeelDemo
 import PeelGateway
 import PeelIO
+import Synchronization
 import XCTest
 
 /// The pure machine, driven with an injected clock: no sleeps.
 final class ReachabilityMachineTests: XCTestCase {
     func testUnknown_becomesReachableOnFirstPass() {
         var m = ReachabilityMachine(fall: 3, rise: 2, now: 0)
-        XCTAssertEqual(m.record(success: true, at: 1), ReachabilityTransition(from: .unknown, to: .reachable, at: 1))
+        XCTAssertEqual(m.record(.probePassed, at: 1), ReachabilityTransition(from: .unknown, to: .reachable, at: 1, reason: "probe passed"))
         XCTAssertEqual(m.state, .reachable)
         XCTAssertEqual(m.since, 1)
     }
 
     func testFall_needsConsecutiveFailures() {
         var m = ReachabilityMachine(fall: 3, rise: 2, now: 0)
-        _ = m.record(success: true, at: 0)
-        XCTAssertNil(m.record(success: false, at: 1))
-        XCTAssertNil(m.record(success: false, at: 2))
-        XCTAssertNil(m.record(success: true, at: 3), "a pass resets the failure run")
-        XCTAssertNil(m.record(success: false, at: 4))
-        XCTAssertNil(m.record(success: false, at: 5))
-        XCTAssertEqual(m.record(success: false, at: 6), ReachabilityTransition(from: .reachable, to: .unreachable, at: 6))
-        XCTAssertNil(m.record(success: false, at: 7), "no repeated transition while down")
+        _ = m.record(.probePassed, at: 0)
+        XCTAssertNil(m.record(.probeFailed("connect refused"), at: 1))
+        XCTAssertNil(m.record(.probeFailed("connect refused"), at: 2))
+        XCTAssertNil(m.record(.probePassed, at: 3), "a pass resets the failure run")
+        XCTAssertNil(m.record(.probeFailed("connect refused"), at: 4))
+        XCTAssertNil(m.record(.probeFailed("connect refused"), at: 5))
+        XCTAssertEqual(m.record(.probeFailed("connect refused"), at: 6), ReachabilityTransition(from: .reachable, to: .unreachable, at: 6, reason: "connect refused"))
+        XCTAssertNil(m.record(.probeFailed("connect refused"), at: 7), "no repeated transition while down")
     }
 
     func testRise_needsConsecutivePasses() {
         var m = ReachabilityMachine(fall: 1, rise: 2, now: 0)
-        XCTAssertEqual(m.record(success: false, at: 1)?.to, .unreachable)
-        XCTAssertNil(m.record(success: true, at: 2))
-        XCTAssertNil(m.record(success: false, at: 3))
-        XCTAssertNil(m.record(success: true, at: 4))
-        XCTAssertEqual(m.record(success: true, at: 5), ReachabilityTransition(from: .unreachable, to: .reachable, at: 5))
+        XCTAssertEqual(m.record(.probeFailed("connect refused"), at: 1)?.to, .unreachable)
+        XCTAssertNil(m.record(.probePassed, at: 2))
+        XCTAssertNil(m.record(.probeFailed("connect refused"), at: 3))
+        XCTAssertNil(m.record(.probePassed, at: 4))
+        XCTAssertEqual(m.record(.probePassed, at: 5), ReachabilityTransition(from: .unreachable, to: .reachable, at: 5, reason: "probe passed"))
     }
 
     func testUnknown_goesDownAfterFallFailures() {
         var m = ReachabilityMachine(fall: 2, rise: 1, now: 0)
-        XCTAssertNil(m.record(success: false, at: 1))
+        XCTAssertNil(m.record(.probeFailed("connect refused"), at: 1))
         XCTAssertEqual(m.state, .unknown)
-        XCTAssertEqual(m.record(success: false, at: 2)?.to, .unreachable)
+        XCTAssertEqual(m.record(.probeFailed("connect refused"), at: 2)?.to, .unreachable)
+    }
+
+    // Issue 13: live answers are evidence.
+
+    func testProbeTimeout_isNotAFailure_whileLiveCallsWereAnsweredWithinTheWindow() {
+        var m = ReachabilityMachine(fall: 3, rise: 2, liveWindow: 2, now: 0)
+        _ = m.record(.probePassed, at: 0)
+        for t in stride(from: 1.0, through: 20, by: 1) {
+            _ = m.record(.liveAnswer, at: t - 0.5)
+            XCTAssertNil(m.record(.probeTimedOut("probe timeout after 1 s"), at: t))
+        }
+        XCTAssertEqual(m.state, .reachable, "a slow upstream that answers live calls turned offline")
+        XCTAssertNil(m.lastFailure, "an excused timeout is not a failure")
+    }
+
+    func testProbeTimeout_counts_onceLiveAnswersAreOlderThanTheWindow() {
+        var m = ReachabilityMachine(fall: 3, rise: 2, liveWindow: 2, now: 0)
+        _ = m.record(.probePassed, at: 0)
+        _ = m.record(.liveAnswer, at: 1)
+        XCTAssertNil(m.record(.probeTimedOut("probe timeout after 1 s"), at: 3), "1 s after the last answer is excused")
+        XCTAssertNil(m.record(.probeTimedOut("probe timeout after 1 s"), at: 3.5))
+        XCTAssertNil(m.record(.probeTimedOut("probe timeout after 1 s"), at: 4))
+        XCTAssertEqual(m.record(.probeTimedOut("probe timeout after 1 s"), at: 5),
+                       ReachabilityTransition(from: .reachable, to: .unreachable, at: 5, reason: "probe timeout after 1 s"))
+    }
+
+    func testLiveAnswer_resetsTheFailureRun() {
+        var m = ReachabilityMachine(fall: 3, rise: 2, liveWindow: 2, now: 0)
+        _ = m.record(.probePassed, at: 0)
+        XCTAssertNil(m.record(.probeFailed("probe status 503"), at: 1))
+        XCTAssertNil(m.record(.probeFailed("probe status 503"), at: 2))
+        XCTAssertFalse(m.isSettled)
+        XCTAssertNil(m.record(.liveAnswer, at: 2.5))
+        XCTAssertTrue(m.isSettled)
+        XCTAssertNil(m.record(.probeFailed("probe status 503"), at: 3))
+        XCTAssertNil(m.record(.probeFailed("probe status 503"), at: 4))
+        XCTAssertEqual(m.record(.probeFailed("probe status 503"), at: 5)?.to, .unreachable)
+    }
+
+    func testTransportFailures_countEvenWhileLiveCallsAreAnswered() {
+        // A refused connection is not slowness: the live window excuses timeouts only, so a dead
+        // upstream is found as fast as before.
+        var m = ReachabilityMachine(fall: 3, rise: 2, liveWindow: 2, now: 0)
+        _ = m.record(.probePassed, at: 0)
+        _ = m.record(.liveAnswer, at: 0.9)
+        XCTAssertNil(m.record(.liveFailed("connect refused"), at: 1))
+        XCTAssertNil(m.record(.probeFailed("dns: Could not resolve host"), at: 1.1))
+        XCTAssertEqual(m.record(.liveFailed("tls: certificate expired"), at: 1.2),
+                       ReachabilityTransition(from: .reachable, to: .unreachable, at: 1.2, reason: "tls: certificate expired"))
+        XCTAssertEqual(m.reason, "tls: certificate expired")
+        XCTAssertEqual(m.lastFailure?.reason, "tls: certificate expired")
+    }
+
+    func testRecovery_liveAnswersAndProbesCountTowardRise() {
+        var m = ReachabilityMachine(fall: 1, rise: 2, liveWindow: 2, now: 0)
+        XCTAssertEqual(m.record(.probeFailed("connect refused"), at: 1)?.to, .unreachable)
+        XCTAssertNil(m.record(.liveAnswer, at: 2), "one pass of two")
+        XCTAssertEqual(m.record(.probePassed, at: 3),
+                       ReachabilityTransition(from: .unreachable, to: .reachable, at: 3, reason: "probe passed"))
+        XCTAssertEqual(m.since, 3)
+        XCTAssertEqual(m.lastFailure?.reason, "connect refused", "the last failure stays for /status")
+    }
+
+    func testShared_liveAnswerOnTheFastPath_excusesTheNextProbeTimeout() {
+        final class Clock: @unchecked Sendable { var now = 0.0 }
+        let clock = Clock()
+        let r = Reachability(fall: 1, rise: 1, liveWindow: 2, clock: { clock.now }, onTransition: { _ in })
+        r.recordProbe(ProbeReport(ok: true, status: 200, error: nil, latency: 0.001, at: 0))
+        clock.now = 1
+        r.recordLiveAnswer()  // settled: taken without the lock
+        clock.now = 2.5
+        r.recordProbe(ProbeReport(ok: false, status: nil, error: "probe timeout after 1 s", latency: 1, at: 0, timedOut: true))
+        XCTAssertEqual(r.state, .reachable)
+        clock.now = 4
+        r.recordProbe(ProbeReport(ok: false, status: nil, error: "probe timeout after 1 s", latency: 1, at: 0, timedOut: true))
+        XCTAssertEqual(r.state, .unreachable)
+        XCTAssertEqual(r.snapshot.reason, "probe timeout after 1 s")
     }
 
     func testShared_publishesStateAndCountsTransitions() {
@@ -46,9 +125,9 @@ final class ReachabilityMachineTests: XCTestCase {
         let r = Reachability(fall: 2, rise: 1, clock: { clock.now }, onTransition: { _ in })
         XCTAssertEqual(r.state, .unknown)
         XCTAssertFalse(r.isDown)
-        r.recordPassiveFailure()
+        r.recordPassiveFailure("connect refused")
         clock.now = 1
-        r.recordPassiveFailure()
+        r.recordPassiveFailure("connect refused")
         XCTAssertTrue(r.isDown)
         XCTAssertEqual(r.since, 1)
         r.recordProbe(ProbeReport(ok: true, status: 200, error: nil, latency: 0.001, at: 0))
@@ -90,10 +169,49 @@ final class ReachabilityLiveTests: XCTestCase {
 
         let status = try h.admin("/status")
         XCTAssertTrue(status.text.contains("\"state\":\"reachable\""), status.text)
+        // Issue 13: the last failure stays named after recovery.
+        XCTAssertTrue(status.text.contains("\"last_failure\":{\"reason\":\"connect refused\""), status.text)
         let metrics = try h.admin("/metrics").text
         XCTAssertTrue(metrics.contains("peel_reachability_transitions_total{to=\"unreachable\"} 1"), metrics)
         XCTAssertTrue(metrics.contains("peel_reachability_transitions_total{to=\"reachable\"} 2"), metrics)
         XCTAssertTrue(metrics.contains("peel_requests_total{kind=\"offline\",status=\"503\"} 1"), metrics)
+    }
+
+    func testSlowUpstreamUnderLoad_neverTurnsOffline() throws {
+        // Issue 13's report, scaled down: every answer, probes included, takes 0.3 s; the probe may
+        // take 0.2 s. Before, two timed-out probes made it offline although every call was answered.
+        let h = try Harness { c in
+            c.probePath = "/api/slow?ms=300"
+            c.probeInterval = 0.25
+            c.probeTimeout = 0.2
+            c.fall = 3
+            c.rise = 1
+        }
+        defer { h.stop() }
+        XCTAssertEqual(try h.request("GET", "/api/slow?ms=300").status, 200)
+        let statuses = Locked<[Int: Int]>([:])
+        let everDown = Atomic<Bool>(false)
+        let deadline = Date().addingTimeInterval(3)
+        // One thread each (concurrentPerform would run only as many as there are cores).
+        let group = DispatchGroup()
+        for _ in 0..<6 {
+            DispatchQueue.global().async(group: group) {
+                while Date() < deadline {
+                    let status = (try? h.request("GET", "/api/slow?ms=300").status) ?? -1
+                    statuses.withLock { $0[status, default: 0] += 1 }
+                }
+            }
+        }
+        while Date() < deadline {
+            if h.gateway.reachability.isDown { everDown.store(true, ordering: .relaxed) }
+            usleep(10_000)
+        }
+        group.wait()
+        let seen = statuses.withLock { $0 }
+        XCTAssertEqual(seen[503], nil, "offline answers for a slow but alive upstream: \(seen)")
+        XCTAssertGreaterThan(seen[200] ?? 0, 30, "\(seen)")
+        XCTAssertFalse(everDown.load(ordering: .relaxed), "the state went unreachable")
+        XCTAssertGreaterThan(h.upstream.probeCount + h.upstream.requestCount, 0)
     }
 
     func testOffline_upstreamSeesNoCallsWhileDown() throws {
@@ -103,7 +221,7 @@ final class ReachabilityLiveTests: XCTestCase {
         }
         defer { h.stop() }
         XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })
-        h.gateway.reachability.recordPassiveFailure()
+        h.gateway.reachability.recordPassiveFailure("connect refused")
         XCTAssertTrue(h.gateway.reachability.isDown)
         let before = h.upstream.requestCount
         for _ in 0..<10 { XCTAssertEqual(try h.request("GET", "/api/user").status, 503) }

@@ -125,3 +125,26 @@ final class DemoFaultTests: DemoTestCase {
         XCTAssertEqual(client.readToEnd().end, .reset)
     }
 }
+
+/// The play-dead switch `make demo` uses to show the offline experience (issue 13).
+final class DemoSwitchTests: DemoTestCase {
+    func testDownResetsEveryRequest_upAnswersAgain() throws {
+        let down = try connect()
+        try down.send(RawClient.request("POST", "/_demo/down"))
+        XCTAssertEqual(try down.readHead().status, 200)
+        XCTAssertTrue(upstream.isPlayingDead)
+
+        let dead = try connect()
+        try dead.send(RawClient.request("GET", "/api/user"))
+        let (bytes, end) = dead.readToEnd()
+        XCTAssertEqual(end, .reset)
+        XCTAssertTrue(bytes.isEmpty)
+
+        let up = try connect()
+        try up.send(RawClient.request("POST", "/_demo/up"))
+        XCTAssertEqual(try up.readHead().status, 200)
+        let alive = try connect()
+        try alive.send(RawClient.request("GET", "/api/user"))
+        XCTAssertEqual(try alive.readHead().status, 200)
+    }
+}

@@ -1,0 +1,142 @@
+import PeelIO
+import Synchronization
+
+/// `{"state":…,"since":…,"reason":…}`: what apps read at the reachability path (issue 13). `since`
+/// is on the monotonic clock and is written as wall-clock RFC 3339, like /status.
+func reachabilityDocument(state: ReachabilityState, since: Double, reason: String?) -> String {
+    let wall = wallNow() - (monotonicNow() - since)
+    return "{\"state\":\"\(state)\",\"since\":\"\(rfc3339(wall))\",\"reason\":\(reason.map(jsonEscaped) ?? "null")}"
+}
+
+/// Open event streams across all workers, held to `--max-streams`.
+final class StreamBudget: Sendable {
+    private let open = Atomic<Int>(0)
+    /// The bound.
+    let limit: Int
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Takes a place; false when all `limit` are taken.
+    func take() -> Bool {
+        var current = open.load(ordering: .relaxed)
+        while current < limit {
+            let (exchanged, original) = open.compareExchange(expected: current, desired: current + 1, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    /// Gives a place back.
+    func give() { open.subtract(1, ordering: .relaxed) }
+
+    /// Streams open now.
+    var count: Int { open.load(ordering: .relaxed) }
+}
+
+/// One worker's server-sent-event streams of reachability (WHATWG HTML §9.2): the current state at
+/// once, then every transition, and a comment line as a heartbeat so idle intermediaries and clients
+/// can tell a quiet stream from a dead one. Loop-thread only.
+final class ReachabilityStreams {
+    private let loop: EventLoop
+    private let budget: StreamBudget
+    private let heartbeatInterval: Double
+    private var streams: [ObjectIdentifier: Subscriber] = [:]
+    private var heartbeat: LoopTimer?
+    /// Set at drain start: every stream is finished and no new one opens.
+    private(set) var closed = false
+
+    /// A stream unread past this many bytes belongs to a client that stopped reading: it is ended
+    /// rather than buffered without bound (events are ~150 bytes, so this is hundreds of them).
+    static let maxBuffered = 64 * 1024
+
+    private final class Subscriber {
+        let stream: ReplyStream
+        /// Clock reading of the newest state sent, so an older transition that arrives late (the
+        /// workers' mailboxes are not ordered with each other) is not sent after a newer one.
+        var sentAt: Double
+        init(stream: ReplyStream, sentAt: Double) {
+            self.stream = stream
+            self.sentAt = sentAt
+        }
+    }
+
+    init(loop: EventLoop, budget: StreamBudget, heartbeat: Double) {
+        self.loop = loop
+        self.budget = budget
+        heartbeatInterval = heartbeat
+    }
+
+    /// Streams open on this worker.
+    var count: Int { streams.count }
+
+    /// Takes a place in the budget for a new stream; false when over `--max-streams` or draining.
+    func reserve() -> Bool { !closed && budget.take() }
+
+    /// Adopts `stream` (its place already reserved) and sends it the current state.
+    func adopt(_ stream: ReplyStream, state: ReachabilityState, since: Double, reason: String?) {
+        let key = ObjectIdentifier(stream)
+        streams[key] = Subscriber(stream: stream, sentAt: since)
+        stream.onClientGone = { [weak self] in self?.forget(key) }
+        send(streams[key]!, event(state: state, since: since, reason: reason))
+        if streams.count == 1 { armHeartbeat() }
+    }
+
+    /// Gives the place back when the reserved stream could not be started.
+    func release() { budget.give() }
+
+    /// Sends a transition to every stream on this worker.
+    func broadcast(_ t: ReachabilityTransition) {
+        guard !closed, !streams.isEmpty else { return }
+        let bytes = event(state: t.to, since: t.at, reason: t.reason)
+        for s in Array(streams.values) where t.at > s.sentAt {
+            s.sentAt = t.at
+            send(s, bytes)
+        }
+    }
+
+    /// Ends every stream cleanly (the last chunk goes out) and refuses new ones: drain start.
+    func finishAll() {
+        closed = true
+        heartbeat?.cancel()
+        for key in Array(streams.keys) {
+            let s = streams[key]
+            forget(key)
+            s?.stream.finish()
+        }
+    }
+
+    private func event(state: ReachabilityState, since: Double, reason: String?) -> [UInt8] {
+        Array("event: reachability\ndata: \(reachabilityDocument(state: state, since: since, reason: reason))\n\n".utf8)
+    }
+
+    private func send(_ s: Subscriber, _ bytes: [UInt8]) {
+        if s.stream.bufferedBytes > Self.maxBuffered {
+            forget(ObjectIdentifier(s.stream))
+            s.stream.finish()
+            return
+        }
+        s.stream.write(bytes)
+    }
+
+    private func forget(_ key: ObjectIdentifier) {
+        guard let s = streams.removeValue(forKey: key) else { return }
+        s.stream.onClientGone = nil
+        budget.give()
+        if streams.isEmpty { heartbeat?.cancel() }
+    }
+
+    private func armHeartbeat() {
+        if heartbeat == nil {
+            heartbeat = LoopTimer(loop: loop) { [weak self] in self?.beat() }
+        }
+        heartbeat?.arm(seconds: heartbeatInterval)
+    }
+
+    private func beat() {
+        guard !closed, !streams.isEmpty else { return }
+        let comment = Array(": heartbeat\n\n".utf8)
+        for s in Array(streams.values) { send(s, comment) }
+        if !streams.isEmpty { armHeartbeat() }
+    }
+}
