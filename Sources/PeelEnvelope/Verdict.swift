@@ -8,13 +8,16 @@ public struct UpstreamAnswer: Sendable {
     public var path: String
     /// Whether the client's request was HEAD.
     public var isHead: Bool
+    /// Whether the client's request was OPTIONS: its answer passes unjudged.
+    public var isOptions: Bool
 
     /// Creates an answer description.
-    public init(status: Int, contentType: String?, path: String, isHead: Bool) {
+    public init(status: Int, contentType: String?, path: String, isHead: Bool, isOptions: Bool = false) {
         self.status = status
         self.contentType = contentType
         self.path = path
         self.isHead = isHead
+        self.isOptions = isOptions
     }
 }
 
