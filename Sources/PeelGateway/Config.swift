@@ -120,6 +120,16 @@ public struct GatewayConfig: Sendable {
     public var headerTimeout: Double = 10
     /// Seconds a request body may take from the end of its head (default 60).
     public var bodyTimeout: Double = 60
+    /// Origins (exact, or `*`) whose CORS Peel answers itself (default none: the upstream's CORS fields pass).
+    public var corsOrigins: [String] = []
+    /// Adds `Access-Control-Allow-Credentials: true` for allowed origins (default off; never with `*`).
+    public var corsCredentials: Bool = false
+    /// Seconds a browser may cache Peel's preflight answer (default 600).
+    public var corsMaxAge: Int = 600
+    /// Rewrites Location, Content-Location and Refresh URLs naming the upstream to Peel (default on).
+    public var rewriteRedirects: Bool = true
+    /// Rewrites Set-Cookie Path under the base path and drops a Domain naming the upstream (default on).
+    public var rewriteCookies: Bool = true
 
     /// Creates the defaults.
     public init() {}

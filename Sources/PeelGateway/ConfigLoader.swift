@@ -94,8 +94,8 @@ public enum ConfigLoader {
         },
         OptionSpec(name: "access-log", help: "json or off: one JSON line per request on stdout (default json)") { c, v, o throws(ConfigError) in
             switch try text(v, o) {
-            case "json": c.accessLog = true
-            case "off": c.accessLog = false
+            case "json", "true": c.accessLog = true
+            case "off", "false": c.accessLog = false
             default: throw ConfigError(option: o, problem: "must be json or off")
             }
         },
@@ -163,6 +163,25 @@ public enum ConfigLoader {
                 m[code] = st
             }
             c.envelope.codeStatus = m
+        },
+        OptionSpec(name: "cors-origins", help: "origins (exact, or *) whose CORS Peel answers itself, preflights included (default none: the upstream's CORS fields pass)") { c, v, o throws(ConfigError) in
+            let l = try list(v, o)
+            for origin in l where origin != "*" && !isOrigin(origin) {
+                throw ConfigError(option: o, problem: "\(origin) is not an origin like https://app.example.com or *")
+            }
+            c.corsOrigins = l
+        },
+        OptionSpec(name: "cors-credentials", help: "on or off: allow credentialed cross-origin calls (default off; not with --cors-origins *)") { c, v, o throws(ConfigError) in
+            c.corsCredentials = try onOff(v, o)
+        },
+        OptionSpec(name: "cors-max-age", help: "seconds a browser may cache Peel's preflight answer (default 600)") { c, v, o throws(ConfigError) in
+            c.corsMaxAge = try integer(v, o, 0...86_400)
+        },
+        OptionSpec(name: "rewrite-redirects", help: "on or off: Location, Content-Location and Refresh naming the upstream name Peel (default on)") { c, v, o throws(ConfigError) in
+            c.rewriteRedirects = try onOff(v, o)
+        },
+        OptionSpec(name: "rewrite-cookies", help: "on or off: Set-Cookie Path loses the base path, Domain naming the upstream is dropped (default on)") { c, v, o throws(ConfigError) in
+            c.rewriteCookies = try onOff(v, o)
         },
         OptionSpec(name: "business-status", help: "HTTP status of a business error without a code-status entry (default 422)") { c, v, o throws(ConfigError) in
             c.envelope.businessStatus = try integer(v, o, 400...599)
@@ -238,6 +257,10 @@ public enum ConfigLoader {
         }
         let fields = [c.envelope.codeField, c.envelope.messageField, c.envelope.dataField]
         if Set(fields).count != 3 { throw ConfigError(option: "--data-field", problem: "code, message and data fields must differ") }
+        // The Fetch standard refuses a credentialed answer that allows every origin (Fetch §3.2.5).
+        if c.corsCredentials && c.corsOrigins.contains("*") {
+            throw ConfigError(option: "--cors-credentials", problem: "cannot be used with --cors-origins *")
+        }
         if let a = c.adminListen, a == c.listen, a.port != 0 {
             throw ConfigError(option: "--admin-listen", problem: "must differ from --listen")
         }
@@ -260,7 +283,7 @@ public enum ConfigLoader {
     private static func fileValue(_ raw: Any, _ o: String) throws(ConfigError) -> ConfigValue {
         switch raw {
         case let s as String: return .text(s)
-        case let b as Bool where isBool(raw): return .text(b ? "json" : "off")
+        case let b as Bool where isBool(raw): return .text(b ? "true" : "false")
         case let n as NSNumber: return .text(n.stringValue)
         case let a as [Any]:
             return .list(a.map { v in
@@ -287,6 +310,23 @@ public enum ConfigLoader {
         case .list(let l): return l.joined(separator: ",")
         case .map: throw ConfigError(option: o, problem: "must be a string, not an object")
         }
+    }
+
+    static func onOff(_ v: ConfigValue, _ o: String) throws(ConfigError) -> Bool {
+        switch try text(v, o) {
+        case "on", "true": return true
+        case "off", "false": return false
+        default: throw ConfigError(option: o, problem: "must be on or off")
+        }
+    }
+
+    /// Whether `s` is a serialised origin (`scheme://host[:port]`, RFC 6454 §6.2): what browsers send in Origin.
+    static func isOrigin(_ s: String) -> Bool {
+        guard let r = s.range(of: "://") else { return false }
+        let scheme = s[..<r.lowerBound]
+        let authority = s[r.upperBound...]
+        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }), !authority.isEmpty else { return false }
+        return !authority.contains(where: { "/?#@ ".contains($0) })
     }
 
     static func nonEmpty(_ v: ConfigValue, _ o: String) throws(ConfigError) -> String {
@@ -397,6 +437,11 @@ public enum ConfigLoader {
             ("problem_type_base", q(c.envelope.problemTypeBase)),
             ("passthrough_content_types", strs(c.envelope.passthroughContentTypes)),
             ("passthrough_paths", strs(c.envelope.passthroughPaths)),
+            ("cors_origins", strs(c.corsOrigins)),
+            ("cors_credentials", c.corsCredentials ? "true" : "false"),
+            ("cors_max_age", "\(c.corsMaxAge)"),
+            ("rewrite_redirects", c.rewriteRedirects ? "true" : "false"),
+            ("rewrite_cookies", c.rewriteCookies ? "true" : "false"),
         ]
         return "{\n" + fields.map { "  \(q($0.0)): \($0.1)" }.joined(separator: ",\n") + "\n}"
     }
