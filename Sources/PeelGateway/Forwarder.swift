@@ -11,6 +11,18 @@ final class Forwarder {
     private let basePath: String
     private let retryAfter: String
     private let idPrefix: String
+    /// Peel's own CORS answers; nil when the upstream's CORS fields pass as they are.
+    private let cors: CORSPolicy?
+    /// URL and cookie rewriting towards Peel's own address.
+    private let rewrite: ProxyRewrite
+    /// Upstream fields left out of the bulk copy: rewritten ones, and CORS ones when Peel manages CORS.
+    private let droppedResponse: HeaderNameSet
+    private let droppedResponseAndType: HeaderNameSet
+    /// Upstream fields rewritten before they are passed (see `rewritten`), by position.
+    private static let rewrittenFields = HeaderNameSet(["location", "content-location", "refresh", "set-cookie"])
+    /// Upstream fields a problem document keeps: those clients act on (RFC 9110 §10.2.3 Retry-After,
+    /// §11.6.1 WWW-Authenticate, §12.5.5 Vary; RFC 9111 §5.2 Cache-Control; RFC 6265 Set-Cookie).
+    private let keptOnProblem: HeaderNameSet
     private var idCounter: UInt64 = 0
     /// Set while shutting down: answers carry `Connection: close`.
     var draining = false
@@ -36,6 +48,19 @@ final class Forwarder {
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
+        cors = CORSPolicy(config: config)
+        rewrite = ProxyRewrite(upstream: config.upstream)
+        var dropped = RequestPolicy.droppedResponseHeaders
+        if config.rewriteRedirects { dropped.formUnion(["location", "content-location", "refresh"]) }
+        if config.rewriteCookies { dropped.insert("set-cookie") }
+        if cors != nil { dropped.formUnion(CORSPolicy.upstreamFields) }
+        droppedResponse = HeaderNameSet(dropped)
+        droppedResponseAndType = HeaderNameSet(dropped.union(["content-type"]))
+        var kept = ["retry-after", "set-cookie", "www-authenticate", "vary", "cache-control"]
+        if cors == nil {
+            kept += CORSPolicy.upstreamFields
+        }
+        keptOnProblem = HeaderNameSet(kept)
     }
 
     /// Per-call state, alive from request to answer.
@@ -48,6 +73,14 @@ final class Forwarder {
         var transfer: UpstreamTransfer?
         var upstreamDuration: Double?
         var upstreamStatus: Int?
+        /// The upstream's answer fields, kept for a problem document made from its answer.
+        var upstreamHeaders: ResponseHeaders?
+        /// The envelope code as the upstream sent it; nil when there was no envelope.
+        var upstreamCode: Int64?
+        /// The request's Origin (CORS).
+        var origin: String?
+        /// Peel's own origin as the client named it, for rewritten URLs; nil when unknown.
+        var publicOrigin: String?
 
         init(exchange: HTTPExchange, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
@@ -64,6 +97,11 @@ final class Forwarder {
         var host: String? = nil
         var xff: String? = nil
         var acceptLanguage: String? = nil
+        var origin: String? = nil
+        var requestMethod: String? = nil
+        var requestHeaders: String? = nil
+        var forwardedProto: String? = nil
+        var forwardedHost: String? = nil
         var connectionTokens: [String] = []
         var badHeader: String? = nil
         // Fields are read in place: only the few Peel acts on become Strings.
@@ -77,14 +115,25 @@ final class Forwarder {
                 // `keep-alive` and `close` (nearly every client's value) name nothing that is not dropped anyway.
                 if field.valueEquals("keep-alive") || field.valueEquals("close") { break }
                 for t in field.valueString.split(separator: ",") { connectionTokens.append(trimOWS(t).lowercased()) }
+            case 5: origin = field.valueString
+            case 6: requestMethod = field.valueString
+            case 7: requestHeaders = requestHeaders.map { $0 + ", " + field.valueString } ?? field.valueString
+            case 8: forwardedProto = field.valueString
+            case 9: forwardedHost = field.valueString
             default: break
             }
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
+        call.origin = origin
+        if config.rewriteRedirects {
+            call.publicOrigin = ProxyRewrite.publicOrigin(host: host, forwardedProto: forwardedProto, forwardedHost: forwardedHost)
+        }
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
-        if let refusal = ex.refusal { return answerProblem(call, Self.problem(for: refusal)) }
+        if let refusal = ex.refusal {
+            return answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
+        }
 
         // RFC 9112 §3.2: a 1.1 request without Host, or with two, is refused.
         if let badHeader { return refuse(call, badHeader) }
@@ -98,9 +147,13 @@ final class Forwarder {
         }
         call.path = target.path
 
-        if reachability.isDown {
-            return answerProblem(call, Problem(kind: .offline))
+        // A preflight is Peel's to answer when it manages CORS: the upstream is not contacted.
+        if let cors, CORSPolicy.isPreflight(method: ex.method, origin: origin, requestMethod: requestMethod) {
+            let fields = cors.preflightFields(origin: origin, requestMethod: requestMethod, requestHeaders: requestHeaders)
+            return send(call, status: 204, headers: fields + [("X-Request-Id", id)], body: [], kind: "preflight", code: nil)
         }
+
+        if reachability.isDown { return answer(call, .offline) }
 
         // `Connection: keep-alive` (what HTTP/1.0 clients send) names nothing that is not dropped anyway.
         let extraHopByHop = connectionTokens.filter { !RequestPolicy.droppedRequestHeaders.contains($0) }
@@ -141,18 +194,18 @@ final class Forwarder {
         ex.onClientGone = { [self] in
             call.transfer?.cancel()
             call.transfer = nil
-            self.record(call, status: 499, kind: "client-closed", bytes: 0, upstreamCode: nil)
+            self.record(call, status: 499, kind: "client-closed", bytes: 0, code: nil)
         }
     }
 
     /// Request fields Peel reads, by position: see `handle`.
     private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
-                                                  "connection"])
+                                                  "connection", "origin", "access-control-request-method",
+                                                  "access-control-request-headers", "x-forwarded-proto",
+                                                  "x-forwarded-host"])
     /// Fields curl would add itself when the client sent none.
     private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
     private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
-    private static let droppedResponse = HeaderNameSet(RequestPolicy.droppedResponseHeaders)
-    private static let droppedResponseAndType = HeaderNameSet(RequestPolicy.droppedResponseHeaders.union(["content-type"]))
 
     func nextRequestId() -> String {
         idCounter &+= 1
@@ -166,20 +219,24 @@ final class Forwarder {
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
             if failure.isTransportFailure { reachability.recordPassiveFailure() }
-            answerProblem(call, Self.problem(for: failure))
+            answer(call, Self.outcome(of: failure))
         case .success(let response):
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
+            call.upstreamHeaders = response.headers
             let contentType = response.headers.first("content-type")
-            let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false)
-            switch judge(answer, body: response.body, config: config.envelope) {
+            let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
+                                        isOptions: call.exchange.method == "OPTIONS")
+            let judged = response.body.withUnsafeBufferPointer { judgeWithCode(answer, body: $0, config: config.envelope) }
+            call.upstreamCode = judged.upstreamCode
+            switch judged.verdict {
             case .unwrap(let status, let range):
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
-                pass(call, status: status, response, dropping: Self.droppedResponseAndType, range: range ?? 0..<0,
+                pass(call, status: status, response, dropping: droppedResponseAndType, range: range ?? 0..<0,
                      kind: "ok", contentType: range == nil ? nil : "application/json")
             case .passthrough:
-                pass(call, status: response.status, response, dropping: Self.droppedResponse, range: nil,
+                pass(call, status: response.status, response, dropping: droppedResponse, range: nil,
                      kind: "passthrough", contentType: nil)
             case .problem(let p):
                 answerProblem(call, p)
@@ -187,33 +244,17 @@ final class Forwarder {
         }
     }
 
-    /// The one place upstream failures become problem documents (SPEC error table).
-    static func problem(for failure: UpstreamFailure) -> Problem {
+    /// What an upstream transfer's failure means; `problem(for:config:)` gives it its status.
+    static func outcome(of failure: UpstreamFailure) -> Outcome {
         switch failure {
-        case .dns, .refused, .reset, .tls, .other:
-            return Problem(kind: .upstreamUnreachable)
-        case .timeout, .connectTimeout:
-            return Problem(kind: .upstreamTimeout)
-        case .tooLarge:
-            return Problem(kind: .upstreamTooLarge)
-        case .protocolError:
-            return Problem(kind: .badUpstreamFormat)
-        case .localResources(let why):
-            // Peel's own shortage (descriptors, memory): 503 like the in-flight limit; the upstream is
-            // not to blame, so reachability never hears of it (it is not a transport failure).
-            return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel is short of resources: \(why)")
-        case .overloaded:
-            return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel has too many upstream calls in flight")
+        case .dns, .refused, .reset, .tls, .other: return .unreachable
+        case .timeout, .connectTimeout: return .timedOut
+        case .tooLarge: return .upstreamTooLarge
+        case .protocolError: return .brokenFraming
+        // Peel's own shortage; reachability never hears of it (it is not a transport failure).
+        case .localResources(let why): return .shortOfResources(why)
+        case .overloaded: return .overloaded
         }
-    }
-
-    /// The one place the server's refusals become problem documents: too large is `request-too-large`
-    /// (413, 414, 431), everything else `bad-request` with the server's status (400, 408, 417, 505).
-    static func problem(for refusal: RequestError) -> Problem {
-        if refusal.isTooLarge {
-            return Problem(kind: .requestTooLarge, status: refusal.status, detail: refusal.detail)
-        }
-        return Problem(kind: .badRequest, status: refusal.status, detail: refusal.detail)
     }
 
     /// Answers with the upstream's fields minus `dropping` (SPEC: hop-by-hop and envelope-describing
@@ -222,49 +263,87 @@ final class Forwarder {
                       kind: String, contentType: String?) {
         guard !call.exchange.answered else { return }
         let draining = self.draining
+        let corsFields = cors?.answerFields(origin: call.origin) ?? []
         call.exchange.respond(status: status, body: response.body, range: range) { out in
             out.add(response.headers, dropping: dropping)
+            addRewritten(response.headers, call, to: &out)
             out.add("X-Request-Id", call.requestId)
+            for (name, value) in corsFields { out.add(name, value) }
             if draining { out.add("Connection", "close") }
             if let contentType { out.add("Content-Type", contentType) }
         }
-        record(call, status: status, kind: kind, bytes: range?.count ?? response.body.count, upstreamCode: nil)
+        record(call, status: status, kind: kind, bytes: range?.count ?? response.body.count, code: nil)
+    }
+
+    /// Adds the upstream's Location, Content-Location, Refresh and Set-Cookie fields rewritten to name
+    /// Peel (when those rewrites are on; otherwise the bulk copy passed them as they were).
+    private func addRewritten(_ headers: ResponseHeaders, _ call: Call, to out: inout ReplyHeaders) {
+        let redirects = config.rewriteRedirects
+        let cookies = config.rewriteCookies
+        guard redirects || cookies else { return }
+        headers.forEachField { f in
+            switch f.index(in: Self.rewrittenFields) {
+            case 0?, 1?: if redirects { out.add(f.nameString, rewrite.location(f.valueString, publicOrigin: call.publicOrigin)) }
+            case 2?: if redirects { out.add(f.nameString, rewrite.refresh(f.valueString, publicOrigin: call.publicOrigin)) }
+            case 3?: if cookies { out.add(f.nameString, rewrite.setCookie(f.valueString)) }
+            default: break
+            }
+        }
     }
 
     private func refuse(_ call: Call, _ why: String) {
-        answerProblem(call, Problem(kind: .badRequest, detail: why))
+        answer(call, .refused(status: 400, tooLarge: false, detail: why))
+    }
+
+    /// Answers an outcome with its problem document.
+    private func answer(_ call: Call, _ outcome: Outcome) {
+        answerProblem(call, problem(for: outcome, config: config.envelope))
     }
 
     private func answerProblem(_ call: Call, _ problem: Problem) {
         var p = problem
         if p.upstreamStatus == nil { p.upstreamStatus = call.upstreamStatus }
         let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: config.envelope.problemTypeBase)
-        var headers: [(String, String)] = [
-            ("Content-Type", "application/problem+json"),
-            ("Cache-Control", "no-store"),
-            ("X-Request-Id", call.requestId),
-        ]
+        var headers: [(String, String)] = [("Content-Type", "application/problem+json"), ("X-Request-Id", call.requestId)]
+        // The upstream's fields that clients act on stay (a 429's Retry-After, a logout's Set-Cookie).
+        var sawCacheControl = false
+        var sawChallenge = false
+        call.upstreamHeaders?.forEachField { f in
+            guard let i = f.index(in: keptOnProblem) else { return }
+            switch i {
+            case 1: headers.append((f.nameString, config.rewriteCookies ? rewrite.setCookie(f.valueString) : f.valueString))
+            case 2: sawChallenge = true; headers.append((f.nameString, f.valueString))
+            case 4: sawCacheControl = true; headers.append((f.nameString, f.valueString))
+            default: headers.append((f.nameString, f.valueString))
+            }
+        }
+        if !sawCacheControl { headers.append(("Cache-Control", "no-store")) }
+        // RFC 9110 §15.5.2: a 401 carries a challenge; the Bearer scheme's for an expired token (RFC 6750 §3).
+        if p.status == 401 && !sawChallenge { headers.append(("WWW-Authenticate", "Bearer error=\"invalid_token\"")) }
         if p.kind == .offline { headers.append(("Retry-After", retryAfter)) }
+        if let cors { headers += cors.answerFields(origin: call.origin) }
         if draining || p.kind == .badRequest { headers.append(("Connection", "close")) }
-        send(call, status: p.status, headers: headers, body: body, kind: p.kind.rawValue, upstreamCode: p.code)
+        send(call, status: p.status, headers: headers, body: body, kind: p.kind.rawValue, code: p.code)
     }
 
-    private func send(_ call: Call, status: Int, headers: [(String, String)], body: [UInt8], kind: String, upstreamCode: Int64?) {
+    private func send(_ call: Call, status: Int, headers: [(String, String)], body: [UInt8], kind: String, code: Int64?) {
         guard !call.exchange.answered else { return }
         call.exchange.respond(status: status, headers: headers, body: body)
-        record(call, status: status, kind: kind, bytes: body.count, upstreamCode: upstreamCode)
+        record(call, status: status, kind: kind, bytes: body.count, code: code)
     }
 
-    private func record(_ call: Call, status: Int, kind: String, bytes: Int, upstreamCode: Int64?) {
+    /// Counts the answer and writes its access-log line: `code` is the one Peel answered with (a
+    /// problem's), `upstream_code` the envelope code as the upstream sent it, null when it sent none.
+    private func record(_ call: Call, status: Int, kind: String, bytes: Int, code: Int64?) {
         let duration = monotonicNow() - call.started
         metrics.inflight.subtract(1, ordering: .relaxed)
         metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstreamDuration)
         guard let accessLog else { return }
         var line = "{\"time\":\"\(rfc3339(wallNow()))\",\"request_id\":\(jsonEscaped(call.requestId))"
         line += ",\"method\":\(jsonEscaped(call.exchange.method)),\"path\":\(jsonEscaped(call.path.isEmpty ? call.exchange.target : call.path))"
-        line += ",\"status\":\(status),\"kind\":\"\(kind)\""
+        line += ",\"status\":\(status),\"kind\":\"\(kind)\",\"code\":" + (code.map { String($0) } ?? "null")
         line += ",\"upstream_status\":" + (call.upstreamStatus.map(String.init) ?? "null")
-        line += ",\"upstream_code\":" + (upstreamCode.map { String($0) } ?? "null")
+        line += ",\"upstream_code\":" + (call.upstreamCode.map { String($0) } ?? "null")
         line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
         line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))}"
         accessLog.append(line)
