@@ -47,6 +47,8 @@ func passesThrough(_ answer: UpstreamAnswer, _ config: EnvelopeConfig) -> Bool {
     // an empty CORS preflight answer: it is never an envelope.
     if answer.isHead || answer.isOptions || (status >= 100 && status <= 399 && !(status >= 200 && status <= 299)) { return true }
     if status == 204 || status == 205 { return true }
+    // A download is meant to be saved as it is (RFC 6266 §4.2), whatever its media type.
+    if let disposition = answer.contentDisposition, MediaType.isAttachment(disposition) { return true }
     for prefix in config.passthroughPaths where answer.path.utf8.starts(with: prefix.utf8) {
         return true
     }

@@ -127,7 +127,7 @@ public enum ConfigLoader {
         OptionSpec(name: "problem-type-base", help: "prefix of every problem type (default urn:peel:problem:)") { c, v, o throws(ConfigError) in
             c.envelope.problemTypeBase = try nonEmpty(v, o)
         },
-        OptionSpec(name: "passthrough-content-types", help: "media types passed through unwrapped (default image/*,audio/*,video/*,application/octet-stream)") { c, v, o throws(ConfigError) in
+        OptionSpec(name: "passthrough-content-types", help: "media types passed through unwrapped (default image/*,audio/*,video/*,application/octet-stream,text/csv,application/pdf,application/zip,text/event-stream)") { c, v, o throws(ConfigError) in
             c.envelope.passthroughContentTypes = try list(v, o)
         },
         OptionSpec(name: "passthrough-paths", help: "path prefixes passed through unwrapped (default none)") { c, v, o throws(ConfigError) in

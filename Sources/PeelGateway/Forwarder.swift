@@ -226,7 +226,8 @@ final class Forwarder {
             call.upstreamHeaders = response.headers
             let contentType = response.headers.first("content-type")
             let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
-                                        isOptions: call.exchange.method == "OPTIONS")
+                                        isOptions: call.exchange.method == "OPTIONS",
+                                        contentDisposition: response.headers.first("content-disposition"))
             let judged = response.body.withUnsafeBufferPointer { judgeWithCode(answer, body: $0, config: config.envelope) }
             call.upstreamCode = judged.upstreamCode
             switch judged.verdict {

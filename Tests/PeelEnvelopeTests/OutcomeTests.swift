@@ -73,3 +73,24 @@ final class OutcomeTests: XCTestCase {
         XCTAssertNil(code("<html>"))
     }
 }
+
+/// Downloads pass unjudged whatever their media type, and the default passthrough types cover common files.
+final class DownloadPassthroughTests: XCTestCase {
+    private let config = EnvelopeConfig()
+
+    func testAttachment_passesWhateverItsType() {
+        for disposition in ["attachment", "Attachment; filename=\"r.csv\"", " attachment ;filename=x"] {
+            let a = UpstreamAnswer(status: 200, contentType: "text/html", path: "/r", isHead: false, contentDisposition: disposition)
+            XCTAssertEqual(judge(a, body: Array("a,b\n".utf8), config: config), .passthrough, disposition)
+        }
+        let inline = UpstreamAnswer(status: 200, contentType: "text/html", path: "/r", isHead: false, contentDisposition: "inline")
+        XCTAssertNotEqual(judge(inline, body: Array("a,b\n".utf8), config: config), .passthrough)
+    }
+
+    func testDefaultPassthroughTypes_includeCSVPDFZipAndEventStreams() {
+        for type in ["text/csv; charset=utf-8", "application/pdf", "application/zip", "text/event-stream"] {
+            let a = UpstreamAnswer(status: 200, contentType: type, path: "/r", isHead: false)
+            XCTAssertEqual(judge(a, body: Array("x".utf8), config: config), .passthrough, type)
+        }
+    }
+}
