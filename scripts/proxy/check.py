@@ -1,0 +1,123 @@
+"""Checks Peel in front of the FastAPI app (scripts/proxy/app.py) with real clients.
+usage: check.py UPSTREAM_PORT PEEL_PORT CORS_PEEL_PORT ACCESS_LOG
+Prints one `ok`/`FAIL` line per check; the exit status is the number of failures."""
+import asyncio
+import json
+import sys
+import time
+
+import aiohttp
+import httpx
+import requests
+
+UP, GW, CGW, LOG = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+G, C = f"http://127.0.0.1:{GW}", f"http://127.0.0.1:{CGW}"
+APP = "http://app.example"
+failures = 0
+
+
+def check(name, expected, actual):
+    global failures
+    if expected == actual:
+        print(f"ok   {name}")
+    else:
+        failures += 1
+        print(f"FAIL {name}: expected [{expected!r}] got [{actual!r}]")
+
+
+def preflight(base, origin=APP):
+    return httpx.options(base + "/user", headers={"Origin": origin, "Access-Control-Request-Method": "PUT",
+                                                  "Access-Control-Request-Headers": "authorization, content-type"})
+
+
+def options_hits():
+    return requests.get(f"http://127.0.0.1:{UP}/api/v1/hits").json()["data"]["options"]
+
+
+# CORS left to the upstream (no --cors-origins): its preflight answer passes unjudged.
+r = preflight(G)
+check("preflight without --cors-origins: the upstream's answer passes (was 502)", 200, r.status_code)
+check("preflight without --cors-origins: the upstream's Allow-Origin", APP, r.headers.get("access-control-allow-origin"))
+check("preflight without --cors-origins: the upstream's Allow-Methods kept", True, "PUT" in r.headers.get("access-control-allow-methods", ""))
+r = requests.get(G + "/business", headers={"Origin": APP})
+check("business error is 422", 422, r.status_code)
+check("422 problem keeps the upstream's Access-Control-Allow-Origin", APP, r.headers.get("access-control-allow-origin"))
+
+# CORS managed by Peel (--cors-origins http://app.example).
+before = options_hits()
+r = preflight(C)
+check("managed preflight is answered 204 by Peel", 204, r.status_code)
+check("managed preflight: Allow-Origin", APP, r.headers.get("access-control-allow-origin"))
+check("managed preflight: Allow-Methods is what was requested", "PUT", r.headers.get("access-control-allow-methods"))
+check("managed preflight: Allow-Headers is what was requested", "authorization, content-type", r.headers.get("access-control-allow-headers"))
+check("managed preflight: Max-Age", "600", r.headers.get("access-control-max-age"))
+check("managed preflight never reaches the upstream", before, options_hits())
+r = preflight(C, "http://evil.example")
+check("preflight from another origin gets no Allow-Origin", None, r.headers.get("access-control-allow-origin"))
+for path, status in [("/user", 200), ("/business", 422), ("/expired", 401)]:
+    r = requests.get(C + path, headers={"Origin": APP})
+    check(f"managed {path} is {status}", status, r.status_code)
+    check(f"managed {path} carries Allow-Origin", APP, r.headers.get("access-control-allow-origin"))
+    check(f"managed {path} varies by Origin", True, "Origin" in r.headers.get("vary", ""))
+    # Exactly Peel's list: the upstream's own Expose-Headers (X-Upstream) was dropped, not merged.
+    check(f"managed {path} exposes X-Request-Id and Retry-After", "X-Request-Id, Retry-After", r.headers.get("access-control-expose-headers"))
+r = requests.get(C + "/user", headers={"Origin": "http://evil.example"})
+check("another origin gets no Allow-Origin on success", None, r.headers.get("access-control-allow-origin"))
+check("another origin gets no CORS fields at all", [], [k for k in r.headers if k.lower().startswith("access-control-")])
+r = requests.get(C + "/%2e%2e/%2e%2e/etc", headers={"Origin": APP})
+check("a refusal (dot-segments) is 400", 400, r.status_code)
+check("a refusal carries Allow-Origin", APP, r.headers.get("access-control-allow-origin"))
+
+# Kept fields on problem documents.
+r = requests.get(G + "/limited")
+check("429 keeps its status", 429, r.status_code)
+check("429 keeps the upstream's Retry-After", "7", r.headers.get("retry-after"))
+check("429 is a problem document", "application/problem+json", r.headers.get("content-type"))
+r = requests.get(G + "/expired")
+check("token expired is 401 auth-expired", (401, "auth-expired"), (r.status_code, r.json().get("kind")))
+check("token expired carries a Bearer invalid_token challenge (RFC 6750)", 'Bearer error="invalid_token"', r.headers.get("www-authenticate"))
+check("token expired keeps Set-Cookie, rewritten to Peel's paths", "sid=\"\"; Max-Age=0; Path=/; SameSite=lax", r.headers.get("set-cookie"))
+r = requests.get(G + "/expired-challenge")
+check("the upstream's own challenge is kept", 'Bearer realm="api", error="invalid_token"', r.headers.get("www-authenticate"))
+
+# Redirects.
+r = requests.get(G + "/redirect-absolute", allow_redirects=False)
+check("absolute 302 names Peel", (302, f"{G}/user"), (r.status_code, r.headers.get("location")))
+check("an empty 302 is not labelled application/json", False, "json" in r.headers.get("content-type", ""))
+r = requests.get(G + "/redirect-absolute", headers={"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.example.com"},
+                 allow_redirects=False)
+check("absolute 302 names Peel's forwarded address", "https://api.example.com/user", r.headers.get("location"))
+r = requests.get(G + "/redirect-relative", allow_redirects=False)
+check("relative 302 loses the base path", "/user", r.headers.get("location"))
+for name in ["absolute", "relative"]:
+    r = httpx.get(G + f"/redirect-{name}", follow_redirects=True)
+    check(f"httpx follows the {name} 302 to the unwrapped user", {"id": 42, "name": "Ada"}, r.json())
+
+# Cookies under the base path: a session login works through Peel.
+s = requests.Session()
+r = s.post(G + "/login")
+check("login Set-Cookie: Path loses the base path, Domain dropped", "sid=s3cret; HttpOnly; Path=/; SameSite=lax", r.headers.get("set-cookie"))
+check("the session cookie is sent back on Peel's paths", {"sid": "s3cret"}, s.get(G + "/me").json())
+
+# Downloads.
+async def download():
+    async with aiohttp.ClientSession() as session:
+        async with session.get(G + "/report.csv") as resp:
+            return resp.status, resp.headers.get("Content-Type"), resp.headers.get("Content-Disposition"), await resp.text()
+status, ctype, disposition, text = asyncio.run(download())
+check("CSV download is 200 (was 502)", 200, status)
+check("CSV keeps its type and disposition", ("text/csv; charset=utf-8", 'attachment; filename="report.csv"'), (ctype, disposition))
+check("CSV arrives whole", 1001, text.count("\n"))
+
+# Access log: upstream_code as sent (0 included), Peel's own code apart.
+time.sleep(0.4)  # the access log is flushed every 100 ms
+lines = {}
+with open(LOG) as f:
+    for line in f:
+        e = json.loads(line)
+        lines.setdefault(e["path"], e)
+pick = lambda p: (lines.get(p, {}).get("upstream_code", "absent"), lines.get(p, {}).get("code", "absent"))
+check("access log /user: upstream_code 0, no Peel code", (0, None), pick("/user"))
+check("access log /business: upstream_code 1001", (1001, 1001), pick("/business"))
+check("access log /report.csv: no envelope", (None, None), pick("/report.csv"))
+sys.exit(failures)
