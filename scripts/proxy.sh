@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Peel in front of a real upstream framework: FastAPI + uvicorn (from PyPI, in this script's own
 # venv) under a base path, checked with requests, httpx and aiohttp: CORS with and without
-# --cors-origins, kept fields on problems, redirects, cookies, downloads, the access log.
+# --cors-origins, kept fields on problems, redirects, cookies, downloads, gzip and br answers, the
+# access log.
 # Loopback only; every wait is bounded.
 set -uo pipefail
 PEEL=${1:?usage: proxy.sh PATH/TO/peel}

@@ -126,6 +126,14 @@ public struct GatewayConfig: Sendable {
     public var corsCredentials: Bool = false
     /// Seconds a browser may cache Peel's preflight answer (default 600).
     public var corsMaxAge: Int = 600
+    /// Codings offered to clients in tie-break order (default gzip, br); empty turns compression off.
+    public var compression: [ContentCoding] = [.gzip, .br]
+    /// Smallest answer body compressed, in bytes (default 1024).
+    public var compressionMinSize: Int = 1024
+    /// zlib level for gzip, 1-9 (default 3: the knee measured in Benchmarks/RESULTS.md).
+    public var gzipLevel: Int = 3
+    /// Brotli quality, 0-11 (default 3: the knee measured in Benchmarks/RESULTS.md).
+    public var brotliQuality: Int = 3
     /// Rewrites Location, Content-Location and Refresh URLs naming the upstream to Peel (default on).
     public var rewriteRedirects: Bool = true
     /// Rewrites Set-Cookie Path under the base path and drops a Domain naming the upstream (default on).

@@ -183,6 +183,27 @@ public enum ConfigLoader {
         OptionSpec(name: "rewrite-cookies", help: "on or off: Set-Cookie Path loses the base path, Domain naming the upstream is dropped (default on)") { c, v, o throws(ConfigError) in
             c.rewriteCookies = try onOff(v, o)
         },
+        OptionSpec(name: "compression", help: "codings offered to clients, in tie-break order, or off (default gzip,br)") { c, v, o throws(ConfigError) in
+            let l = try list(v, o)
+            if l == ["off"] { c.compression = []; return }
+            var codings: [ContentCoding] = []
+            for name in l {
+                guard let coding = ContentCoding(rawValue: name.lowercased()) else {
+                    throw ConfigError(option: o, problem: "\(name) is not gzip, br or off")
+                }
+                if !codings.contains(coding) { codings.append(coding) }
+            }
+            c.compression = codings
+        },
+        OptionSpec(name: "compression-min-size", help: "smallest answer body compressed, in bytes (default 1024)") { c, v, o throws(ConfigError) in
+            c.compressionMinSize = try integer(v, o, 1...(1 << 30))
+        },
+        OptionSpec(name: "gzip-level", help: "zlib level for gzip answers, 1-9 (default 3)") { c, v, o throws(ConfigError) in
+            c.gzipLevel = try integer(v, o, 1...9)
+        },
+        OptionSpec(name: "brotli-quality", help: "brotli quality for br answers, 0-11 (default 3)") { c, v, o throws(ConfigError) in
+            c.brotliQuality = try integer(v, o, 0...11)
+        },
         OptionSpec(name: "business-status", help: "HTTP status of a business error without a code-status entry (default 422)") { c, v, o throws(ConfigError) in
             c.envelope.businessStatus = try integer(v, o, 400...599)
         },
@@ -437,6 +458,10 @@ public enum ConfigLoader {
             ("problem_type_base", q(c.envelope.problemTypeBase)),
             ("passthrough_content_types", strs(c.envelope.passthroughContentTypes)),
             ("passthrough_paths", strs(c.envelope.passthroughPaths)),
+            ("compression", strs(c.compression.map(\.rawValue))),
+            ("compression_min_size", "\(c.compressionMinSize)"),
+            ("gzip_level", "\(c.gzipLevel)"),
+            ("brotli_quality", "\(c.brotliQuality)"),
             ("cors_origins", strs(c.corsOrigins)),
             ("cors_credentials", c.corsCredentials ? "true" : "false"),
             ("cors_max_age", "\(c.corsMaxAge)"),

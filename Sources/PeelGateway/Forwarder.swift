@@ -18,6 +18,13 @@ final class Forwarder {
     /// Upstream fields left out of the bulk copy: rewritten ones, and CORS ones when Peel manages CORS.
     private let droppedResponse: HeaderNameSet
     private let droppedResponseAndType: HeaderNameSet
+    /// The same, plus ETag, for compressed answers (their ETag is weakened, see `pass`).
+    private let droppedResponseEncoded: HeaderNameSet
+    private let droppedResponseAndTypeEncoded: HeaderNameSet
+    /// Which answers are compressed, and how.
+    private let compression: CompressionPolicy
+    /// This worker's gzip/br encoder (loop-thread only, like the forwarder).
+    private let encoder: ContentEncoder
     /// Upstream fields rewritten before they are passed (see `rewritten`), by position.
     private static let rewrittenFields = HeaderNameSet(["location", "content-location", "refresh", "set-cookie"])
     /// Upstream fields a problem document keeps: those clients act on (RFC 9110 §10.2.3 Retry-After,
@@ -56,6 +63,10 @@ final class Forwarder {
         if cors != nil { dropped.formUnion(CORSPolicy.upstreamFields) }
         droppedResponse = HeaderNameSet(dropped)
         droppedResponseAndType = HeaderNameSet(dropped.union(["content-type"]))
+        droppedResponseEncoded = HeaderNameSet(dropped.union(["etag"]))
+        droppedResponseAndTypeEncoded = HeaderNameSet(dropped.union(["content-type", "etag"]))
+        compression = CompressionPolicy(offered: config.compression, minSize: config.compressionMinSize)
+        encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
         var kept = ["retry-after", "set-cookie", "www-authenticate", "vary", "cache-control"]
         if cors == nil {
             kept += CORSPolicy.upstreamFields
@@ -81,6 +92,8 @@ final class Forwarder {
         var origin: String?
         /// Peel's own origin as the client named it, for rewritten URLs; nil when unknown.
         var publicOrigin: String?
+        /// The request's Accept-Encoding, negotiated only for answers worth compressing.
+        var acceptEncoding: String?
 
         init(exchange: HTTPExchange, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
@@ -102,6 +115,7 @@ final class Forwarder {
         var requestHeaders: String? = nil
         var forwardedProto: String? = nil
         var forwardedHost: String? = nil
+        var acceptEncoding: String? = nil
         var connectionTokens: [String] = []
         var badHeader: String? = nil
         // Fields are read in place: only the few Peel acts on become Strings.
@@ -120,12 +134,14 @@ final class Forwarder {
             case 7: requestHeaders = requestHeaders.map { $0 + ", " + field.valueString } ?? field.valueString
             case 8: forwardedProto = field.valueString
             case 9: forwardedHost = field.valueString
+            case 10: acceptEncoding = acceptEncoding.map { $0 + ", " + field.valueString } ?? field.valueString
             default: break
             }
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
         call.origin = origin
+        call.acceptEncoding = acceptEncoding
         if config.rewriteRedirects {
             call.publicOrigin = ProxyRewrite.publicOrigin(host: host, forwardedProto: forwardedProto, forwardedHost: forwardedHost)
         }
@@ -202,7 +218,7 @@ final class Forwarder {
     private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
                                                   "connection", "origin", "access-control-request-method",
                                                   "access-control-request-headers", "x-forwarded-proto",
-                                                  "x-forwarded-host"])
+                                                  "x-forwarded-host", "accept-encoding"])
     /// Fields curl would add itself when the client sent none.
     private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
     private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
@@ -234,11 +250,10 @@ final class Forwarder {
             case .unwrap(let status, let range):
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
-                pass(call, status: status, response, dropping: droppedResponseAndType, range: range ?? 0..<0,
-                     kind: "ok", contentType: range == nil ? nil : "application/json")
+                pass(call, status: status, response, range: range ?? 0..<0, kind: "ok",
+                     contentType: range == nil ? nil : "application/json")
             case .passthrough:
-                pass(call, status: response.status, response, dropping: droppedResponse, range: nil,
-                     kind: "passthrough", contentType: nil)
+                pass(call, status: response.status, response, range: nil, kind: "passthrough", contentType: nil)
             case .problem(let p):
                 answerProblem(call, p)
             }
@@ -258,22 +273,54 @@ final class Forwarder {
         }
     }
 
-    /// Answers with the upstream's fields minus `dropping` (SPEC: hop-by-hop and envelope-describing
-    /// ones), then Peel's own, and `response.body[range]` (all of it when nil).
-    private func pass(_ call: Call, status: Int, _ response: UpstreamResponse, dropping: HeaderNameSet, range: Range<Int>?,
-                      kind: String, contentType: String?) {
+    /// Answers with the upstream's fields minus hop-by-hop and envelope-describing ones (SPEC), the
+    /// rewritten ones, then Peel's own, and `response.body[range]` (all of it when nil), compressed
+    /// when the client accepts a coding Peel offers. `contentType` replaces the upstream's when set.
+    private func pass(_ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?, kind: String,
+                      contentType: String?) {
         guard !call.exchange.answered else { return }
         let draining = self.draining
         let corsFields = cors?.answerFields(origin: call.origin) ?? []
-        call.exchange.respond(status: status, body: response.body, range: range) { out in
+        let slice = range ?? 0..<response.body.count
+        let effectiveType = contentType ?? response.headers.first("content-type")
+        // A candidate's representation depends on Accept-Encoding, whether or not this client sent one.
+        let candidate = compression.isCandidate(status: status, contentType: effectiveType, count: slice.count)
+            && response.headers.first("content-range") == nil
+        var encoded: (coding: ContentCoding, body: [UInt8])? = nil
+        if candidate, let coding = CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered) {
+            let body = response.body.withUnsafeBytes { all in
+                encoder.encode(UnsafeRawBufferPointer(rebasing: all[slice]), as: coding)
+            }
+            if let body { encoded = (coding, body) }
+        }
+        let dropping = switch (contentType != nil, encoded != nil) {
+        case (false, false): droppedResponse
+        case (true, false): droppedResponseAndType
+        case (false, true): droppedResponseEncoded
+        case (true, true): droppedResponseAndTypeEncoded
+        }
+        let headers: (inout ReplyHeaders) -> Void = { [self] out in
             out.add(response.headers, dropping: dropping)
             addRewritten(response.headers, call, to: &out)
             out.add("X-Request-Id", call.requestId)
             for (name, value) in corsFields { out.add(name, value) }
             if draining { out.add("Connection", "close") }
             if let contentType { out.add("Content-Type", contentType) }
+            if candidate { out.add("Vary", "Accept-Encoding") }
+            if let encoded {
+                out.add("Content-Encoding", encoded.coding.rawValue)
+                // A strong validator names one exact representation; the encoded one differs from the
+                // upstream's, so its ETag is weakened, as nginx's gzip does (RFC 9110 §8.8.1, §8.8.3).
+                if let etag = response.headers.first("etag") { out.add("ETag", etag.hasPrefix("W/") ? etag : "W/" + etag) }
+            }
         }
-        record(call, status: status, kind: kind, bytes: range?.count ?? response.body.count, code: nil)
+        if let encoded {
+            call.exchange.respond(status: status, body: encoded.body, range: nil, headers: headers)
+            record(call, status: status, kind: kind, bytes: encoded.body.count, code: nil)
+        } else {
+            call.exchange.respond(status: status, body: response.body, range: range, headers: headers)
+            record(call, status: status, kind: kind, bytes: slice.count, code: nil)
+        }
     }
 
     /// Adds the upstream's Location, Content-Location, Refresh and Set-Cookie fields rewritten to name
@@ -324,7 +371,16 @@ final class Forwarder {
         if p.kind == .offline { headers.append(("Retry-After", retryAfter)) }
         if let cors { headers += cors.answerFields(origin: call.origin) }
         if draining || p.kind == .badRequest { headers.append(("Connection", "close")) }
-        send(call, status: p.status, headers: headers, body: body, kind: p.kind.rawValue, code: p.code)
+        var sent = body
+        if compression.isCandidate(status: p.status, contentType: "application/problem+json", count: body.count) {
+            headers.append(("Vary", "Accept-Encoding"))
+            if let coding = CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered),
+               let encoded = body.withUnsafeBytes({ encoder.encode($0, as: coding) }) {
+                headers.append(("Content-Encoding", coding.rawValue))
+                sent = encoded
+            }
+        }
+        send(call, status: p.status, headers: headers, body: sent, kind: p.kind.rawValue, code: p.code)
     }
 
     private func send(_ call: Call, status: Int, headers: [(String, String)], body: [UInt8], kind: String, code: Int64?) {

@@ -109,6 +109,27 @@ check("CSV download is 200 (was 502)", 200, status)
 check("CSV keeps its type and disposition", ("text/csv; charset=utf-8", 'attachment; filename="report.csv"'), (ctype, disposition))
 check("CSV arrives whole", 1001, text.count("\n"))
 
+# Compression to clients, negotiated by Accept-Encoding.
+raw = requests.get(G + "/big", headers={"Accept-Encoding": "identity"})
+check("identity: no Content-Encoding, but Vary: Accept-Encoding", (None, True),
+      (raw.headers.get("content-encoding"), "Accept-Encoding" in raw.headers.get("vary", "")))
+plain = raw.content
+for header, coding in [("gzip, deflate, br", "gzip"), ("gzip;q=0.5, br", "br"), ("br;q=0, gzip", "gzip")]:
+    r = requests.get(G + "/big", headers={"Accept-Encoding": header})  # requests decodes gzip and (with brotli) br
+    wire = int(r.headers.get("content-length", "0"))
+    check(f"Accept-Encoding {header!r} gets {coding}", coding, r.headers.get("content-encoding"))
+    check(f"{coding} round trip is the unwrapped data byte for byte", plain, r.content)
+    check(f"{coding} is smaller than a fifth", True, wire * 5 < len(plain))
+async def aio_gzip():
+    async with aiohttp.ClientSession() as session:
+        async with session.get(G + "/big", headers={"Accept-Encoding": "gzip"}) as resp:
+            return resp.headers.get("Content-Encoding"), await resp.read()
+check("aiohttp gzip round trip", ("gzip", plain), asyncio.run(aio_gzip()))
+r = httpx.get(G + "/small", headers={"Accept-Encoding": "gzip"})
+check("answers under 1 KiB are not compressed", None, r.headers.get("content-encoding"))
+r = requests.get(G + "/report.csv", headers={"Accept-Encoding": "gzip"})
+check("a CSV download is compressed too, and arrives whole", ("gzip", 1001), (r.headers.get("content-encoding"), r.text.count("\n")))
+
 # Access log: upstream_code as sent (0 included), Peel's own code apart.
 time.sleep(0.4)  # the access log is flushed every 100 ms
 lines = {}
