@@ -146,6 +146,11 @@ final class HeaderCollector {
     }
 
     /// The fields collected so far, as a value the response can carry.
+    /// The fields so far, kept for `take()`.
+    func snapshot() -> ResponseHeaders {
+        ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields)
+    }
+
     func take() -> ResponseHeaders {
         let out = ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields)
         reset()
