@@ -38,6 +38,12 @@ private func verdict(_ status: Int, _ envelope: Envelope?, _ config: EnvelopeCon
     return .problem(problem(for: .upstreamStatus(status, code: envelope?.code, message: envelope?.message), config: config))
 }
 
+/// Whether the answer goes to the client untouched: decided from its status and fields alone, so a
+/// caller may decide before the body arrives (and stream it).
+public func passesUnjudged(_ answer: UpstreamAnswer, config: EnvelopeConfig) -> Bool {
+    passesThrough(answer, config)
+}
+
 /// Whether the answer goes to the client untouched.
 func passesThrough(_ answer: UpstreamAnswer, _ config: EnvelopeConfig) -> Bool {
     let status = answer.status

@@ -126,6 +126,9 @@ public struct GatewayConfig: Sendable {
     public var corsCredentials: Bool = false
     /// Seconds a browser may cache Peel's preflight answer (default 600).
     public var corsMaxAge: Int = 600
+    /// Passthrough answers of unknown length or declared longer than this many bytes are streamed as
+    /// they arrive, with back-pressure, instead of buffered (default 1 MiB); event streams always are.
+    public var streamThreshold: Int = 1_048_576
     /// Codings offered to clients in tie-break order (default gzip, br); empty turns compression off.
     public var compression: [ContentCoding] = [.gzip, .br]
     /// Smallest answer body compressed, in bytes (default 1024).

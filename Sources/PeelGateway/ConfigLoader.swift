@@ -183,6 +183,9 @@ public enum ConfigLoader {
         OptionSpec(name: "rewrite-cookies", help: "on or off: Set-Cookie Path loses the base path, Domain naming the upstream is dropped (default on)") { c, v, o throws(ConfigError) in
             c.rewriteCookies = try onOff(v, o)
         },
+        OptionSpec(name: "stream-threshold", help: "passthrough answers of unknown length or longer than this many bytes stream as they arrive (default 1048576)") { c, v, o throws(ConfigError) in
+            c.streamThreshold = try integer(v, o, 0...(1 << 40))
+        },
         OptionSpec(name: "compression", help: "codings offered to clients, in tie-break order, or off (default gzip,br)") { c, v, o throws(ConfigError) in
             let l = try list(v, o)
             if l == ["off"] { c.compression = []; return }
@@ -458,6 +461,7 @@ public enum ConfigLoader {
             ("problem_type_base", q(c.envelope.problemTypeBase)),
             ("passthrough_content_types", strs(c.envelope.passthroughContentTypes)),
             ("passthrough_paths", strs(c.envelope.passthroughPaths)),
+            ("stream_threshold", "\(c.streamThreshold)"),
             ("compression", strs(c.compression.map(\.rawValue))),
             ("compression_min_size", "\(c.compressionMinSize)"),
             ("gzip_level", "\(c.gzipLevel)"),

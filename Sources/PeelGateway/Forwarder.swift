@@ -94,6 +94,12 @@ final class Forwarder {
         var publicOrigin: String?
         /// The request's Accept-Encoding, negotiated only for answers worth compressing.
         var acceptEncoding: String?
+        /// The answer being streamed from the upstream as it arrives, if it is.
+        var stream: ReplyStream?
+        /// Body bytes streamed so far.
+        var streamedBytes = 0
+        /// Counted and logged: the call is over for the forwarder.
+        var done = false
 
         init(exchange: HTTPExchange, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
@@ -207,6 +213,7 @@ final class Forwarder {
             self.upstreamFinished(call, result)
         }
         call.transfer = transfer
+        transfer.onHead = { [self] status, headers in self.headArrived(call, status: status, headers: headers) }
         ex.onClientGone = { [self] in
             call.transfer?.cancel()
             call.transfer = nil
@@ -231,6 +238,10 @@ final class Forwarder {
     private func upstreamFinished(_ call: Call, _ result: Result<UpstreamResponse, UpstreamFailure>) {
         call.transfer = nil
         call.exchange.onClientGone = nil
+        if call.done { return }
+        if let stream = call.stream { return streamFinished(call, stream, result) }
+        // The client left as the answer started (see headArrived): nothing is left to send.
+        if call.exchange.answered { return record(call, status: 499, kind: "client-closed", bytes: 0, code: nil) }
         switch result {
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
@@ -257,6 +268,78 @@ final class Forwarder {
             case .problem(let p):
                 answerProblem(call, p)
             }
+        }
+    }
+
+    /// Decides, when the first body bytes arrive, whether the answer streams: a passthrough answer
+    /// (decided from status and fields alone) of unknown length, declared over `stream_threshold`, or
+    /// an event stream is sent as it arrives, pausing the upstream transfer while the client is slow;
+    /// anything else is buffered whole (judged, or passed with its length and maybe compressed).
+    /// Runs inside curl's write callback: nothing here may call curl.
+    private func headArrived(_ call: Call, status: Int, headers: ResponseHeaders) -> StreamSink? {
+        let contentType = headers.first("content-type")
+        let answer = UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
+                                    isOptions: call.exchange.method == "OPTIONS",
+                                    contentDisposition: headers.first("content-disposition"))
+        guard passesUnjudged(answer, config: config.envelope) else { return nil }
+        let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
+        if !isEventStream, let length = headers.first("content-length").flatMap({ Int(trimOWS($0)) }),
+           length <= config.streamThreshold {
+            return nil
+        }
+        guard let transfer = call.transfer, !call.exchange.answered else { return nil }
+        call.upstreamStatus = status
+        call.upstreamHeaders = headers
+        let corsFields = cors?.answerFields(origin: call.origin) ?? []
+        let draining = self.draining
+        guard let stream = call.exchange.startStream(status: status, headers: { [self] out in
+            out.add(headers, dropping: droppedResponse)
+            addRewritten(headers, call, to: &out)
+            out.add("X-Request-Id", call.requestId)
+            for (name, value) in corsFields { out.add(name, value) }
+            if draining { out.add("Connection", "close") }
+        }) else {
+            return { _ in .abort }
+        }
+        call.stream = stream
+        if call.exchange.isHead {
+            // HEAD answers what GET would: the head is all of it, and the rest is not fetched.
+            stream.finish()
+            record(call, status: status, kind: "passthrough", bytes: 0, code: nil)
+            return { _ in .abort }
+        }
+        stream.onDrained = { [weak transfer] in transfer?.resume() }
+        stream.onClientGone = { [self] in
+            // Possibly inside the sink, so inside curl's write callback: the transfer ends on the next pass.
+            call.transfer?.cancelSoon()
+            call.transfer = nil
+            self.record(call, status: 499, kind: "client-closed", bytes: call.streamedBytes, code: nil)
+        }
+        return { bytes in
+            guard stream.isOpen else { return .abort }
+            // Back-pressure: while the client has this much unread, the upstream waits (its bytes stay
+            // in curl), so a connection holds at most this plus one curl buffer whatever the size.
+            if stream.bufferedBytes >= Self.streamHighWater { return .pause }
+            stream.write(bytes)
+            call.streamedBytes += bytes.count
+            return .taken
+        }
+    }
+
+    /// Unread reply bytes at which a streamed upstream transfer pauses.
+    static let streamHighWater = 256 * 1024
+
+    /// A streamed answer's transfer ended: the body ends, or is cut short so the client can tell.
+    private func streamFinished(_ call: Call, _ stream: ReplyStream, _ result: Result<UpstreamResponse, UpstreamFailure>) {
+        switch result {
+        case .success(let response):
+            call.upstreamDuration = response.duration
+            stream.finish()
+            record(call, status: call.upstreamStatus ?? 200, kind: "passthrough", bytes: call.streamedBytes, code: nil)
+        case .failure(let failure):
+            metrics.recordUpstreamError(failure.reason)
+            stream.abort()
+            record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil)
         }
     }
 
@@ -392,6 +475,8 @@ final class Forwarder {
     /// Counts the answer and writes its access-log line: `code` is the one Peel answered with (a
     /// problem's), `upstream_code` the envelope code as the upstream sent it, null when it sent none.
     private func record(_ call: Call, status: Int, kind: String, bytes: Int, code: Int64?) {
+        guard !call.done else { return }
+        call.done = true
         let duration = monotonicNow() - call.started
         metrics.inflight.subtract(1, ordering: .relaxed)
         metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstreamDuration)

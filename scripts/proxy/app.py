@@ -1,10 +1,10 @@
 """A FastAPI envelope API under /api/v1, the kind of upstream app teams put Peel in front of.
 Run by scripts/proxy.sh with uvicorn on 127.0.0.1 only."""
-import json
+import asyncio
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 
 app = FastAPI()
 # The upstream's own CORS rules: what passes through when Peel does not manage CORS.
@@ -108,6 +108,32 @@ def big():
 @api.get("/small")
 def small():
     return envelope({"ok": True})
+
+
+@api.get("/download")
+def download():
+    # 200 MiB of unknown length (chunked): over max_upstream_body, so only streaming can carry it.
+    chunk = b"x" * (1 << 20)
+    return StreamingResponse((chunk for _ in range(200)), media_type="application/octet-stream",
+                             headers={"Content-Disposition": 'attachment; filename="big.bin"'})
+
+
+@api.get("/download-broken")
+def download_broken():
+    # 8 MiB declared, 4 MiB sent, then the connection closes: a body cut short (RFC 9112 §8).
+    def gen():
+        yield b"y" * (4 << 20)
+        raise RuntimeError("the upstream dies mid-body")
+    return StreamingResponse(gen(), media_type="application/octet-stream", headers={"Content-Length": str(8 << 20)})
+
+
+@api.get("/events")
+async def events():
+    async def gen():
+        for i in range(3):
+            yield f"data: {i}\n\n"
+            await asyncio.sleep(0.4)
+    return StreamingResponse(gen(), media_type="text/event-stream")
 
 
 app.include_router(api)

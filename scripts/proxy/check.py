@@ -1,5 +1,5 @@
 """Checks Peel in front of the FastAPI app (scripts/proxy/app.py) with real clients.
-usage: check.py UPSTREAM_PORT PEEL_PORT CORS_PEEL_PORT ACCESS_LOG
+usage: check.py UPSTREAM_PORT PEEL_PORT CORS_PEEL_PORT ACCESS_LOG PEEL_PID
 Prints one `ok`/`FAIL` line per check; the exit status is the number of failures."""
 import asyncio
 import json
@@ -10,7 +10,7 @@ import aiohttp
 import httpx
 import requests
 
-UP, GW, CGW, LOG = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+UP, GW, CGW, LOG, PID = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 G, C = f"http://127.0.0.1:{GW}", f"http://127.0.0.1:{CGW}"
 APP = "http://app.example"
 failures = 0
@@ -130,6 +130,66 @@ check("answers under 1 KiB are not compressed", None, r.headers.get("content-enc
 r = requests.get(G + "/report.csv", headers={"Accept-Encoding": "gzip"})
 check("a CSV download is compressed too, and arrives whole", ("gzip", 1001), (r.headers.get("content-encoding"), r.text.count("\n")))
 
+# Streaming passthrough with back-pressure.
+def rss_kb():
+    with open(f"/proc/{PID}/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmRSS"))
+MiB = 1 << 20
+base = peak = rss_kb()
+t0 = time.monotonic()
+first = None
+total = 0
+slept = False
+with requests.get(G + "/download", stream=True, timeout=60) as r:
+    status = r.status_code
+    for chunk in r.iter_content(1 << 16):
+        if first is None:
+            first = time.monotonic() - t0
+        total += len(chunk)
+        if total % (8 * MiB) < (1 << 16):
+            peak = max(peak, rss_kb())
+        if not slept and total >= 20 * MiB:
+            # A slow client: the upstream transfer must pause, not pile up in Peel.
+            time.sleep(1.5)
+            peak = max(peak, rss_kb())
+            slept = True
+elapsed = time.monotonic() - t0
+check("200 MiB download (over max_upstream_body) is 200", 200, status)
+check("200 MiB download arrives whole", 200 * MiB, total)
+check("its first byte arrives early (< 1 s)", True, first is not None and first < 1.0)
+grew = (peak - base) // 1024
+check(f"Peel's RSS stays bounded during it (grew {grew} MiB, limit 32)", True, grew <= 32)
+print(f"     download: first byte {first:.3f} s, 200 MiB in {elapsed:.1f} s, RSS {base // 1024} -> {peak // 1024} MiB")
+r = requests.head(G + "/download", timeout=10)
+check("HEAD of the download answers at once without a body", (200, b""), (r.status_code, r.content))
+
+try:
+    r = requests.get(G + "/download-broken", timeout=10)
+    cut = f"whole ({len(r.content)} bytes)"
+except requests.exceptions.ChunkedEncodingError:
+    cut = "cut short"
+check("an upstream dying mid-stream leaves the client an answer it can tell is cut short", "cut short", cut)
+import socket
+s = socket.create_connection(("127.0.0.1", GW), timeout=5)
+s.sendall(b"GET /download HTTP/1.1\r\nHost: x\r\n\r\n")
+got = 0
+while got < 2 * MiB:
+    got += len(s.recv(1 << 16))
+s.close()
+time.sleep(0.3)
+check("after a client leaves mid-download Peel still answers", 200, requests.get(G + "/user").status_code)
+
+times = []
+t0 = time.monotonic()
+with httpx.stream("GET", G + "/events", timeout=10) as r:
+    check("server-sent events pass (text/event-stream)", (200, True), (r.status_code, r.headers.get("content-type", "").startswith("text/event-stream")))
+    for line in r.iter_lines():
+        if line.startswith("data:"):
+            times.append(time.monotonic() - t0)
+check("three events arrive", 3, len(times))
+check("events arrive one by one, as sent (0.4 s apart)", True,
+      len(times) == 3 and times[1] - times[0] > 0.25 and times[2] - times[1] > 0.25)
+
 # Access log: upstream_code as sent (0 included), Peel's own code apart.
 time.sleep(0.4)  # the access log is flushed every 100 ms
 lines = {}
@@ -141,4 +201,12 @@ pick = lambda p: (lines.get(p, {}).get("upstream_code", "absent"), lines.get(p, 
 check("access log /user: upstream_code 0, no Peel code", (0, None), pick("/user"))
 check("access log /business: upstream_code 1001", (1001, 1001), pick("/business"))
 check("access log /report.csv: no envelope", (None, None), pick("/report.csv"))
+kinds = {}
+with open(LOG) as f:
+    for line in f:
+        e = json.loads(line)
+        kinds.setdefault(e["path"], set()).add((e["status"], e["kind"]))
+check("access log: the streamed download, and the client that left it", {(200, "passthrough"), (499, "client-closed")},
+      kinds.get("/download"))
+check("access log: the download the upstream cut", {(200, "passthrough-cut")}, kinds.get("/download-broken"))
 sys.exit(failures)
