@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e http1 reliability fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e http1 proxy reliability fuzz bench bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -28,10 +28,13 @@ e2e: release
 http1: release
 	scripts/http1.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
+proxy: release
+	scripts/proxy.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
 reliability: release
 	scripts/reliability.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
-test: unit e2e http1 reliability
+test: unit e2e http1 proxy reliability
 
 fuzz: deps
 	scripts/fuzz.sh

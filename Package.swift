@@ -15,12 +15,15 @@ let package = Package(
         .systemLibrary(name: "CEvent", pkgConfig: "libevent_core", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CPeelShims", dependencies: ["CCurl"]),
+        // Encoders for compressing answers to clients: gzip (zlib) and br (brotli).
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlienc", providers: [.apt(["libbrotli-dev"])]),
 
         // Pure rules: strict JSON scanner, envelope verdicts, problem documents. No C, no I/O.
         .target(name: "PeelEnvelope", swiftSettings: strict),
 
         // The only home of unsafe pointers: event loops, the HTTP/1.1 server, the curl multi driver.
-        .target(name: "PeelIO", dependencies: ["CEvent", "CCurl", "CPeelShims"], swiftSettings: strict),
+        .target(name: "PeelIO", dependencies: ["CEvent", "CCurl", "CPeelShims", "CZlib", "CBrotli"], swiftSettings: strict),
 
         // The demo upstream (`peel demo`) and the tests' misbehaving fake upstream.
         .target(name: "PeelDemo", dependencies: ["PeelIO"], swiftSettings: strict),

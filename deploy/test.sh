@@ -25,7 +25,7 @@ K8S_VERSIONS=${PEEL_K8S_VERSIONS:-1.30.0 1.37.0}
 KUBERNETES_VALIDATE_VERSION=1.37.0
 YAMLLINT_VERSION=1.38.0
 BASE_IMAGE=localhost/peel-runtime-base:bookworm
-BASE_PACKAGES=libevent-core-2.1-7,libcurl4,libjemalloc2,ca-certificates
+BASE_PACKAGES=libevent-core-2.1-7,libcurl4,libjemalloc2,zlib1g,libbrotli1,ca-certificates
 # Bump the version when the base recipe changes: the cached tarball and image are keyed on it.
 BASE_RECIPE="v2 bookworm minbase $BASE_PACKAGES"
 TAG="localhost/peel:test-$$"
@@ -88,7 +88,7 @@ fi
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 need=()
 for p in podman runc conmon debootstrap debian-archive-keyring python3 python3-venv curl \
-         apache2-utils ca-certificates libevent-dev libcurl4-openssl-dev libjemalloc-dev pkg-config binutils; do
+         apache2-utils ca-certificates libevent-dev libcurl4-openssl-dev libjemalloc-dev zlib1g-dev libbrotli-dev pkg-config binutils; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -5,38 +5,43 @@ public func judge(_ answer: UpstreamAnswer, body: [UInt8], config: EnvelopeConfi
 
 /// Decides how to answer the client from the upstream's answer and a borrowed body buffer.
 public func judge(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig) -> Verdict {
-    let status = answer.status
-    if passesThrough(answer, config) { return .passthrough }
-    let envelope = Envelope.read(body, config: config)
+    judgeWithCode(answer, body: body, config: config).verdict
+}
 
+/// `judge`, plus the envelope code the upstream sent (nil when there was no envelope), for the access log.
+public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig)
+    -> (verdict: Verdict, upstreamCode: Int64?)
+{
+    if passesThrough(answer, config) { return (.passthrough, nil) }
+    let envelope = Envelope.read(body, config: config)
+    return (verdict(answer.status, envelope, config), envelope?.code)
+}
+
+/// The verdict on an answer that is not passed through, from its status and envelope (nil when malformed).
+private func verdict(_ status: Int, _ envelope: Envelope?, _ config: EnvelopeConfig) -> Verdict {
     if status >= 200 && status <= 299 {
-        guard let envelope else {
-            return .problem(Problem(kind: .badUpstreamFormat, upstreamStatus: status))
-        }
+        guard let envelope else { return .problem(problem(for: .malformedEnvelope(upstreamStatus: status), config: config)) }
         // Success is checked first, so a code listed as both success and auth still succeeds.
         if config.successCodes.contains(envelope.code) {
             // No data means nothing to send: 204 whatever 2xx the upstream used (RFC 9110 §15.3.5).
             return .unwrap(status: envelope.data == nil ? 204 : status, data: envelope.data)
         }
         if config.authCodes.contains(envelope.code) {
-            return .problem(Problem(kind: .authExpired, code: envelope.code, detail: envelope.message, upstreamStatus: status))
+            return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status), config: config))
         }
-        let businessStatus = config.codeStatus[envelope.code] ?? config.businessStatus
-        return .problem(
-            Problem(
-                kind: .businessError, status: businessStatus, code: envelope.code, detail: envelope.message,
-                upstreamStatus: status))
+        return .problem(problem(for: .businessCode(envelope.code, message: envelope.message, upstreamStatus: status), config: config))
     }
 
     if let envelope, config.authCodes.contains(envelope.code) {
-        return .problem(Problem(kind: .authExpired, code: envelope.code, detail: envelope.message, upstreamStatus: status))
+        return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status), config: config))
     }
-    // A 4xx is the client's own fault and keeps its status; anything else (5xx, or a status outside
-    // 100...599) is a bad gateway from the client's point of view (RFC 9110 §15.6.3).
-    let clientStatus = status >= 400 && status <= 499 ? status : 502
-    return .problem(
-        Problem(
-            kind: .upstreamError, status: clientStatus, code: envelope?.code, detail: envelope?.message, upstreamStatus: status))
+    return .problem(problem(for: .upstreamStatus(status, code: envelope?.code, message: envelope?.message), config: config))
+}
+
+/// Whether the answer goes to the client untouched: decided from its status and fields alone, so a
+/// caller may decide before the body arrives (and stream it).
+public func passesUnjudged(_ answer: UpstreamAnswer, config: EnvelopeConfig) -> Bool {
+    passesThrough(answer, config)
 }
 
 /// Whether the answer goes to the client untouched.
@@ -44,8 +49,12 @@ func passesThrough(_ answer: UpstreamAnswer, _ config: EnvelopeConfig) -> Bool {
     let status = answer.status
     // HEAD, 1xx, 204, 205, 304 answers carry no content to unwrap (RFC 9110 §9.3.2, §15.3.5, §15.3.6, §15.4.5);
     // 3xx are redirects the client must see.
-    if answer.isHead || (status >= 100 && status <= 399 && !(status >= 200 && status <= 299)) { return true }
+    // An answer to OPTIONS describes the resource's communication options (RFC 9110 §9.3.7), often
+    // an empty CORS preflight answer: it is never an envelope.
+    if answer.isHead || answer.isOptions || (status >= 100 && status <= 399 && !(status >= 200 && status <= 299)) { return true }
     if status == 204 || status == 205 { return true }
+    // A download is meant to be saved as it is (RFC 6266 §4.2), whatever its media type.
+    if let disposition = answer.contentDisposition, MediaType.isAttachment(disposition) { return true }
     for prefix in config.passthroughPaths where answer.path.utf8.starts(with: prefix.utf8) {
         return true
     }

@@ -1,5 +1,13 @@
 /// Media-type comparison for passthrough rules (RFC 9110 §8.3.1, §12.5.1).
 enum MediaType {
+    /// Whether a Content-Disposition value's type is `attachment` (RFC 6266 §4.1, case-insensitive).
+    static func isAttachment(_ contentDisposition: String) -> Bool {
+        var type = Substring(contentDisposition.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+        while type.first == " " || type.first == "\t" { type = type.dropFirst() }
+        while type.last == " " || type.last == "\t" { type = type.dropLast() }
+        return type.lowercased() == "attachment"
+    }
+
     /// Whether a Content-Type value falls in any of the media ranges (`image/*`, `*/*`, `application/pdf`).
     static func matchesAny(_ contentType: String, _ patterns: [String]) -> Bool {
         guard !patterns.isEmpty else { return false }

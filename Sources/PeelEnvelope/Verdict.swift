@@ -8,13 +8,20 @@ public struct UpstreamAnswer: Sendable {
     public var path: String
     /// Whether the client's request was HEAD.
     public var isHead: Bool
+    /// Whether the client's request was OPTIONS: its answer passes unjudged.
+    public var isOptions: Bool
+    /// The upstream's Content-Disposition header, if any: an `attachment` is a download, passed unjudged.
+    public var contentDisposition: String?
 
     /// Creates an answer description.
-    public init(status: Int, contentType: String?, path: String, isHead: Bool) {
+    public init(status: Int, contentType: String?, path: String, isHead: Bool, isOptions: Bool = false,
+                contentDisposition: String? = nil) {
         self.status = status
         self.contentType = contentType
         self.path = path
         self.isHead = isHead
+        self.isOptions = isOptions
+        self.contentDisposition = contentDisposition
     }
 }
 

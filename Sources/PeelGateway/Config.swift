@@ -131,6 +131,27 @@ public struct GatewayConfig: Sendable {
     public var offlineCache: Int = 0
     /// Oldest a stored answer may be when served, in seconds (default 86400, 24 h).
     public var offlineCacheMaxAge: Double = 86_400
+    /// Origins (exact, or `*`) whose CORS Peel answers itself (default none: the upstream's CORS fields pass).
+    public var corsOrigins: [String] = []
+    /// Adds `Access-Control-Allow-Credentials: true` for allowed origins (default off; never with `*`).
+    public var corsCredentials: Bool = false
+    /// Seconds a browser may cache Peel's preflight answer (default 600).
+    public var corsMaxAge: Int = 600
+    /// Passthrough answers of unknown length or declared longer than this many bytes are streamed as
+    /// they arrive, with back-pressure, instead of buffered (default 1 MiB); event streams always are.
+    public var streamThreshold: Int = 1_048_576
+    /// Codings offered to clients in tie-break order (default gzip, br); empty turns compression off.
+    public var compression: [ContentCoding] = [.gzip, .br]
+    /// Smallest answer body compressed, in bytes (default 1024).
+    public var compressionMinSize: Int = 1024
+    /// zlib level for gzip, 1-9 (default 3: the knee measured in Benchmarks/RESULTS.md).
+    public var gzipLevel: Int = 3
+    /// Brotli quality, 0-11 (default 3: the knee measured in Benchmarks/RESULTS.md).
+    public var brotliQuality: Int = 3
+    /// Rewrites Location, Content-Location and Refresh URLs naming the upstream to Peel (default on).
+    public var rewriteRedirects: Bool = true
+    /// Rewrites Set-Cookie Path under the base path and drops a Domain naming the upstream (default on).
+    public var rewriteCookies: Bool = true
 
     /// Creates the defaults.
     public init() {}

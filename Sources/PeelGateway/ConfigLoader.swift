@@ -128,8 +128,8 @@ public enum ConfigLoader {
         },
         OptionSpec(name: "access-log", help: "json or off: one JSON line per request on stdout", value: "json|off", show: { c in q(c.accessLog ? "json" : "off") }) { c, v, o throws(ConfigError) in
             switch try text(v, o) {
-            case "json": c.accessLog = true
-            case "off": c.accessLog = false
+            case "json", "true": c.accessLog = true
+            case "off", "false": c.accessLog = false
             default: throw ConfigError(option: o, problem: "must be json or off")
             }
         },
@@ -221,6 +221,49 @@ public enum ConfigLoader {
             }
             c.envelope.codeStatus = m
         },
+        OptionSpec(name: "cors-origins", help: "origins (exact, or *) whose CORS Peel answers itself, preflights included", value: "LIST", show: { c in strs(c.corsOrigins) }) { c, v, o throws(ConfigError) in
+            let l = try list(v, o)
+            for origin in l where origin != "*" && !isOrigin(origin) {
+                throw ConfigError(option: o, problem: "\(origin) is not an origin like https://app.example.com or *")
+            }
+            c.corsOrigins = l
+        },
+        OptionSpec(name: "cors-credentials", help: "on or off: allow credentialed cross-origin calls (never with --cors-origins *)", value: "on|off", show: { c in q(c.corsCredentials ? "on" : "off") }) { c, v, o throws(ConfigError) in
+            c.corsCredentials = try onOff(v, o)
+        },
+        OptionSpec(name: "cors-max-age", help: "seconds a browser may cache Peel's preflight answer", value: "SEC", show: { c in "\(c.corsMaxAge)" }) { c, v, o throws(ConfigError) in
+            c.corsMaxAge = try integer(v, o, 0...86_400)
+        },
+        OptionSpec(name: "rewrite-redirects", help: "on or off: Location, Content-Location and Refresh naming the upstream name Peel", value: "on|off", show: { c in q(c.rewriteRedirects ? "on" : "off") }) { c, v, o throws(ConfigError) in
+            c.rewriteRedirects = try onOff(v, o)
+        },
+        OptionSpec(name: "rewrite-cookies", help: "on or off: Set-Cookie Path loses the base path, Domain naming the upstream is dropped", value: "on|off", show: { c in q(c.rewriteCookies ? "on" : "off") }) { c, v, o throws(ConfigError) in
+            c.rewriteCookies = try onOff(v, o)
+        },
+        OptionSpec(name: "stream-threshold", help: "passthrough answers of unknown length or longer than this many bytes stream as they arrive", value: "BYTES", show: { c in "\(c.streamThreshold)" }) { c, v, o throws(ConfigError) in
+            c.streamThreshold = try integer(v, o, 0...(1 << 40))
+        },
+        OptionSpec(name: "compression", help: "codings offered to clients, in tie-break order, or off", value: "LIST|off", show: { c in strs(c.compression.map(\.rawValue)) }) { c, v, o throws(ConfigError) in
+            let l = try list(v, o)
+            if l == ["off"] { c.compression = []; return }
+            var codings: [ContentCoding] = []
+            for name in l {
+                guard let coding = ContentCoding(rawValue: name.lowercased()) else {
+                    throw ConfigError(option: o, problem: "\(name) is not gzip, br or off")
+                }
+                if !codings.contains(coding) { codings.append(coding) }
+            }
+            c.compression = codings
+        },
+        OptionSpec(name: "compression-min-size", help: "smallest answer body compressed, in bytes", value: "BYTES", show: { c in "\(c.compressionMinSize)" }) { c, v, o throws(ConfigError) in
+            c.compressionMinSize = try integer(v, o, 1...(1 << 30))
+        },
+        OptionSpec(name: "gzip-level", help: "zlib level for gzip answers, 1-9", value: "N", show: { c in "\(c.gzipLevel)" }) { c, v, o throws(ConfigError) in
+            c.gzipLevel = try integer(v, o, 1...9)
+        },
+        OptionSpec(name: "brotli-quality", help: "brotli quality for br answers, 0-11", value: "N", show: { c in "\(c.brotliQuality)" }) { c, v, o throws(ConfigError) in
+            c.brotliQuality = try integer(v, o, 0...11)
+        },
         OptionSpec(name: "business-status", help: "HTTP status of a business error without a code-status entry", value: "N", show: { c in "\(c.envelope.businessStatus)" }) { c, v, o throws(ConfigError) in
             c.envelope.businessStatus = try integer(v, o, 400...599)
         },
@@ -295,6 +338,10 @@ public enum ConfigLoader {
         }
         let fields = [c.envelope.codeField, c.envelope.messageField, c.envelope.dataField]
         if Set(fields).count != 3 { throw ConfigError(option: "--data-field", problem: "code, message and data fields must differ") }
+        // The Fetch standard refuses a credentialed answer that allows every origin (Fetch §3.2.5).
+        if c.corsCredentials && c.corsOrigins.contains("*") {
+            throw ConfigError(option: "--cors-credentials", problem: "cannot be used with --cors-origins *")
+        }
         if let a = c.adminListen, a == c.listen, a.port != 0 {
             throw ConfigError(option: "--admin-listen", problem: "must differ from --listen")
         }
@@ -317,7 +364,7 @@ public enum ConfigLoader {
     private static func fileValue(_ raw: Any, _ o: String) throws(ConfigError) -> ConfigValue {
         switch raw {
         case let s as String: return .text(s)
-        case let b as Bool where isBool(raw): return .text(b ? "json" : "off")
+        case let b as Bool where isBool(raw): return .text(b ? "true" : "false")
         case let n as NSNumber: return .text(n.stringValue)
         case let a as [Any]:
             return .list(a.map { v in
@@ -344,6 +391,23 @@ public enum ConfigLoader {
         case .list(let l): return l.joined(separator: ",")
         case .map: throw ConfigError(option: o, problem: "must be a string, not an object")
         }
+    }
+
+    static func onOff(_ v: ConfigValue, _ o: String) throws(ConfigError) -> Bool {
+        switch try text(v, o) {
+        case "on", "true": return true
+        case "off", "false": return false
+        default: throw ConfigError(option: o, problem: "must be on or off")
+        }
+    }
+
+    /// Whether `s` is a serialised origin (`scheme://host[:port]`, RFC 6454 §6.2): what browsers send in Origin.
+    static func isOrigin(_ s: String) -> Bool {
+        guard let r = s.range(of: "://") else { return false }
+        let scheme = s[..<r.lowerBound]
+        let authority = s[r.upperBound...]
+        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }), !authority.isEmpty else { return false }
+        return !authority.contains(where: { "/?#@ ".contains($0) })
     }
 
     static func nonEmpty(_ v: ConfigValue, _ o: String) throws(ConfigError) -> String {

@@ -16,6 +16,25 @@ final class Forwarder {
     private var basePath: String
     private var retryAfter: String
     private let idPrefix: String
+    /// Peel's own CORS answers; nil when the upstream's CORS fields pass as they are.
+    private let cors: CORSPolicy?
+    /// URL and cookie rewriting towards Peel's own address.
+    private let rewrite: ProxyRewrite
+    /// Upstream fields left out of the bulk copy: rewritten ones, and CORS ones when Peel manages CORS.
+    private let droppedResponse: HeaderNameSet
+    private let droppedResponseAndType: HeaderNameSet
+    /// The same, plus ETag, for compressed answers (their ETag is weakened, see `pass`).
+    private let droppedResponseEncoded: HeaderNameSet
+    private let droppedResponseAndTypeEncoded: HeaderNameSet
+    /// Which answers are compressed, and how.
+    private let compression: CompressionPolicy
+    /// This worker's gzip/br encoder (loop-thread only, like the forwarder).
+    private let encoder: ContentEncoder
+    /// Upstream fields rewritten before they are passed (see `rewritten`), by position.
+    private static let rewrittenFields = HeaderNameSet(["location", "content-location", "refresh", "set-cookie"])
+    /// Upstream fields a problem document keeps: those clients act on (RFC 9110 §10.2.3 Retry-After,
+    /// §11.6.1 WWW-Authenticate, §12.5.5 Vary; RFC 9111 §5.2 Cache-Control; RFC 6265 Set-Cookie).
+    private let keptOnProblem: HeaderNameSet
     private var idCounter: UInt64 = 0
     /// Set while shutting down: answers carry `Connection: close`.
     var draining = false
@@ -44,6 +63,23 @@ final class Forwarder {
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
+        cors = CORSPolicy(config: config)
+        rewrite = ProxyRewrite(upstream: config.upstream)
+        var dropped = RequestPolicy.droppedResponseHeaders
+        if config.rewriteRedirects { dropped.formUnion(["location", "content-location", "refresh"]) }
+        if config.rewriteCookies { dropped.insert("set-cookie") }
+        if cors != nil { dropped.formUnion(CORSPolicy.upstreamFields) }
+        droppedResponse = HeaderNameSet(dropped)
+        droppedResponseAndType = HeaderNameSet(dropped.union(["content-type"]))
+        droppedResponseEncoded = HeaderNameSet(dropped.union(["etag"]))
+        droppedResponseAndTypeEncoded = HeaderNameSet(dropped.union(["content-type", "etag"]))
+        compression = CompressionPolicy(offered: config.compression, minSize: config.compressionMinSize)
+        encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
+        var kept = ["retry-after", "set-cookie", "www-authenticate", "vary", "cache-control"]
+        if cors == nil {
+            kept += CORSPolicy.upstreamFields
+        }
+        keptOnProblem = HeaderNameSet(kept)
     }
 
     /// Calls waiting for the upstream, so a shutdown past its timeout can answer them.
@@ -58,8 +94,7 @@ final class Forwarder {
             call.transfer?.cancel()
             call.transfer = nil
             call.exchange.onClientGone = nil
-            answerProblem(call, Problem(kind: .upstreamUnreachable, status: 503,
-                                        detail: "Peel is shutting down and the upstream did not answer within shutdown_timeout"))
+            answer(call, .shuttingDown)
         }
     }
 
@@ -83,6 +118,22 @@ final class Forwarder {
         var upstreamStatus: Int?
         /// Set for GET and HEAD when the offline cache is on.
         var cacheKey: OfflineCacheKey?
+        /// The upstream's answer fields, kept for a problem document made from its answer.
+        var upstreamHeaders: ResponseHeaders?
+        /// The envelope code as the upstream sent it; nil when there was no envelope.
+        var upstreamCode: Int64?
+        /// The request's Origin (CORS).
+        var origin: String?
+        /// Peel's own origin as the client named it, for rewritten URLs; nil when unknown.
+        var publicOrigin: String?
+        /// The request's Accept-Encoding, negotiated only for answers worth compressing.
+        var acceptEncoding: String?
+        /// The answer being streamed from the upstream as it arrives, if it is.
+        var stream: ReplyStream?
+        /// Body bytes streamed so far.
+        var streamedBytes = 0
+        /// Counted and logged: the call is over for the forwarder.
+        var done = false
 
         init(exchange: HTTPExchange, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
@@ -103,6 +154,12 @@ final class Forwarder {
         var authorization: String? = nil
         var cookie: String? = nil
         let caching = cache != nil
+        var origin: String? = nil
+        var requestMethod: String? = nil
+        var requestHeaders: String? = nil
+        var forwardedProto: String? = nil
+        var forwardedHost: String? = nil
+        var acceptEncoding: String? = nil
         var connectionTokens: [String] = []
         var badHeader: String? = nil
         // Fields are read in place: only the few Peel acts on become Strings.
@@ -116,18 +173,31 @@ final class Forwarder {
                 // `keep-alive` and `close` (nearly every client's value) name nothing that is not dropped anyway.
                 if field.valueEquals("keep-alive") || field.valueEquals("close") { break }
                 for t in field.valueString.split(separator: ",") { connectionTokens.append(trimOWS(t).lowercased()) }
-            case 5: if field.valueString.lowercased().contains("text/event-stream") { wantsEvents = true }
+            case 5: origin = field.valueString
+            case 6: requestMethod = field.valueString
+            case 7: requestHeaders = requestHeaders.map { $0 + ", " + field.valueString } ?? field.valueString
+            case 8: forwardedProto = field.valueString
+            case 9: forwardedHost = field.valueString
+            case 10: acceptEncoding = acceptEncoding.map { $0 + ", " + field.valueString } ?? field.valueString
+            case 11: if field.valueString.lowercased().contains("text/event-stream") { wantsEvents = true }
             // Whose answer it is: part of the offline cache's key (issue 13).
-            case 6: if caching && authorization == nil { authorization = field.valueString }
-            case 7: if caching { cookie = cookie.map { $0 + "; " + field.valueString } ?? field.valueString }
+            case 12: if caching && authorization == nil { authorization = field.valueString }
+            case 13: if caching { cookie = cookie.map { $0 + "; " + field.valueString } ?? field.valueString }
             default: break
             }
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
+        call.origin = origin
+        call.acceptEncoding = acceptEncoding
+        if config.rewriteRedirects {
+            call.publicOrigin = ProxyRewrite.publicOrigin(host: host, forwardedProto: forwardedProto, forwardedHost: forwardedHost)
+        }
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
-        if let refusal = ex.refusal { return answerProblem(call, Self.problem(for: refusal)) }
+        if let refusal = ex.refusal {
+            return answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
+        }
 
         // RFC 9112 §3.2: a 1.1 request without Host, or with two, is refused.
         if let badHeader { return refuse(call, badHeader) }
@@ -141,6 +211,12 @@ final class Forwarder {
         case .forward(let p, let q): target = (p, q)
         }
         call.path = target.path
+
+        // A preflight is Peel's to answer when it manages CORS: the upstream is not contacted.
+        if let cors, CORSPolicy.isPreflight(method: ex.method, origin: origin, requestMethod: requestMethod) {
+            let fields = cors.preflightFields(origin: origin, requestMethod: requestMethod, requestHeaders: requestHeaders)
+            return send(call, status: 204, headers: fields + [("X-Request-Id", id)], body: [], kind: "preflight", code: nil)
+        }
 
         // Peel's own path: answered here, never forwarded (issue 13).
         if let own = config.reachabilityPath, target.path == own {
@@ -157,7 +233,7 @@ final class Forwarder {
                let hit = cache.lookup(method: ex.method, key: key, requestField: { ex.header($0) }, now: monotonicNow()) {
                 return answerStale(call, hit)
             }
-            return answerProblem(call, Problem(kind: .offline))
+            return answer(call, .offline)
         }
 
         // `Connection: keep-alive` (what HTTP/1.0 clients send) names nothing that is not dropped anyway.
@@ -197,22 +273,23 @@ final class Forwarder {
         }
         call.transfer = transfer
         waiting[ObjectIdentifier(call)] = call
+        transfer.onHead = { [self] status, headers in self.headArrived(call, status: status, headers: headers) }
         ex.onClientGone = { [self] in
             waiting[ObjectIdentifier(call)] = nil
             call.transfer?.cancel()
             call.transfer = nil
-            self.record(call, status: 499, kind: "client-closed", bytes: 0, upstreamCode: nil)
+            self.record(call, status: 499, kind: "client-closed", bytes: 0, code: nil)
         }
     }
 
     /// Request fields Peel reads, by position: see `handle`.
     private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
-                                                  "connection", "accept", "authorization", "cookie"])
+                                                  "connection", "origin", "access-control-request-method",
+                                                  "access-control-request-headers", "x-forwarded-proto",
+                                                  "x-forwarded-host", "accept-encoding", "accept", "authorization", "cookie"])
     /// Fields curl would add itself when the client sent none.
     private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
     private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
-    private static let droppedResponse = HeaderNameSet(RequestPolicy.droppedResponseHeaders)
-    private static let droppedResponseAndType = HeaderNameSet(RequestPolicy.droppedResponseHeaders.union(["content-type"]))
 
     func nextRequestId() -> String {
         idCounter &+= 1
@@ -223,87 +300,201 @@ final class Forwarder {
         waiting[ObjectIdentifier(call)] = nil
         call.transfer = nil
         call.exchange.onClientGone = nil
+        if call.done { return }
+        if let stream = call.stream { return streamFinished(call, stream, result) }
+        // The client left as the answer started (see headArrived): nothing is left to send.
+        if call.exchange.answered { return record(call, status: 499, kind: "client-closed", bytes: 0, code: nil) }
         switch result {
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
             if failure.isTransportFailure { reachability.recordPassiveFailure(failureReason(failure)) }
-            answerProblem(call, Self.problem(for: failure))
+            answer(call, Self.outcome(of: failure))
         case .success(let response):
             // Whatever it says, the upstream answered: evidence that it is there (issue 13).
             reachability.recordLiveAnswer()
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
+            call.upstreamHeaders = response.headers
             let contentType = response.headers.first("content-type")
-            let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false)
-            switch judge(answer, body: response.body, config: config.envelope) {
+            let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
+                                        isOptions: call.exchange.method == "OPTIONS",
+                                        contentDisposition: response.headers.first("content-disposition"))
+            let judged = response.body.withUnsafeBufferPointer { judgeWithCode(answer, body: $0, config: config.envelope) }
+            call.upstreamCode = judged.upstreamCode
+            switch judged.verdict {
             case .unwrap(let status, let range):
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
                 if let cache, let key = call.cacheKey {
                     store(cache, key, call, status: status, response, range: range)
                 }
-                pass(call, status: status, response, dropping: Self.droppedResponseAndType, range: range ?? 0..<0,
-                     kind: "ok", contentType: range == nil ? nil : "application/json")
+                pass(call, status: status, response, range: range ?? 0..<0, kind: "ok",
+                     contentType: range == nil ? nil : "application/json")
             case .passthrough:
-                pass(call, status: response.status, response, dropping: Self.droppedResponse, range: nil,
-                     kind: "passthrough", contentType: nil)
+                pass(call, status: response.status, response, range: nil, kind: "passthrough", contentType: nil)
             case .problem(let p):
                 answerProblem(call, p)
             }
         }
     }
 
-    /// The one place upstream failures become problem documents (SPEC error table).
-    static func problem(for failure: UpstreamFailure) -> Problem {
+    /// Decides, when the first body bytes arrive, whether the answer streams: a passthrough answer
+    /// (decided from status and fields alone) of unknown length, declared over `stream_threshold`, or
+    /// an event stream is sent as it arrives, pausing the upstream transfer while the client is slow;
+    /// anything else is buffered whole (judged, or passed with its length and maybe compressed).
+    /// Runs inside curl's write callback: nothing here may call curl.
+    private func headArrived(_ call: Call, status: Int, headers: ResponseHeaders) -> StreamSink? {
+        let contentType = headers.first("content-type")
+        let answer = UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
+                                    isOptions: call.exchange.method == "OPTIONS",
+                                    contentDisposition: headers.first("content-disposition"))
+        guard passesUnjudged(answer, config: config.envelope) else { return nil }
+        let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
+        if !isEventStream, let length = headers.first("content-length").flatMap({ Int(trimOWS($0)) }),
+           length <= config.streamThreshold {
+            return nil
+        }
+        guard let transfer = call.transfer, !call.exchange.answered else { return nil }
+        call.upstreamStatus = status
+        call.upstreamHeaders = headers
+        let corsFields = cors?.answerFields(origin: call.origin) ?? []
+        let draining = self.draining
+        guard let stream = call.exchange.startStream(status: status, headers: { [self] out in
+            out.add(headers, dropping: droppedResponse)
+            addRewritten(headers, call, to: &out)
+            out.add("X-Request-Id", call.requestId)
+            for (name, value) in corsFields { out.add(name, value) }
+            if draining { out.add("Connection", "close") }
+        }) else {
+            return { _ in .abort }
+        }
+        call.stream = stream
+        if call.exchange.isHead {
+            // HEAD answers what GET would: the head is all of it, and the rest is not fetched.
+            stream.finish()
+            record(call, status: status, kind: "passthrough", bytes: 0, code: nil)
+            return { _ in .abort }
+        }
+        stream.onDrained = { [weak transfer] in transfer?.resume() }
+        stream.onClientGone = { [self] in
+            // Possibly inside the sink, so inside curl's write callback: the transfer ends on the next pass.
+            call.transfer?.cancelSoon()
+            call.transfer = nil
+            self.record(call, status: 499, kind: "client-closed", bytes: call.streamedBytes, code: nil)
+        }
+        return { bytes in
+            guard stream.isOpen else { return .abort }
+            // Back-pressure: while the client has this much unread, the upstream waits (its bytes stay
+            // in curl), so a connection holds at most this plus one curl buffer whatever the size.
+            if stream.bufferedBytes >= Self.streamHighWater { return .pause }
+            stream.write(bytes)
+            call.streamedBytes += bytes.count
+            return .taken
+        }
+    }
+
+    /// Unread reply bytes at which a streamed upstream transfer pauses.
+    static let streamHighWater = 256 * 1024
+
+    /// A streamed answer's transfer ended: the body ends, or is cut short so the client can tell.
+    private func streamFinished(_ call: Call, _ stream: ReplyStream, _ result: Result<UpstreamResponse, UpstreamFailure>) {
+        switch result {
+        case .success(let response):
+            call.upstreamDuration = response.duration
+            stream.finish()
+            record(call, status: call.upstreamStatus ?? 200, kind: "passthrough", bytes: call.streamedBytes, code: nil)
+        case .failure(let failure):
+            metrics.recordUpstreamError(failure.reason)
+            stream.abort()
+            record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil)
+        }
+    }
+
+    /// What an upstream transfer's failure means; `problem(for:config:)` gives it its status.
+    static func outcome(of failure: UpstreamFailure) -> Outcome {
         switch failure {
-        case .dns, .refused, .reset, .tls, .other:
-            return Problem(kind: .upstreamUnreachable)
-        case .timeout, .connectTimeout:
-            return Problem(kind: .upstreamTimeout)
-        case .tooLarge:
-            return Problem(kind: .upstreamTooLarge)
-        case .protocolError:
-            return Problem(kind: .badUpstreamFormat)
-        case .notResent(let why):
-            return Problem(kind: .upstreamUnreachable, detail: why)
-        case .localResources(let why):
-            // Peel's own shortage (descriptors, memory): 503 like the in-flight limit; the upstream is
-            // not to blame, so reachability never hears of it (it is not a transport failure).
-            return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel is short of resources: \(why)")
-        case .overloaded:
-            return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel has too many upstream calls in flight")
+        case .dns, .refused, .reset, .tls, .other: return .unreachable
+        case .timeout, .connectTimeout: return .timedOut
+        case .tooLarge: return .upstreamTooLarge
+        case .protocolError: return .brokenFraming
+        // Peel's own shortage; reachability never hears of it (it is not a transport failure).
+        case .localResources(let why): return .shortOfResources(why)
+        case .overloaded: return .overloaded
+        case .notResent(let why): return .notResent(why)
         }
     }
 
-    /// The one place the server's refusals become problem documents: too large is `request-too-large`
-    /// (413, 414, 431), everything else `bad-request` with the server's status (400, 408, 417, 505).
-    static func problem(for refusal: RequestError) -> Problem {
-        if refusal.isTooLarge {
-            return Problem(kind: .requestTooLarge, status: refusal.status, detail: refusal.detail)
-        }
-        return Problem(kind: .badRequest, status: refusal.status, detail: refusal.detail)
-    }
-
-    /// Answers with the upstream's fields minus `dropping` (SPEC: hop-by-hop and envelope-describing
-    /// ones), then Peel's own, and `response.body[range]` (all of it when nil).
-    private func pass(_ call: Call, status: Int, _ response: UpstreamResponse, dropping: HeaderNameSet, range: Range<Int>?,
-                      kind: String, contentType: String?) {
+    /// Answers with the upstream's fields minus hop-by-hop and envelope-describing ones (SPEC), the
+    /// rewritten ones, then Peel's own, and `response.body[range]` (all of it when nil), compressed
+    /// when the client accepts a coding Peel offers. `contentType` replaces the upstream's when set.
+    private func pass(_ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?, kind: String,
+                      contentType: String?) {
         guard !call.exchange.answered else { return }
         let draining = self.draining
-        call.exchange.respond(status: status, body: response.body, range: range) { out in
+        let corsFields = cors?.answerFields(origin: call.origin) ?? []
+        let slice = range ?? 0..<response.body.count
+        let effectiveType = contentType ?? response.headers.first("content-type")
+        // A candidate's representation depends on Accept-Encoding, whether or not this client sent one.
+        let candidate = compression.isCandidate(status: status, contentType: effectiveType, count: slice.count)
+            && response.headers.first("content-range") == nil
+        var encoded: (coding: ContentCoding, body: [UInt8])? = nil
+        if candidate, let coding = CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered) {
+            let body = response.body.withUnsafeBytes { all in
+                encoder.encode(UnsafeRawBufferPointer(rebasing: all[slice]), as: coding)
+            }
+            if let body { encoded = (coding, body) }
+        }
+        let dropping = switch (contentType != nil, encoded != nil) {
+        case (false, false): droppedResponse
+        case (true, false): droppedResponseAndType
+        case (false, true): droppedResponseEncoded
+        case (true, true): droppedResponseAndTypeEncoded
+        }
+        let headers: (inout ReplyHeaders) -> Void = { [self] out in
             out.add(response.headers, dropping: dropping)
+            addRewritten(response.headers, call, to: &out)
             out.add("X-Request-Id", call.requestId)
+            for (name, value) in corsFields { out.add(name, value) }
             if draining { out.add("Connection", "close") }
             if let contentType { out.add("Content-Type", contentType) }
+            if candidate { out.add("Vary", "Accept-Encoding") }
+            if let encoded {
+                out.add("Content-Encoding", encoded.coding.rawValue)
+                // A strong validator names one exact representation; the encoded one differs from the
+                // upstream's, so its ETag is weakened, as nginx's gzip does (RFC 9110 §8.8.1, §8.8.3).
+                if let etag = response.headers.first("etag") { out.add("ETag", etag.hasPrefix("W/") ? etag : "W/" + etag) }
+            }
         }
-        record(call, status: status, kind: kind, bytes: range?.count ?? response.body.count, upstreamCode: nil)
+        if let encoded {
+            call.exchange.respond(status: status, body: encoded.body, range: nil, headers: headers)
+            record(call, status: status, kind: kind, bytes: encoded.body.count, code: nil)
+        } else {
+            call.exchange.respond(status: status, body: response.body, range: range, headers: headers)
+            record(call, status: status, kind: kind, bytes: slice.count, code: nil)
+        }
+    }
+
+    /// Adds the upstream's Location, Content-Location, Refresh and Set-Cookie fields rewritten to name
+    /// Peel (when those rewrites are on; otherwise the bulk copy passed them as they were).
+    private func addRewritten(_ headers: ResponseHeaders, _ call: Call, to out: inout ReplyHeaders) {
+        let redirects = config.rewriteRedirects
+        let cookies = config.rewriteCookies
+        guard redirects || cookies else { return }
+        headers.forEachField { f in
+            switch f.index(in: Self.rewrittenFields) {
+            case 0?, 1?: if redirects { out.add(f.nameString, rewrite.location(f.valueString, publicOrigin: call.publicOrigin)) }
+            case 2?: if redirects { out.add(f.nameString, rewrite.refresh(f.valueString, publicOrigin: call.publicOrigin)) }
+            case 3?: if cookies { out.add(f.nameString, rewrite.setCookie(f.valueString)) }
+            default: break
+            }
+        }
     }
 
     /// Fields every answer Peel writes itself carries (the upstream's answers carry their own). The
     /// hook for cross-origin fields: CORS (Fetch §3.2) must apply to `/_peel/reachability` as to any
     /// answer, so whatever the Forwarder adds for CORS belongs here too.
     private func ownFields(_ call: Call) -> [(String, String)] {
-        [("X-Request-Id", call.requestId)]
+        [("X-Request-Id", call.requestId)] + (cors?.answerFields(origin: call.origin) ?? [])
     }
 
     /// Keeps a successful unwrapped GET answer for while offline, with the fields the client gets.
@@ -329,7 +520,7 @@ final class Forwarder {
         headers.append(("Cache-Status", "Peel; hit; detail=offline"))
         headers += ownFields(call)
         if draining { headers.append(("Connection", "close")) }
-        send(call, status: hit.status, headers: headers, body: hit.body, kind: "offline-cache", upstreamCode: nil)
+        send(call, status: hit.status, headers: headers, body: hit.body, kind: "offline-cache", code: nil)
     }
 
     /// The reachability document, or with `Accept: text/event-stream` a stream of it (issue 13).
@@ -340,15 +531,14 @@ final class Forwarder {
             let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: config.envelope.problemTypeBase)
             let headers = [("Content-Type", "application/problem+json"), ("Cache-Control", "no-store"), ("Allow", "GET, HEAD")]
                 + ownFields(call)
-            return send(call, status: 405, headers: headers, body: body, kind: p.kind.rawValue, upstreamCode: p.code)
+            return send(call, status: 405, headers: headers, body: body, kind: p.kind.rawValue, code: p.code)
         }
         let snap = reachability.snapshot
         // While draining, a new stream would only be cut at once: the document answers instead.
         if events && ex.method == "GET" && !draining {
             guard streams.reserve() else {
                 // Like the in-flight limit: Peel's own bound, not the upstream's fault.
-                return answerProblem(call, Problem(kind: .upstreamUnreachable, status: 503,
-                                                   detail: "Peel has too many reachability streams open"))
+                return answer(call, .tooManyStreams)
             }
             let fields = ownFields(call)
             guard let stream = ex.startStream(status: 200, headers: { out in
@@ -357,52 +547,82 @@ final class Forwarder {
                 for (name, value) in fields { out.add(name, value) }
             }) else {
                 streams.release()
-                return record(call, status: 499, kind: "client-closed", bytes: 0, upstreamCode: nil)
+                return record(call, status: 499, kind: "client-closed", bytes: 0, code: nil)
             }
             streams.adopt(stream, state: snap.state, since: snap.since, reason: snap.reason)
             // Logged and counted when it opens: a stream may stay open for days.
-            return record(call, status: 200, kind: "reachability-stream", bytes: 0, upstreamCode: nil)
+            return record(call, status: 200, kind: "reachability-stream", bytes: 0, code: nil)
         }
         let body = Array(reachabilityDocument(state: snap.state, since: snap.since, reason: snap.reason).utf8)
         var headers = [("Content-Type", "application/json"), ("Cache-Control", "no-store")] + ownFields(call)
         if draining { headers.append(("Connection", "close")) }
-        send(call, status: 200, headers: headers, body: body, kind: "reachability", upstreamCode: nil)
+        send(call, status: 200, headers: headers, body: body, kind: "reachability", code: nil)
     }
 
     private func refuse(_ call: Call, _ why: String) {
-        answerProblem(call, Problem(kind: .badRequest, detail: why))
+        answer(call, .refused(status: 400, tooLarge: false, detail: why))
+    }
+
+    /// Answers an outcome with its problem document.
+    private func answer(_ call: Call, _ outcome: Outcome) {
+        answerProblem(call, problem(for: outcome, config: config.envelope))
     }
 
     private func answerProblem(_ call: Call, _ problem: Problem) {
         var p = problem
         if p.upstreamStatus == nil { p.upstreamStatus = call.upstreamStatus }
         let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: config.envelope.problemTypeBase)
-        var headers: [(String, String)] = [
-            ("Content-Type", "application/problem+json"),
-            ("Cache-Control", "no-store"),
-            ("X-Request-Id", call.requestId),
-        ]
+        var headers: [(String, String)] = [("Content-Type", "application/problem+json"), ("X-Request-Id", call.requestId)]
+        // The upstream's fields that clients act on stay (a 429's Retry-After, a logout's Set-Cookie).
+        var sawCacheControl = false
+        var sawChallenge = false
+        call.upstreamHeaders?.forEachField { f in
+            guard let i = f.index(in: keptOnProblem) else { return }
+            switch i {
+            case 1: headers.append((f.nameString, config.rewriteCookies ? rewrite.setCookie(f.valueString) : f.valueString))
+            case 2: sawChallenge = true; headers.append((f.nameString, f.valueString))
+            case 4: sawCacheControl = true; headers.append((f.nameString, f.valueString))
+            default: headers.append((f.nameString, f.valueString))
+            }
+        }
+        if !sawCacheControl { headers.append(("Cache-Control", "no-store")) }
+        // RFC 9110 §15.5.2: a 401 carries a challenge; the Bearer scheme's for an expired token (RFC 6750 §3).
+        if p.status == 401 && !sawChallenge { headers.append(("WWW-Authenticate", "Bearer error=\"invalid_token\"")) }
         if p.kind == .offline { headers.append(("Retry-After", retryAfter)) }
+        if let cors { headers += cors.answerFields(origin: call.origin) }
         if draining || p.kind == .badRequest { headers.append(("Connection", "close")) }
-        send(call, status: p.status, headers: headers, body: body, kind: p.kind.rawValue, upstreamCode: p.code)
+        var sent = body
+        if compression.isCandidate(status: p.status, contentType: "application/problem+json", count: body.count) {
+            headers.append(("Vary", "Accept-Encoding"))
+            if let coding = CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered),
+               let encoded = body.withUnsafeBytes({ encoder.encode($0, as: coding) }) {
+                headers.append(("Content-Encoding", coding.rawValue))
+                sent = encoded
+            }
+        }
+        send(call, status: p.status, headers: headers, body: sent, kind: p.kind.rawValue, code: p.code)
     }
 
-    private func send(_ call: Call, status: Int, headers: [(String, String)], body: [UInt8], kind: String, upstreamCode: Int64?) {
+    private func send(_ call: Call, status: Int, headers: [(String, String)], body: [UInt8], kind: String, code: Int64?) {
         guard !call.exchange.answered else { return }
         call.exchange.respond(status: status, headers: headers, body: body)
-        record(call, status: status, kind: kind, bytes: body.count, upstreamCode: upstreamCode)
+        record(call, status: status, kind: kind, bytes: body.count, code: code)
     }
 
-    private func record(_ call: Call, status: Int, kind: String, bytes: Int, upstreamCode: Int64?) {
+    /// Counts the answer and writes its access-log line: `code` is the one Peel answered with (a
+    /// problem's), `upstream_code` the envelope code as the upstream sent it, null when it sent none.
+    private func record(_ call: Call, status: Int, kind: String, bytes: Int, code: Int64?) {
+        guard !call.done else { return }
+        call.done = true
         let duration = monotonicNow() - call.started
         metrics.inflight.subtract(1, ordering: .relaxed)
         metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstreamDuration)
         guard let accessLog else { return }
         var line = "{\"time\":\"\(rfc3339(wallNow()))\",\"request_id\":\(jsonEscaped(call.requestId))"
         line += ",\"method\":\(jsonEscaped(call.exchange.method)),\"path\":\(jsonEscaped(call.path.isEmpty ? call.exchange.target : call.path))"
-        line += ",\"status\":\(status),\"kind\":\"\(kind)\""
+        line += ",\"status\":\(status),\"kind\":\"\(kind)\",\"code\":" + (code.map { String($0) } ?? "null")
         line += ",\"upstream_status\":" + (call.upstreamStatus.map(String.init) ?? "null")
-        line += ",\"upstream_code\":" + (upstreamCode.map { String($0) } ?? "null")
+        line += ",\"upstream_code\":" + (call.upstreamCode.map { String($0) } ?? "null")
         line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
         line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))}"
         accessLog.append(line)

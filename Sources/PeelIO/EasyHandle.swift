@@ -16,6 +16,8 @@ final class EasyHandle {
     var generation = 0
     /// errno of a socket() that failed for this transfer (EMFILE, ENFILE, ENOBUFS, ENOMEM), else 0.
     var localSocketError: Int32 = 0
+    /// The whole-exchange timeout was lifted for a streamed body; the next transfer sets it again.
+    var timeoutLifted = false
     /// The client whose loop watches this handle's sockets (it owns the pool this handle lives in).
     unowned(unsafe) var client: UpstreamClient?
 
@@ -78,13 +80,38 @@ final class EasyHandle {
         // Forward the path exactly as validated; curl would otherwise squash dot-segments itself.
         try set(CURLOPT_PATH_AS_IS, 1)
         try set(CURLOPT_BUFFERSIZE, options.bufferSize)
-        try set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(options.maxResponseBody))
+        // No CURLOPT_MAXFILESIZE: a streamed passthrough body has no size limit; buffered bodies are
+        // bounded by the write callback below.
         // Ask for any encoding curl can decode; envelopes are judged on decoded bytes.
         try set(CURLOPT_ACCEPT_ENCODING, "")
         if let ca = options.caFile { try set(CURLOPT_CAINFO, ca) }
         let writeCB = peel_easy_setopt_write_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
             let n = size * count
+            if !t.headSeen {
+                t.headSeen = true
+                if let onHead = t.onHead, let h = t.handle {
+                    t.onHead = nil
+                    var status = 0
+                    peel_easy_getinfo_long(h.easy, CURLINFO_RESPONSE_CODE, &status)
+                    if let sink = onHead(status, h.head.snapshot()) {
+                        t.sink = sink
+                        // A stream lasts as long as it lasts (a download to a slow client, server-sent
+                        // events): the whole-exchange timeout no longer applies once it flows.
+                        _ = peel_easy_setopt_long(h.easy, CURLOPT_TIMEOUT_MS, 0)
+                        h.timeoutLifted = true
+                    }
+                }
+            }
+            if let sink = t.sink {
+                switch sink(UnsafeRawBufferPointer(start: data, count: n)) {
+                case .taken: return n
+                case .pause:
+                    t.paused = true
+                    return 0x1000_0001  // CURL_WRITEFUNC_PAUSE
+                case .abort: return 0
+                }
+            }
             if t.body.count + n > t.limit {
                 t.tooLarge = true
                 return 0

@@ -209,6 +209,12 @@ final class HeaderCollector {
         complete = false
     }
 
+    /// The fields so far, without those the upstream named in `Connection`, kept for `take()`
+    /// (a streamed answer's head is relayed before the transfer ends).
+    func snapshot() -> ResponseHeaders {
+        ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields).droppingConnectionOptions()
+    }
+
     /// The fields collected so far, as a value the response can carry, without those the upstream
     /// named in `Connection`.
     func take() -> ResponseHeaders {

@@ -218,7 +218,7 @@ public final class UpstreamClient {
                 let body = t.body
                 t.body = []
                 result = .success(UpstreamResponse(status: status, headers: h.head.take(), body: body,
-                                                   duration: loop.now - t.started))
+                                                   duration: loop.now - t.started, streamed: t.sink != nil))
             } else {
                 result = .failure(classify(code, handle: h, transfer: t))
             }

@@ -164,6 +164,8 @@ extension UpstreamClient {
     /// Frees what the transfer lent `h`, drops the reference CURLOPT_PRIVATE held, and pools `h`.
     private func unhook(_ t: UpstreamTransfer, handle h: EasyHandle, stillInMulti: Bool = false) {
         t.handle = nil
+        t.sink = nil
+        t.onHead = nil
         if let list = t.headerList { curl_slist_free_all(list) }
         t.headerList = nil
         t.requestBodyOwner = nil
@@ -183,6 +185,10 @@ extension UpstreamClient {
             try h.set(CURLOPT_WRITEDATA, nil)
             try h.set(CURLOPT_HEADERDATA, nil)
             try h.set(CURLOPT_PREREQDATA, nil)
+            if h.timeoutLifted {
+                try h.set(CURLOPT_TIMEOUT_MS, Int(options.timeout * 1000))
+                h.timeoutLifted = false
+            }
             freeHandles.append(h)
         } catch {
             // A handle that may still point at this transfer's freed list must not carry the next one.

@@ -101,7 +101,22 @@ public struct UpstreamResponse: Sendable {
     public var body: [UInt8]
     /// Seconds from start to the last byte.
     public var duration: Double
+    /// True when the body went to a `StreamSink` as it arrived (`body` is then empty).
+    public var streamed = false
 }
+
+/// What a streaming sink did with one piece of the upstream body.
+public enum SinkResult {
+    /// Taken: ask for more.
+    case taken
+    /// Not taken: pause the transfer (CURL_WRITEFUNC_PAUSE) until `resume()`; the same bytes come again.
+    case pause
+    /// Not taken, and never will be: end the transfer (it fails with a write error).
+    case abort
+}
+
+/// Takes the upstream body piece by piece as it arrives, instead of buffering it whole.
+public typealias StreamSink = (UnsafeRawBufferPointer) -> SinkResult
 
 /// What to send upstream as the body.
 public enum UpstreamBody {
@@ -143,6 +158,32 @@ public final class UpstreamTransfer {
     weak var client: UpstreamClient?
     /// Loop time when the transfer started.
     var started: Double = 0
+    /// Runs once, when the first body bytes arrive, with the status and fields: a sink it returns
+    /// takes the body as it arrives (with no limit and no whole-exchange timeout from then on);
+    /// nil keeps the body buffered whole. Runs inside curl's write callback: it must not call curl.
+    public var onHead: ((Int, ResponseHeaders) -> StreamSink?)?
+    /// The sink `onHead` chose; nil while the body is buffered.
+    var sink: StreamSink?
+    /// Whether `onHead` was asked.
+    var headSeen = false
+    /// Whether the sink paused the transfer (it waits for `resume()`).
+    var paused = false
+
+    /// Lets a transfer its sink paused deliver again (curl_easy_pause, CURLPAUSE_CONT). Never call
+    /// it from inside the sink.
+    public func resume() {
+        guard paused, let h = handle else { return }
+        paused = false
+        // CURLPAUSE_CONT is 0; curl may deliver the held bytes from inside this call.
+        let rc = curl_easy_pause(h.easy, 0)
+        if rc != CURLE_OK { client?.record(curlError(rc, "curl_easy_pause(CURLPAUSE_CONT)")) }
+    }
+
+    /// `cancel()` on the next loop pass: safe from code that curl's callbacks may have called.
+    public func cancelSoon() {
+        completion = nil
+        client?.loop.defer { [self] in cancel() }
+    }
 
     /// Whether curl may send `method` a second time on a fresh connection when the reused one died
     /// before any answer: GET, HEAD, PUT, DELETE and OPTIONS are idempotent (RFC 9110 §9.2.2; TRACE

@@ -49,7 +49,8 @@ final class UpstreamSetupTests: DemoTestCase {
     // curl 7.88 refuses a negative CURLOPT_MAXFILESIZE_LARGE with CURLE_BAD_FUNCTION_ARGUMENT.
     func testHandleSetup_optionCurlRefusesFailsTheCallNamingTheOption() throws {
         var options = UpstreamOptions()
-        options.maxResponseBody = -1
+        // curl refuses string options longer than CURL_MAX_INPUT_LENGTH (8,000,000 bytes).
+        options.caFile = String(repeating: "a", count: 8_000_001)
         let seen = try onLoop(options) { client, seen, done in
             var returned = false
             client.send(method: "GET", url: "http://127.0.0.1:1/", headers: [], body: .none) { result in
@@ -63,7 +64,7 @@ final class UpstreamSetupTests: DemoTestCase {
         }
         XCTAssertEqual(seen.results.count, 1)
         guard case .failure(let failure)? = seen.results.first else { return XCTFail("expected a failure: \(seen.results)") }
-        XCTAssertEqual(failure, .other("curl_easy_setopt(CURLOPT_MAXFILESIZE_LARGE): A libcurl function was given a bad argument"))
+        XCTAssertEqual(failure, .other("curl_easy_setopt(CURLOPT_CAINFO): A libcurl function was given a bad argument"))
         XCTAssertEqual(failure.reason, "other")
         XCTAssertTrue(seen.sendReturnedFirst, "the completion ran inside send")
         XCTAssertEqual(seen.pooledAfterFailure, 0, "a handle that failed its setup must not be pooled")

@@ -203,6 +203,12 @@ final class ClientConnection {
         flush()
     }
 
+    func streamAbort() {
+        guard !closed, stream != nil else { return }
+        stream = nil
+        close()
+    }
+
     func streamFinish() {
         guard !closed, stream != nil else { return }
         stream = nil

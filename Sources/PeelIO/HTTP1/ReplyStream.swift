@@ -32,6 +32,16 @@ public final class ReplyStream {
         connection?.streamFinish()
     }
 
+    /// Ends the answer unfinished: the connection closes without the body's end, so the client can
+    /// tell the body is cut short (RFC 9112 §8: an incomplete chunked message).
+    public func abort() {
+        guard isOpen else { return }
+        isOpen = false
+        onDrained = nil
+        onClientGone = nil
+        connection?.streamAbort()
+    }
+
     func drained() { onDrained?() }
 
     func clientLeft() {

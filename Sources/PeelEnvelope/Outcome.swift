@@ -1,0 +1,85 @@
+/// Every way a call can end other than a good answer, before it has a status. `problem(for:config:)`
+/// is the one place each becomes an HTTP status and problem document (SPEC's error table), as
+/// Caddy's reverse proxy does in its one `statusError`.
+public enum Outcome: Sendable, Equatable {
+    // What the upstream's answer said (decided by `judge`).
+    /// A 2xx whose body is not a well-formed envelope.
+    case malformedEnvelope(upstreamStatus: Int)
+    /// The envelope code is an auth code: the client's token expired.
+    case authCode(Int64, message: String?, upstreamStatus: Int)
+    /// The envelope code is neither a success nor an auth code.
+    case businessCode(Int64, message: String?, upstreamStatus: Int)
+    /// The upstream answered a status outside 2xx (with an envelope's code and message when it sent one).
+    case upstreamStatus(Int, code: Int64?, message: String?)
+
+    // What happened to the upstream exchange itself.
+    /// DNS, refused, reset, TLS or any other transport failure.
+    case unreachable
+    /// No whole answer within the timeout (connect or whole exchange).
+    case timedOut
+    /// The upstream's body is over `max_upstream_body`.
+    case upstreamTooLarge
+    /// The upstream's answer broke HTTP framing or its content coding.
+    case brokenFraming
+    /// Peel itself ran out of a resource (descriptors, memory) opening the upstream socket.
+    case shortOfResources(String)
+    /// Peel's own in-flight limit was reached.
+    case overloaded
+    /// The connection died after a non-idempotent request went out; it is not sent again.
+    case notResent(String)
+    /// The call was still waiting for the upstream when `shutdown_timeout` ended.
+    case shuttingDown
+    /// Peel's bound on reachability event streams was reached.
+    case tooManyStreams
+
+    // What was decided before any upstream work.
+    /// The reachability state is down.
+    case offline
+    /// The request was refused: by the server's parser (with its status) or by Peel's policy (400).
+    case refused(status: Int, tooLarge: Bool, detail: String)
+}
+
+/// The one place an outcome becomes a status and problem document.
+public func problem(for outcome: Outcome, config: EnvelopeConfig) -> Problem {
+    switch outcome {
+    case .malformedEnvelope(let upstreamStatus):
+        return Problem(kind: .badUpstreamFormat, upstreamStatus: upstreamStatus)
+    case .authCode(let code, let message, let upstreamStatus):
+        return Problem(kind: .authExpired, code: code, detail: message, upstreamStatus: upstreamStatus)
+    case .businessCode(let code, let message, let upstreamStatus):
+        let status = config.codeStatus[code] ?? config.businessStatus
+        return Problem(kind: .businessError, status: status, code: code, detail: message, upstreamStatus: upstreamStatus)
+    case .upstreamStatus(let status, let code, let message):
+        // A 4xx is the client's own fault and keeps its status; anything else (5xx, or a status outside
+        // 100...599) is a bad gateway from the client's point of view (RFC 9110 §15.6.3).
+        let clientStatus = status >= 400 && status <= 499 ? status : 502
+        return Problem(kind: .upstreamError, status: clientStatus, code: code, detail: message, upstreamStatus: status)
+    case .unreachable:
+        return Problem(kind: .upstreamUnreachable)
+    case .timedOut:
+        return Problem(kind: .upstreamTimeout)
+    case .upstreamTooLarge:
+        return Problem(kind: .upstreamTooLarge)
+    case .brokenFraming:
+        return Problem(kind: .badUpstreamFormat)
+    case .shortOfResources(let why):
+        // Peel's own shortage: 503 like the in-flight limit (RFC 9110 §15.6.4); the upstream is not to blame.
+        return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel is short of resources: \(why)")
+    case .overloaded:
+        return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel has too many upstream calls in flight")
+    case .notResent(let why):
+        return Problem(kind: .upstreamUnreachable, detail: why)
+    case .shuttingDown:
+        // The answer the client would have had is lost either way; a 503 with Connection: close says
+        // why, where a bare close would look like a network failure.
+        return Problem(kind: .upstreamUnreachable, status: 503,
+                       detail: "Peel is shutting down and the upstream did not answer within shutdown_timeout")
+    case .tooManyStreams:
+        return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel has too many reachability streams open")
+    case .offline:
+        return Problem(kind: .offline)
+    case .refused(let status, let tooLarge, let detail):
+        // Too large is `request-too-large` (413, 414, 431); everything else `bad-request` (400, 408, 417, 505).
+        return Problem(kind: tooLarge ? .requestTooLarge : .badRequest, status: status, detail: detail)
+    }
+}

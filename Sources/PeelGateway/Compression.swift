@@ -1,0 +1,63 @@
+import PeelIO
+
+/// Which answers are compressed, and with which coding: pure, so tests reach it without sockets.
+struct CompressionPolicy: Sendable {
+    /// Codings Peel offers, in its order of preference when the client's q-values tie; empty is off.
+    let offered: [ContentCoding]
+    /// Smallest body worth compressing, in bytes: below it the coding's overhead outweighs the gain.
+    let minSize: Int
+
+    /// The coding to answer with for `acceptEncoding` (RFC 9110 §12.5.3), or nil for identity: the
+    /// offered coding with the highest q above 0, ties going to the earlier in `offered`. Codings the
+    /// client did not list are acceptable only through `*`. Identity stays acceptable unless refused,
+    /// and wins only when the client ranks it explicitly above every offered coding.
+    static func negotiate(_ acceptEncoding: String?, offered: [ContentCoding]) -> ContentCoding? {
+        guard let acceptEncoding, !offered.isEmpty else { return nil }
+        var explicit: [String: Double] = [:]
+        var star: Double? = nil
+        for element in acceptEncoding.split(separator: ",") {
+            let parts = element.split(separator: ";")
+            guard let first = parts.first else { continue }
+            var name = trimOWS(first).lowercased()
+            if name.isEmpty { continue }
+            // RFC 9110 §8.4.1.3: x-gzip is gzip.
+            if name == "x-gzip" { name = "gzip" }
+            var q = 1.0
+            var valid = true
+            for parameter in parts.dropFirst() {
+                let p = trimOWS(parameter)
+                guard p.lowercased().hasPrefix("q=") else { continue }
+                // qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ) (RFC 9110 §12.4.2)
+                if let v = Double(p.dropFirst(2)), v >= 0, v <= 1, p.count <= 7 { q = v } else { valid = false }
+            }
+            guard valid else { continue }
+            if name == "*" { star = max(star ?? 0, q) } else { explicit[name] = max(explicit[name] ?? 0, q) }
+        }
+        var best: (coding: ContentCoding, q: Double)? = nil
+        for coding in offered {
+            let q = explicit[coding.rawValue] ?? star ?? 0
+            if q > 0 && q > (best?.q ?? 0) { best = (coding, q) }
+        }
+        guard let best else { return nil }
+        if let identity = explicit["identity"], identity > best.q { return nil }
+        return best.coding
+    }
+
+    /// Whether a media type is text that compresses well: JSON (also `+json`, such as
+    /// problem+json), `text/*`, JavaScript and XML (also `+xml`, such as SVG). Event streams are left alone: each event must
+    /// reach the client as it is written.
+    static func isCompressible(_ contentType: String?) -> Bool {
+        guard let contentType else { return false }
+        let type = trimOWS(contentType.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? "").lowercased()
+        if type == "text/event-stream" { return false }
+        if type.hasPrefix("text/") || type.hasSuffix("+json") || type.hasSuffix("+xml") { return true }
+        return type == "application/json" || type == "application/javascript" || type == "application/xml"
+    }
+
+    /// Whether an answer is a candidate for compression at all (whatever the client accepts):
+    /// candidates vary by Accept-Encoding. 206 answers are ranges of the identity coding (RFC 9110 §14.2).
+    func isCandidate(status: Int, contentType: String?, count: Int) -> Bool {
+        !offered.isEmpty && count >= minSize && status >= 200 && status != 204 && status != 206 && status != 304
+            && Self.isCompressible(contentType)
+    }
+}

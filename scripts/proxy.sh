@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Peel in front of a real upstream framework: FastAPI + uvicorn (from PyPI, in this script's own
+# venv) under a base path, checked with requests, httpx and aiohttp: CORS with and without
+# --cors-origins, kept fields on problems, redirects, cookies, downloads, gzip and br answers, a
+# 200 MiB streamed download (RSS sampled, first byte early), server-sent events, the access log.
+# Loopback only; every wait is bounded.
+set -uo pipefail
+PEEL=${1:?usage: proxy.sh PATH/TO/peel}
+HERE=$(cd "$(dirname "$0")" && pwd)
+source "$HERE/lib.sh"
+
+VENV=${PROXY_VENV:-$HERE/../.build/venv-proxy}
+if ! "$VENV/bin/python" -c 'import fastapi, uvicorn, requests, httpx, aiohttp, brotli' 2>/dev/null; then
+  echo "creating $VENV (fastapi, uvicorn, requests, httpx, aiohttp, brotli)"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check fastapi uvicorn requests httpx aiohttp brotli \
+    || { echo "proxy: cannot create the venv $VENV"; exit 1; }
+fi
+PY="$VENV/bin/python"
+wait_ready() { for _ in $(seq 1 200); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "not ready: $1"; return 1; }
+
+UP=$(free_port); GW=$(free_port); CGW=$(free_port)
+(cd "$HERE/proxy" && exec "$PY" -m uvicorn app:app --host 127.0.0.1 --port "$UP" --log-level warning) >"$WORK/upstream.log" 2>&1 & pids+=($!)
+wait_ready "http://127.0.0.1:$UP/api/v1/user" || exit 1
+common=(--upstream "http://127.0.0.1:$UP/api/v1" --admin-listen off --workers 1 --probe-path /user)
+"$PEEL" "${common[@]}" --listen 127.0.0.1:$GW >"$WORK/access.log" 2>"$WORK/peel.err" & PEEL_PID=$!
+pids+=($PEEL_PID)
+"$PEEL" "${common[@]}" --listen 127.0.0.1:$CGW --cors-origins http://app.example --access-log off 2>"$WORK/peel-cors.err" & pids+=($!)
+wait_ready "http://127.0.0.1:$GW/user" && wait_ready "http://127.0.0.1:$CGW/user" || exit 1
+
+timeout 120 "$PY" "$HERE/proxy/check.py" "$UP" "$GW" "$CGW" "$WORK/access.log" "$PEEL_PID"
+failed=$?
+echo "proxy: $failed failed"
+[ "$failed" -eq 0 ] || { echo "--- peel stderr"; tail -5 "$WORK/peel.err"; echo "--- upstream"; tail -20 "$WORK/upstream.log"; }
+exit $(( failed > 0 ))
