@@ -14,6 +14,8 @@ final class SocketWatch {
     var registered = false
     /// True while curl is not watching an owned socket (an idle keep-alive connection).
     var parked = false
+    /// Parked because its transfer is paused (back-pressure), not because the connection is idle.
+    var pausedTransfer = false
 
     /// Watches nothing yet.
     init(fd: Int32, owned: Bool) {

@@ -47,7 +47,7 @@ public final class UpstreamClient {
             Unmanaged<UpstreamClient>.fromOpaque(arg!).takeUnretainedValue().timerFired()
         }, me)
         try curlCheck(peel_multi_setopt_socket_cb(m, { easy, s, what, userp, socketp in
-            Unmanaged<UpstreamClient>.fromOpaque(userp!).takeUnretainedValue().socketCallback(s, what)
+            Unmanaged<UpstreamClient>.fromOpaque(userp!).takeUnretainedValue().socketCallback(s, what, easy: easy)
             return 0
         }), "curl_multi_setopt(CURLMOPT_SOCKETFUNCTION)")
         try curlCheck(peel_multi_setopt_ptr(m, CURLMOPT_SOCKETDATA, me), "curl_multi_setopt(CURLMOPT_SOCKETDATA)")
@@ -133,12 +133,21 @@ public final class UpstreamClient {
     }
 
     /// CURLMOPT_SOCKETFUNCTION: what curl wants to hear about `fd`.
-    private func socketCallback(_ fd: Int32, _ what: Int32) {
+    private func socketCallback(_ fd: Int32, _ what: Int32, easy: UnsafeMutableRawPointer?) {
         if what == CURL_POLL_REMOVE {
             guard let w = sockets[fd] else { return }
             if w.owned {
                 // Parked: stays registered for reads so the next request on this connection costs no epoll_ctl.
                 w.parked = true
+                // Unless its transfer is only paused by its sink (back-pressure): then the connection is
+                // not idle, and bytes arriving are the rest of that answer, not bytes nobody asked for.
+                w.pausedTransfer = false
+                if let easy {
+                    var priv: UnsafeMutableRawPointer? = nil
+                    if peel_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &priv) == CURLE_OK, let priv {
+                        w.pausedTransfer = Unmanaged<UpstreamTransfer>.fromOpaque(priv).takeUnretainedValue().paused
+                    }
+                }
             } else {
                 sockets.removeValue(forKey: fd)?.free()
             }
@@ -161,6 +170,12 @@ public final class UpstreamClient {
 
     /// A watched socket is ready: tell curl, then collect finished transfers.
     private func socketReady(_ fd: Int32, _ events: Int16) {
+        if let w = sockets[fd], w.parked, w.pausedTransfer {
+            // The rest of a paused answer: it waits in the kernel until the transfer resumes and curl
+            // watches the socket again.
+            w.disarm()
+            return
+        }
         if let w = sockets[fd], w.parked {
             // The server closed or wrote to an idle connection. Bytes nobody asked for (a forged
             // answer after a chunked one, a late 408) would be read as the next request's answer:
