@@ -76,9 +76,10 @@ final class ReachabilityStreams {
     /// Adopts `stream` (its place already reserved) and sends it the current state.
     func adopt(_ stream: ReplyStream, state: ReachabilityState, since: Double, reason: String?) {
         let key = ObjectIdentifier(stream)
-        streams[key] = Subscriber(stream: stream, sentAt: since)
+        let subscriber = Subscriber(stream: stream, sentAt: since)
+        streams[key] = subscriber
         stream.onClientGone = { [weak self] in self?.forget(key) }
-        send(streams[key]!, event(state: state, since: since, reason: reason))
+        send(subscriber, event(state: state, since: since, reason: reason))
         if streams.count == 1 { armHeartbeat() }
     }
 
