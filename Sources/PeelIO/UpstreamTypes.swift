@@ -57,7 +57,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     /// is the usual cause, and the next call on a fresh connection tells whether the host is there.
     public var isTransportFailure: Bool {
         switch self {
-        case .dns, .refused, .connectTimeout, .reset: return true
+        case .dns, .refused, .connectTimeout, .reset, .tls: return true
         default: return false
         }
     }
