@@ -92,6 +92,9 @@ public enum ConfigLoader {
         OptionSpec(name: "max-upstream-body", help: "largest upstream response body in bytes (default 67108864)") { c, v, o throws(ConfigError) in
             c.maxUpstreamBody = try integer(v, o, 1...(1 << 40))
         },
+        OptionSpec(name: "max-buffered", help: "request and upstream body bytes held at once, whole process (default 268435456)") { c, v, o throws(ConfigError) in
+            c.maxBuffered = try integer(v, o, 1...(1 << 40))
+        },
         OptionSpec(name: "access-log", help: "json or off: one JSON line per request on stdout (default json)") { c, v, o throws(ConfigError) in
             switch try text(v, o) {
             case "json": c.accessLog = true
@@ -238,6 +241,11 @@ public enum ConfigLoader {
         }
         let fields = [c.envelope.codeField, c.envelope.messageField, c.envelope.dataField]
         if Set(fields).count != 3 { throw ConfigError(option: "--data-field", problem: "code, message and data fields must differ") }
+        // A body over the budget is refused as "try again shortly"; one the budget can never hold
+        // would be told that forever.
+        if c.maxBuffered < c.maxBody {
+            throw ConfigError(option: "--max-buffered", problem: "must be at least --max-body")
+        }
         if let a = c.adminListen, a == c.listen, a.port != 0 {
             throw ConfigError(option: "--admin-listen", problem: "must differ from --listen")
         }
@@ -386,6 +394,7 @@ public enum ConfigLoader {
             ("business_status", "\(c.envelope.businessStatus)"),
             ("max_body", "\(c.maxBody)"),
             ("max_upstream_body", "\(c.maxUpstreamBody)"),
+            ("max_buffered", "\(c.maxBuffered)"),
             ("access_log", q(c.accessLog ? "json" : "off")),
             ("ca_file", c.caFile.map(q) ?? "null"),
             ("drain_delay", "\(c.drainDelay)"),

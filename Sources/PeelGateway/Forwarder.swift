@@ -228,6 +228,8 @@ final class Forwarder {
             return Problem(kind: .upstreamTimeout)
         case .tooLarge:
             return Problem(kind: .upstreamTooLarge)
+        case .overBudget:
+            return Problem(kind: .upstreamTooLarge, detail: "The upstream body would pass Peel's memory budget (max_buffered)")
         case .protocolError:
             return Problem(kind: .badUpstreamFormat)
         case .notResent(let why):
@@ -244,6 +246,9 @@ final class Forwarder {
     /// The one place the server's refusals become problem documents: too large is `request-too-large`
     /// (413, 414, 431), everything else `bad-request` with the server's status (400, 408, 417, 505).
     static func problem(for refusal: RequestError) -> Problem {
+        if refusal == .overBudget {
+            return Problem(kind: .serverBusy, detail: refusal.detail)
+        }
         if refusal.isTooLarge {
             return Problem(kind: .requestTooLarge, status: refusal.status, detail: refusal.detail)
         }
@@ -279,6 +284,8 @@ final class Forwarder {
             ("X-Request-Id", call.requestId),
         ]
         if p.kind == .offline { headers.append(("Retry-After", retryAfter)) }
+        // Bodies held now are answered within seconds; a client may try again after one.
+        if p.kind == .serverBusy { headers.append(("Retry-After", "1")) }
         if draining || p.kind == .badRequest { headers.append(("Connection", "close")) }
         send(call, status: p.status, headers: headers, body: body, kind: p.kind.rawValue, upstreamCode: p.code)
     }

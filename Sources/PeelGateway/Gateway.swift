@@ -12,6 +12,8 @@ public final class Gateway: @unchecked Sendable {
     private let current: Locked<GatewayConfig>
     /// Shared reachability state.
     public let reachability: Reachability
+    /// The body budget every worker shares (`max_buffered`).
+    public let budget: MemoryBudget
     private var workers: [Worker] = []
     private var admin: AdminServer?
     private let draining = Atomic<Bool>(false)
@@ -24,6 +26,7 @@ public final class Gateway: @unchecked Sendable {
     /// Prepares (binds nothing yet).
     public init(config: GatewayConfig) {
         current = Locked(config)
+        budget = MemoryBudget(limit: config.maxBuffered)
         let upstream = config.upstream.description
         reachability = Reachability(fall: config.fall, rise: config.rise, clock: { monotonicNow() }) { t in
             EventLog.emit("reachability", [("from", "\"\(t.from)\""), ("to", "\"\(t.to)\""), ("upstream", jsonEscaped(upstream))])
@@ -36,7 +39,7 @@ public final class Gateway: @unchecked Sendable {
         // Workers share the port through SO_REUSEPORT; refuse to join a port someone else serves.
         try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.workers {
-            let w = try Worker(index: i, config: config, listen: listen, reachability: reachability)
+            let w = try Worker(index: i, config: config, listen: listen, reachability: reachability, budget: budget)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
             workers.append(w)
@@ -70,6 +73,7 @@ public final class Gateway: @unchecked Sendable {
         if next.adminListen != old.adminListen { kept.append("admin_listen"); next.adminListen = old.adminListen }
         if next.workers != old.workers { kept.append("workers"); next.workers = old.workers }
         current.withLock { $0 = next }
+        budget.limit = next.maxBuffered
         reachability.setThresholds(fall: next.fall, rise: next.rise)
         let applied = next
         let reachability = self.reachability
@@ -160,7 +164,7 @@ public final class Gateway: @unchecked Sendable {
     /// Prometheus text for /metrics.
     func metricsText() -> String {
         MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability,
-                               connections: workers.reduce(0) { $0 + $1.server.connectionCount })
+                               connections: workers.reduce(0) { $0 + $1.server.connectionCount }, buffered: budget)
     }
 
     /// JSON for /status.

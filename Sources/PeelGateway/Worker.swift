@@ -14,16 +14,20 @@ final class Worker: @unchecked Sendable {
     private var drainTimer: LoopTimer?
     var prober: Prober?
 
-    init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability) throws(PeelIOError) {
+    /// The body budget shared with every worker.
+    private let budget: MemoryBudget
+
+    init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability, budget: MemoryBudget) throws(PeelIOError) {
         self.index = index
+        self.budget = budget
         loop = try EventLoop()
-        client = try UpstreamClient(loop: loop, options: Self.upstreamOptions(config))
+        client = try UpstreamClient(loop: loop, options: Self.upstreamOptions(config, budget))
         // Always there, so a reload can turn the access log on; the forwarder writes to it only when on.
         accessLog = AccessLog()
         forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
                               accessLog: accessLog, workerIndex: index)
         let forwarder = self.forwarder!
-        server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config)) { ex in
+        server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config, budget)) { ex in
             forwarder.handle(ex)
         }
         server.onAcceptError = { message in EventLog.emit("accept_paused", [("error", jsonEscaped(message))]) }
@@ -38,8 +42,9 @@ final class Worker: @unchecked Sendable {
         }
     }
 
-    private static func upstreamOptions(_ config: GatewayConfig) -> UpstreamOptions {
+    private static func upstreamOptions(_ config: GatewayConfig, _ budget: MemoryBudget) -> UpstreamOptions {
         var o = UpstreamOptions()
+        o.budget = budget
         o.timeout = config.timeout
         o.connectTimeout = config.connectTimeout
         o.maxResponseBody = config.maxUpstreamBody
@@ -49,8 +54,9 @@ final class Worker: @unchecked Sendable {
         return o
     }
 
-    private static func limits(_ config: GatewayConfig) -> ConnectionLimits {
+    private static func limits(_ config: GatewayConfig, _ budget: MemoryBudget) -> ConnectionLimits {
         var limits = ConnectionLimits()
+        limits.budget = budget
         limits.maxBody = config.maxBody
         limits.idleTimeout = config.clientTimeout
         limits.writeTimeout = config.clientTimeout
@@ -62,8 +68,8 @@ final class Worker: @unchecked Sendable {
     /// Applies a reloaded configuration to requests and connections that start after this; loop
     /// thread only. Throws (and changes nothing) when curl refuses the new upstream settings.
     func apply(_ config: GatewayConfig) throws(PeelIOError) {
-        try client.apply(Self.upstreamOptions(config))
-        server.limits = Self.limits(config)
+        try client.apply(Self.upstreamOptions(config, budget))
+        server.limits = Self.limits(config, budget)
         forwarder.apply(config)
     }
 

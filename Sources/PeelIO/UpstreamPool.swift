@@ -43,6 +43,7 @@ extension UpstreamClient {
         let t = UpstreamTransfer()
         t.client = self
         t.limit = options.maxResponseBody
+        t.budget = options.budget
         t.completion = completion
         t.method = method
         t.allowedSends = UpstreamTransfer.isIdempotent(method) ? 2 : 1
@@ -164,6 +165,9 @@ extension UpstreamClient {
     /// Frees what the transfer lent `h`, drops the reference CURLOPT_PRIVATE held, and pools `h`.
     private func unhook(_ t: UpstreamTransfer, handle h: EasyHandle, stillInMulti: Bool = false) {
         t.handle = nil
+        // The body is the completion's now (or dropped); it stops counting against the budget.
+        t.budget?.release(t.budgetHeld)
+        t.budgetHeld = 0
         if let list = t.headerList { curl_slist_free_all(list) }
         t.headerList = nil
         t.requestBodyOwner = nil
