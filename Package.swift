@@ -15,6 +15,8 @@ let package = Package(
         .systemLibrary(name: "CEvent", pkgConfig: "libevent_core", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CPeelShims", dependencies: ["CCurl"]),
+        // jemalloc's compiled-in options (`malloc_conf`), linked into the executable only.
+        .target(name: "CPeelMalloc"),
 
         // Pure rules: strict JSON scanner, envelope verdicts, problem documents. No C, no I/O.
         .target(name: "PeelEnvelope", swiftSettings: strict),
@@ -31,7 +33,7 @@ let package = Package(
         // Thin executable: parse, start workers, wait for signals.
         // jemalloc (Debian libjemalloc-dev/libjemalloc2): a request makes ~140 small allocations and
         // libcurl a 256 KiB buffer per transfer; Benchmarks/RESULTS.md has the measurements.
-        .executableTarget(name: "peel", dependencies: ["PeelGateway", "PeelDemo"], swiftSettings: strict,
+        .executableTarget(name: "peel", dependencies: ["PeelGateway", "PeelDemo", "CPeelMalloc"], swiftSettings: strict,
                           linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
 
         .testTarget(name: "PeelEnvelopeTests", dependencies: ["PeelEnvelope"], swiftSettings: strict),
