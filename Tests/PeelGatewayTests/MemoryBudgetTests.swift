@@ -56,6 +56,23 @@ final class MemoryBudgetTests: XCTestCase {
         XCTAssertEqual(try h.request("POST", "/api/user", body: Array(repeating: 0x61, count: 1000)).status, 200)
     }
 
+    func testChunkedBody_isCountedAsItArrivesAndRefusedPastTheBudget() throws {
+        let h = try Harness(workers: 1) { c in c.maxBody = 1000; c.maxBuffered = 1200 }
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("POST /api/user HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n12c\r\n" + String(repeating: "a", count: 300) + "\r\n")
+        XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 300\n") == true },
+                      "the de-chunked bytes are not counted")
+        let big = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try big.send("POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
+        let r = try big.readResponse()
+        XCTAssertEqual(r.status, 503, r.text)
+        XCTAssertEqual(problem(r)["kind"] as? String, "server-busy")
+        try c.send("0\r\n\r\n")
+        XCTAssertEqual(try c.readResponse().status, 200)
+        XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 0\n") == true })
+    }
+
     func testUpstreamBodyOverTheBudget_is502() throws {
         let h = try Harness(workers: 1) { c in c.maxBody = 1000; c.maxBuffered = 100_000 }
         defer { h.stop() }

@@ -239,11 +239,14 @@ struct ConnectionMachine {
     }
 
     /// Takes the declared body's length from the budget as soon as the head is known, so a body the
-    /// process cannot hold is refused (503) before it is read, and before `100 Continue`.
+    /// process cannot hold is refused (503) before it is read, and before `100 Continue`. A chunked
+    /// body declares nothing: its de-chunked bytes are taken as they arrive.
     private mutating func reserveBody() -> Bool {
-        guard let budget = limits.budget, reserved == 0, !parser.chunked, parser.contentLength > 0 else { return true }
-        guard budget.reserve(parser.contentLength) else { return false }
-        reserved = parser.contentLength
+        guard let budget = limits.budget else { return true }
+        let want = parser.chunked ? parser.bodyReceived : parser.contentLength
+        guard want > reserved else { return true }
+        guard budget.reserve(want - reserved) else { return false }
+        reserved = want
         return true
     }
 
@@ -334,7 +337,10 @@ struct ConnectionMachine {
                 since = now
                 if !reserveBody() { return refuse(.overBudget) }
             }
-            if parser.chunked { buffer.count = parser.compactChunked(buffer.bytes) }
+            if parser.chunked {
+                buffer.count = parser.compactChunked(buffer.bytes)
+                if !reserveBody() { return refuse(.overBudget) }
+            }
             return checkExpectation(bodyPending: true)
         case .complete:
             if !reserveBody() { return refuse(.overBudget) }
