@@ -61,14 +61,26 @@ final class Forwarder {
     /// Takes a reloaded configuration for the requests that arrive from now on.
     func apply(_ config: GatewayConfig) {
         self.config = config
+        rules = Rules(config.envelope)
         accessLog = config.accessLog ? log : nil
         basePath = config.upstream.basePath
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
     }
 
+    /// The envelope rules a call is judged by, shared by reference so each call keeps the ones it
+    /// started under across a reload (one retain per call, not a copy of the rules).
+    private final class Rules {
+        let envelope: EnvelopeConfig
+        init(_ envelope: EnvelopeConfig) { self.envelope = envelope }
+    }
+
+    /// The rules for calls that start now; `apply` replaces them.
+    private lazy var rules = Rules(config.envelope)
+
     /// Per-call state, alive from request to answer.
     private final class Call {
         let exchange: HTTPExchange
+        let rules: Rules
         let started: Double
         let requestId: String
         let language: Language
@@ -77,8 +89,9 @@ final class Forwarder {
         var upstreamDuration: Double?
         var upstreamStatus: Int?
 
-        init(exchange: HTTPExchange, started: Double, requestId: String, language: Language) {
+        init(exchange: HTTPExchange, rules: Rules, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
+            self.rules = rules
             self.started = started
             self.requestId = requestId
             self.language = language
@@ -109,7 +122,7 @@ final class Forwarder {
             }
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
-        let call = Call(exchange: ex, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
+        let call = Call(exchange: ex, rules: rules, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
         if let refusal = ex.refusal { return answerProblem(call, Self.problem(for: refusal)) }
@@ -204,7 +217,7 @@ final class Forwarder {
             call.upstreamStatus = response.status
             let contentType = response.headers.first("content-type")
             let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false)
-            switch judge(answer, body: response.body, config: config.envelope) {
+            switch judge(answer, body: response.body, config: call.rules.envelope) {
             case .unwrap(let status, let range):
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
@@ -277,7 +290,7 @@ final class Forwarder {
     private func answerProblem(_ call: Call, _ problem: Problem) {
         var p = problem
         if p.upstreamStatus == nil { p.upstreamStatus = call.upstreamStatus }
-        let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: config.envelope.problemTypeBase)
+        let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.rules.envelope.problemTypeBase)
         var headers: [(String, String)] = [
             ("Content-Type", "application/problem+json"),
             ("Cache-Control", "no-store"),
