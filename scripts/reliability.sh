@@ -164,5 +164,49 @@ sleep 3
 check_le "RSS 3 s after the upload spike (kB)" 98304 "$(awk '/^VmRSS/{print $2}' /proc/$BUDGET_PID/status)"
 kill $BUDGET_PID
 
+echo "== load while the upstream is killed and restarted"
+UP6=$(free_port); GW6=$(free_port)
+"$PEEL" demo-upstream --listen 127.0.0.1:$UP6 >/dev/null 2>&1 & UP6_PID=$!
+pids+=($UP6_PID)
+"$PEEL" --upstream http://127.0.0.1:$UP6 --listen 127.0.0.1:$GW6 --admin-listen off --access-log off \
+  --probe-interval 0.2 --probe-timeout 0.2 >/dev/null 2>"$WORK/restart.err" & RESTART_PID=$!
+pids+=($RESTART_PID)
+for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$GW6/api/user)" == "200" ] && break; sleep 0.05; done
+# 20 keep-alive clients for 4 s; the upstream dies after 1 s and is back after 2 s.
+python3 - "$GW6" >"$WORK/restart.txt" <<'PY' &
+import collections, http.client, sys, threading, time
+port, stop = int(sys.argv[1]), time.time() + 4
+seen, lock = collections.Counter(), threading.Lock()
+last_ok = [0.0]
+def client():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    while time.time() < stop:
+        try:
+            c.request("GET", "/api/user"); r = c.getresponse(); r.read(); key = str(r.status)
+            if r.status == 200:
+                with lock: last_ok[0] = time.time()
+            if r.getheader("Connection", "").lower() == "close": c.close()
+        except Exception as e:
+            key = type(e).__name__; c.close()
+        with lock: seen[key] += 1
+ts = [threading.Thread(target=client) for _ in range(20)]
+for t in ts: t.start()
+for t in ts: t.join()
+print("statuses", dict(sorted(seen.items())))
+print("not_http", sum(v for k, v in seen.items() if not k.isdigit()))
+print("other_status", sum(v for k, v in seen.items() if k.isdigit() and k not in ("200", "502", "503")))
+print("ok_in_last_second", "yes" if last_ok[0] > stop - 1 else "no")
+PY
+LOAD_PID=$!
+sleep 1; kill $UP6_PID; wait $UP6_PID 2>/dev/null
+sleep 1; "$PEEL" demo-upstream --listen 127.0.0.1:$UP6 >/dev/null 2>&1 & pids+=($!)
+wait $LOAD_PID
+cat "$WORK/restart.txt"
+check "upstream killed and restarted under load: every call got an HTTP answer" "0" "$(awk '$1=="not_http"{print $2}' "$WORK/restart.txt")"
+check "upstream killed and restarted under load: only 200, 502 or 503" "0" "$(awk '$1=="other_status"{print $2}' "$WORK/restart.txt")"
+check "upstream killed and restarted under load: 200 again once it is back" "yes" "$(awk '$1=="ok_in_last_second"{print $2}' "$WORK/restart.txt")"
+check "the outage and the recovery are logged" "yes" "$(grep -q '"to":"unreachable"' "$WORK/restart.err" && grep -q '"to":"reachable"' "$WORK/restart.err" && echo yes || echo no)"
+kill $RESTART_PID
+
 echo "reliability: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
