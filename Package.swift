@@ -18,6 +18,8 @@ let package = Package(
         // Encoders for compressing answers to clients: gzip (zlib) and br (brotli).
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlienc", providers: [.apt(["libbrotli-dev"])]),
+        // jemalloc's compiled-in options (`malloc_conf`), linked into the executable only.
+        .target(name: "CPeelMalloc"),
 
         // Pure rules: strict JSON scanner, envelope verdicts, problem documents. No C, no I/O.
         .target(name: "PeelEnvelope", swiftSettings: strict),
@@ -34,7 +36,7 @@ let package = Package(
         // Thin executable: parse, start workers, wait for signals.
         // jemalloc (Debian libjemalloc-dev/libjemalloc2): a request makes ~140 small allocations and
         // libcurl a 256 KiB buffer per transfer; Benchmarks/RESULTS.md has the measurements.
-        .executableTarget(name: "peel", dependencies: ["PeelGateway", "PeelDemo"], swiftSettings: strict,
+        .executableTarget(name: "peel", dependencies: ["PeelGateway", "PeelDemo", "CPeelMalloc"], swiftSettings: strict,
                           linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
 
         .testTarget(name: "PeelEnvelopeTests", dependencies: ["PeelEnvelope"], swiftSettings: strict),

@@ -60,7 +60,7 @@ fuzz_http() {
   # Two modules: PeelIO's and PeelDemo's sources each declare a ParsedRequest. The demo's parser is
   # a static library built for testing (its internals are visible to the oracle through @testable);
   # the entry point is compiled with PeelIO's parser, buffer, errors and ConnectionMachine (plus the
-  # header helpers it uses), none of which needs libevent or curl.
+  # header helpers and the body budget it uses), none of which needs libevent or curl.
   (cd "$build" && "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -wmo -g -enable-testing \
     -module-name DemoParser -emit-module -emit-library -static \
     "$root"/Sources/PeelDemo/{RequestParser,HTTPGrammar,ParsedRequest}.swift \
@@ -68,7 +68,7 @@ fuzz_http() {
   (cd "$build" && "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -wmo -g \
     -module-name HTTPParserFuzz -I "$build" -L "$build" -lDemoParser \
     "$root"/Sources/PeelIO/HTTP1/{HTTP1Parser,RequestBuffer,RequestError,ConnectionMachine}.swift \
-    "$root"/Sources/PeelIO/HeaderFields.swift "$root"/Fuzz/HTTPParserFuzz/*.swift \
+    "$root"/Sources/PeelIO/HeaderFields.swift "$root"/Sources/PeelIO/MemoryBudget.swift "$root"/Fuzz/HTTPParserFuzz/*.swift \
     -o "$out/http-parser-fuzz")
 
   echo "fuzz: http for ${seconds}s; corpus $out/http-corpus, crashes in $out/artifacts/http-*" >&2

@@ -107,5 +107,106 @@ check "reset mid-body (after the status line: the answer broke)" "bad-upstream-f
 check "still serving after the faults" "200" "$(curl -s -o /dev/null -w '%{http_code}' $G/api/user)"
 check_le "RSS after the fault round stays bounded (kB over baseline)" 16384 $(( $(rss_kb) - base_rss ))
 
+echo "== memory budget: 100 concurrent 9 MB uploads (max_buffered 256 MiB, jemalloc background decay)"
+GW5=$(free_port)
+"$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW5 --admin-listen off --access-log off \
+  >/dev/null 2>"$WORK/budget.err" & BUDGET_PID=$!
+pids+=($BUDGET_PID)
+for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$GW5/api/user)" == "200" ] && break; sleep 0.05; done
+python3 - "$GW5" "$BUDGET_PID" 100 >"$WORK/uploads.txt" <<'PY'
+# 100 concurrent 9 MB uploads through Peel; prints the answers' statuses and Peel's peak RSS.
+import collections, select, socket, sys, threading, time
+port, pid = int(sys.argv[1]), sys.argv[2]
+N, SIZE = int(sys.argv[3]) if len(sys.argv) > 3 else 100, 9_000_000
+chunk = b"x" * 65536
+statuses = collections.Counter()
+lock = threading.Lock()
+def rss():
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS"): return int(line.split()[1])
+    return 0
+def upload():
+    status = "error"
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=60)
+        s.sendall(b"POST /api/user HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % SIZE)
+        sent = 0
+        while sent < SIZE:
+            r, _, _ = select.select([s], [], [], 0)
+            if r: break  # answered before the whole body: a refusal
+            n = min(len(chunk), SIZE - sent)
+            s.sendall(chunk[:n]); sent += n
+        data = b""
+        while b"\r\n" not in data:
+            d = s.recv(4096)
+            if not d: break
+            data += d
+        status = data.split(b" ")[1].decode() if data.startswith(b"HTTP/1.1 ") else "no answer"
+        s.close()
+    except Exception as e:
+        status = type(e).__name__
+    with lock: statuses[status] += 1
+threads = [threading.Thread(target=upload) for _ in range(N)]
+peak = rss(); base = peak
+for t in threads: t.start()
+while any(t.is_alive() for t in threads):
+    peak = max(peak, rss()); time.sleep(0.02)
+for t in threads: t.join()
+print("statuses", dict(sorted(statuses.items())))
+print("answered", sum(v for k, v in statuses.items() if k in ("200", "503")))
+print("peak_kb", peak)
+print("base_kb", base)
+PY
+cat "$WORK/uploads.txt"
+check "100 concurrent 9 MB uploads: every one answered 200 or 503" "100" "$(awk '$1=="answered"{print $2}' "$WORK/uploads.txt")"
+check_le "100 concurrent 9 MB uploads: peak RSS (kB)" 524288 "$(awk '$1=="peak_kb"{print $2}' "$WORK/uploads.txt")"
+sleep 3
+check_le "RSS 3 s after the upload spike (kB)" 98304 "$(awk '/^VmRSS/{print $2}' /proc/$BUDGET_PID/status)"
+kill $BUDGET_PID
+
+echo "== load while the upstream is killed and restarted"
+UP6=$(free_port); GW6=$(free_port)
+"$PEEL" demo-upstream --listen 127.0.0.1:$UP6 >/dev/null 2>&1 & UP6_PID=$!
+pids+=($UP6_PID)
+"$PEEL" --upstream http://127.0.0.1:$UP6 --listen 127.0.0.1:$GW6 --admin-listen off --access-log off \
+  --probe-interval 0.2 --probe-timeout 0.2 >/dev/null 2>"$WORK/restart.err" & RESTART_PID=$!
+pids+=($RESTART_PID)
+for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$GW6/api/user)" == "200" ] && break; sleep 0.05; done
+# 20 keep-alive clients for 4 s; the upstream dies after 1 s and is back after 2 s.
+python3 - "$GW6" >"$WORK/restart.txt" <<'PY' &
+import collections, http.client, sys, threading, time
+port, stop = int(sys.argv[1]), time.time() + 4
+seen, lock = collections.Counter(), threading.Lock()
+last_ok = [0.0]
+def client():
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    while time.time() < stop:
+        try:
+            c.request("GET", "/api/user"); r = c.getresponse(); r.read(); key = str(r.status)
+            if r.status == 200:
+                with lock: last_ok[0] = time.time()
+            if r.getheader("Connection", "").lower() == "close": c.close()
+        except Exception as e:
+            key = type(e).__name__; c.close()
+        with lock: seen[key] += 1
+ts = [threading.Thread(target=client) for _ in range(20)]
+for t in ts: t.start()
+for t in ts: t.join()
+print("statuses", dict(sorted(seen.items())))
+print("not_http", sum(v for k, v in seen.items() if not k.isdigit()))
+print("other_status", sum(v for k, v in seen.items() if k.isdigit() and k not in ("200", "502", "503")))
+print("ok_in_last_second", "yes" if last_ok[0] > stop - 1 else "no")
+PY
+LOAD_PID=$!
+sleep 1; kill $UP6_PID; wait $UP6_PID 2>/dev/null
+sleep 1; "$PEEL" demo-upstream --listen 127.0.0.1:$UP6 >/dev/null 2>&1 & pids+=($!)
+wait $LOAD_PID
+cat "$WORK/restart.txt"
+check "upstream killed and restarted under load: every call got an HTTP answer" "0" "$(awk '$1=="not_http"{print $2}' "$WORK/restart.txt")"
+check "upstream killed and restarted under load: only 200, 502 or 503" "0" "$(awk '$1=="other_status"{print $2}' "$WORK/restart.txt")"
+check "upstream killed and restarted under load: 200 again once it is back" "yes" "$(awk '$1=="ok_in_last_second"{print $2}' "$WORK/restart.txt")"
+check "the outage and the recovery are logged" "yes" "$(grep -q '"to":"unreachable"' "$WORK/restart.err" && grep -q '"to":"reachable"' "$WORK/restart.err" && echo yes || echo no)"
+kill $RESTART_PID
+
 echo "reliability: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

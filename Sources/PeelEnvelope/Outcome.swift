@@ -19,6 +19,8 @@ public enum Outcome: Sendable, Equatable {
     case timedOut
     /// The upstream's body is over `max_upstream_body`.
     case upstreamTooLarge
+    /// The upstream's body would pass Peel's memory budget (`max_buffered`).
+    case upstreamOverBudget
     /// The upstream's answer broke HTTP framing or its content coding.
     case brokenFraming
     /// Peel itself ran out of a resource (descriptors, memory) opening the upstream socket.
@@ -35,6 +37,8 @@ public enum Outcome: Sendable, Equatable {
     // What was decided before any upstream work.
     /// The reachability state is down.
     case offline
+    /// A declared request body would pass Peel's memory budget; refused before it is read.
+    case serverBusy(String)
     /// The request was refused: by the server's parser (with its status) or by Peel's policy (400).
     case refused(status: Int, tooLarge: Bool, detail: String)
 }
@@ -60,6 +64,10 @@ public func problem(for outcome: Outcome, config: EnvelopeConfig) -> Problem {
         return Problem(kind: .upstreamTimeout)
     case .upstreamTooLarge:
         return Problem(kind: .upstreamTooLarge)
+    case .upstreamOverBudget:
+        return Problem(kind: .upstreamTooLarge, detail: "The upstream body would pass Peel's memory budget (max_buffered)")
+    case .serverBusy(let why):
+        return Problem(kind: .serverBusy, detail: why)
     case .brokenFraming:
         return Problem(kind: .badUpstreamFormat)
     case .shortOfResources(let why):

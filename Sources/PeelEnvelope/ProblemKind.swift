@@ -20,6 +20,8 @@ public enum ProblemKind: String, Sendable, CaseIterable {
     case badRequest = "bad-request"
     /// The upstream's body is over the limit.
     case upstreamTooLarge = "upstream-too-large"
+    /// Peel holds as many bodies as its memory budget (`max_buffered`) allows; try again shortly.
+    case serverBusy = "server-busy"
 
     /// Short, fixed summary of the kind (RFC 9457 §3.1.3 `title`).
     public var title: String {
@@ -34,6 +36,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .requestTooLarge: "Request too large"
         case .badRequest: "Bad request"
         case .upstreamTooLarge: "Upstream response too large"
+        case .serverBusy: "Server busy"
         }
     }
 
@@ -50,6 +53,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .requestTooLarge: 413
         case .badRequest: 400
         case .upstreamTooLarge: 502
+        case .serverBusy: 503
         }
     }
 
@@ -66,6 +70,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .requestTooLarge: -105
         case .badRequest: -106
         case .upstreamTooLarge: -107
+        case .serverBusy: -108
         }
     }
 
@@ -89,6 +94,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .requestTooLarge: "The request is too large"
         case .badRequest: "The request is not valid"
         case .upstreamTooLarge: "The server's response is too large"
+        case .serverBusy: "The service is busy, please try again shortly"
         }
     }
 
@@ -106,6 +112,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .requestTooLarge: "请求内容过大"
         case .badRequest: "请求无效"
         case .upstreamTooLarge: "服务器响应内容过大"
+        case .serverBusy: "服务繁忙，请稍后再试"
         }
     }
 }

@@ -104,6 +104,8 @@ public struct GatewayConfig: Sendable {
     public var maxBody: Int = 10_485_760
     /// Largest upstream response body in bytes (default 64 MiB).
     public var maxUpstreamBody: Int = 67_108_864
+    /// Request and judged upstream bodies held at once, whole process, in bytes (default 256 MiB).
+    public var maxBuffered: Int = 268_435_456
     /// One JSON line per request on stdout (default on).
     public var accessLog: Bool = true
     /// Extra CA bundle for https upstreams (default: system store).

@@ -126,6 +126,10 @@ public enum ConfigLoader {
         OptionSpec(name: "max-upstream-body", help: "largest upstream response body in bytes", value: "BYTES", show: { c in "\(c.maxUpstreamBody)" }) { c, v, o throws(ConfigError) in
             c.maxUpstreamBody = try integer(v, o, 1...(1 << 40))
         },
+        OptionSpec(name: "max-buffered", help: "request and upstream body bytes held at once, whole process", value: "BYTES",
+                   show: { c in "\(c.maxBuffered)" }) { c, v, o throws(ConfigError) in
+            c.maxBuffered = try integer(v, o, 1...(1 << 40))
+        },
         OptionSpec(name: "access-log", help: "json or off: one JSON line per request on stdout", value: "json|off", show: { c in q(c.accessLog ? "json" : "off") }) { c, v, o throws(ConfigError) in
             switch try text(v, o) {
             case "json", "true": c.accessLog = true
@@ -341,6 +345,11 @@ public enum ConfigLoader {
         // The Fetch standard refuses a credentialed answer that allows every origin (Fetch §3.2.5).
         if c.corsCredentials && c.corsOrigins.contains("*") {
             throw ConfigError(option: "--cors-credentials", problem: "cannot be used with --cors-origins *")
+        }
+        // A body over the budget is refused as "try again shortly"; one the budget can never hold
+        // would be told that forever.
+        if c.maxBuffered < c.maxBody {
+            throw ConfigError(option: "--max-buffered", problem: "must be at least --max-body")
         }
         if let a = c.adminListen, a == c.listen, a.port != 0 {
             throw ConfigError(option: "--admin-listen", problem: "must differ from --listen")

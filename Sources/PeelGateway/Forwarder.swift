@@ -101,14 +101,26 @@ final class Forwarder {
     /// Takes a reloaded configuration for the requests that arrive from now on.
     func apply(_ config: GatewayConfig) {
         self.config = config
+        rules = Rules(config.envelope)
         accessLog = config.accessLog ? log : nil
         basePath = config.upstream.basePath
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
     }
 
+    /// The envelope rules a call is judged by, shared by reference so each call keeps the ones it
+    /// started under across a reload (one retain per call, not a copy of the rules).
+    private final class Rules {
+        let envelope: EnvelopeConfig
+        init(_ envelope: EnvelopeConfig) { self.envelope = envelope }
+    }
+
+    /// The rules for calls that start now; `apply` replaces them.
+    private lazy var rules = Rules(config.envelope)
+
     /// Per-call state, alive from request to answer.
     private final class Call {
         let exchange: HTTPExchange
+        let rules: Rules
         let started: Double
         let requestId: String
         let language: Language
@@ -135,8 +147,9 @@ final class Forwarder {
         /// Counted and logged: the call is over for the forwarder.
         var done = false
 
-        init(exchange: HTTPExchange, started: Double, requestId: String, language: Language) {
+        init(exchange: HTTPExchange, rules: Rules, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
+            self.rules = rules
             self.started = started
             self.requestId = requestId
             self.language = language
@@ -187,7 +200,7 @@ final class Forwarder {
             }
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
-        let call = Call(exchange: ex, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
+        let call = Call(exchange: ex, rules: rules, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
         call.origin = origin
         call.acceptEncoding = acceptEncoding
         if config.rewriteRedirects {
@@ -196,6 +209,7 @@ final class Forwarder {
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
         if let refusal = ex.refusal {
+            if refusal == .overBudget { return answer(call, .serverBusy(refusal.detail)) }
             return answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
         }
 
@@ -319,7 +333,7 @@ final class Forwarder {
             let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
                                         isOptions: call.exchange.method == "OPTIONS",
                                         contentDisposition: response.headers.first("content-disposition"))
-            let judged = response.body.withUnsafeBufferPointer { judgeWithCode(answer, body: $0, config: config.envelope) }
+            let judged = response.body.withUnsafeBufferPointer { judgeWithCode(answer, body: $0, config: call.rules.envelope) }
             call.upstreamCode = judged.upstreamCode
             switch judged.verdict {
             case .unwrap(let status, let range):
@@ -421,6 +435,7 @@ final class Forwarder {
         case .localResources(let why): return .shortOfResources(why)
         case .overloaded: return .overloaded
         case .notResent(let why): return .notResent(why)
+        case .overBudget: return .upstreamOverBudget
         }
     }
 
@@ -571,7 +586,7 @@ final class Forwarder {
     private func answerProblem(_ call: Call, _ problem: Problem) {
         var p = problem
         if p.upstreamStatus == nil { p.upstreamStatus = call.upstreamStatus }
-        let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: config.envelope.problemTypeBase)
+        let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.rules.envelope.problemTypeBase)
         var headers: [(String, String)] = [("Content-Type", "application/problem+json"), ("X-Request-Id", call.requestId)]
         // The upstream's fields that clients act on stay (a 429's Retry-After, a logout's Set-Cookie).
         var sawCacheControl = false
@@ -589,6 +604,8 @@ final class Forwarder {
         // RFC 9110 §15.5.2: a 401 carries a challenge; the Bearer scheme's for an expired token (RFC 6750 §3).
         if p.status == 401 && !sawChallenge { headers.append(("WWW-Authenticate", "Bearer error=\"invalid_token\"")) }
         if p.kind == .offline { headers.append(("Retry-After", retryAfter)) }
+        // Bodies held now are answered within seconds; a client may try again after one.
+        if p.kind == .serverBusy { headers.append(("Retry-After", "1")) }
         if let cors { headers += cors.answerFields(origin: call.origin) }
         if draining || p.kind == .badRequest { headers.append(("Connection", "close")) }
         var sent = body

@@ -12,6 +12,8 @@ public final class Gateway: @unchecked Sendable {
     private let current: Locked<GatewayConfig>
     /// Shared reachability state.
     public let reachability: Reachability
+    /// The body budget every worker shares (`max_buffered`).
+    public let budget: MemoryBudget
     private var workers: [Worker] = []
     private var admin: AdminServer?
     /// The workers transitions are broadcast to, set once they exist.
@@ -29,6 +31,7 @@ public final class Gateway: @unchecked Sendable {
     /// Prepares (binds nothing yet).
     public init(config: GatewayConfig) {
         current = Locked(config)
+        budget = MemoryBudget(limit: config.maxBuffered)
         let upstream = config.upstream.description
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
@@ -52,7 +55,7 @@ public final class Gateway: @unchecked Sendable {
         try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.workers {
             let w = try Worker(index: i, config: config, listen: listen, reachability: reachability, streamBudget: streamBudget,
-                               cache: offlineCache)
+                               cache: offlineCache, budget: budget)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
             workers.append(w)
@@ -87,6 +90,7 @@ public final class Gateway: @unchecked Sendable {
         if next.adminListen != old.adminListen { kept.append("admin_listen"); next.adminListen = old.adminListen }
         if next.workers != old.workers { kept.append("workers"); next.workers = old.workers }
         current.withLock { $0 = next }
+        budget.limit = next.maxBuffered
         reachability.setThresholds(fall: next.fall, rise: next.rise)
         let applied = next
         let reachability = self.reachability
@@ -177,7 +181,7 @@ public final class Gateway: @unchecked Sendable {
     /// Prometheus text for /metrics.
     func metricsText() -> String {
         MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache,
-                               connections: workers.reduce(0) { $0 + $1.server.connectionCount })
+                               connections: workers.reduce(0) { $0 + $1.server.connectionCount }, buffered: budget)
     }
 
     /// JSON for /status.

@@ -63,7 +63,8 @@ public final class WorkerMetrics: Sendable {
 
 /// Renders Prometheus text format 0.0.4 from all workers' counters, merged at scrape time.
 enum MetricsRenderer {
-    static func render(workers: [WorkerMetrics], reachability: Reachability, cache: OfflineCache?, connections: Int) -> String {
+    static func render(workers: [WorkerMetrics], reachability: Reachability, cache: OfflineCache?, connections: Int,
+                       buffered: MemoryBudget) -> String {
         var merged = WorkerMetrics.Stats()
         var inflight = 0
         for w in workers {
@@ -108,6 +109,12 @@ enum MetricsRenderer {
         out += "# HELP peel_connections_active Open client connections.\n"
         out += "# TYPE peel_connections_active gauge\n"
         out += "peel_connections_active \(connections)\n"
+        out += "# HELP peel_buffered_bytes Request and upstream body bytes held now (max_buffered bounds them).\n"
+        out += "# TYPE peel_buffered_bytes gauge\n"
+        out += "peel_buffered_bytes \(buffered.bytes)\n"
+        out += "# HELP peel_buffered_limit_bytes The max_buffered budget.\n"
+        out += "# TYPE peel_buffered_limit_bytes gauge\n"
+        out += "peel_buffered_limit_bytes \(buffered.limit)\n"
         out += "# HELP peel_inflight_requests Requests being handled now.\n"
         out += "# TYPE peel_inflight_requests gauge\n"
         out += "peel_inflight_requests \(inflight)\n"

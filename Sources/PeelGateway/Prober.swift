@@ -39,7 +39,7 @@ final class Prober {
                 // Any HTTP answer below 500 means the upstream is there.
                 report = ProbeReport(ok: r.status < 500, status: r.status, error: r.status < 500 ? nil : "probe status \(r.status)",
                                      latency: latency, at: wallNow())
-            case .failure(.localResources), .failure(.overloaded):
+            case .failure(.localResources), .failure(.overloaded), .failure(.overBudget):
                 // Peel could not even try (its own descriptors or in-flight limit): no evidence either
                 // way, so the state is left as it is.
                 done()
@@ -92,7 +92,7 @@ func failureReason(_ f: UpstreamFailure) -> String {
     case .protocolError(let m): return "protocol: " + m
     case .notResent(let m): return "connection died after the request: " + m
     case .other(let m): return m
-    case .tooLarge, .overloaded, .localResources: return f.message
+    case .tooLarge, .overloaded, .localResources, .overBudget: return f.message
     }
 }
 

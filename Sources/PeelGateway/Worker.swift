@@ -16,18 +16,22 @@ final class Worker: @unchecked Sendable {
     private var drainTimer: LoopTimer?
     var prober: Prober?
 
+    /// The body budget shared with every worker.
+    private let budget: MemoryBudget
+
     init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability,
-         streamBudget: StreamBudget, cache: OfflineCache?) throws(PeelIOError) {
+         streamBudget: StreamBudget, cache: OfflineCache?, budget: MemoryBudget) throws(PeelIOError) {
         self.index = index
+        self.budget = budget
         loop = try EventLoop()
-        client = try UpstreamClient(loop: loop, options: Self.upstreamOptions(config))
+        client = try UpstreamClient(loop: loop, options: Self.upstreamOptions(config, budget))
         // Always there, so a reload can turn the access log on; the forwarder writes to it only when on.
         accessLog = AccessLog()
         streams = ReachabilityStreams(loop: loop, budget: streamBudget, heartbeat: config.streamHeartbeat)
         forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
                               accessLog: accessLog, streams: streams, cache: cache, workerIndex: index)
         let forwarder = self.forwarder!
-        server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config)) { ex in
+        server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config, budget)) { ex in
             forwarder.handle(ex)
         }
         server.onAcceptError = { message in EventLog.emit("accept_paused", [("error", jsonEscaped(message))]) }
@@ -42,8 +46,9 @@ final class Worker: @unchecked Sendable {
         }
     }
 
-    private static func upstreamOptions(_ config: GatewayConfig) -> UpstreamOptions {
+    private static func upstreamOptions(_ config: GatewayConfig, _ budget: MemoryBudget) -> UpstreamOptions {
         var o = UpstreamOptions()
+        o.budget = budget
         o.timeout = config.timeout
         o.connectTimeout = config.connectTimeout
         o.maxResponseBody = config.maxUpstreamBody
@@ -53,8 +58,9 @@ final class Worker: @unchecked Sendable {
         return o
     }
 
-    private static func limits(_ config: GatewayConfig) -> ConnectionLimits {
+    private static func limits(_ config: GatewayConfig, _ budget: MemoryBudget) -> ConnectionLimits {
         var limits = ConnectionLimits()
+        limits.budget = budget
         limits.maxBody = config.maxBody
         limits.idleTimeout = config.clientTimeout
         limits.writeTimeout = config.clientTimeout
@@ -66,8 +72,8 @@ final class Worker: @unchecked Sendable {
     /// Applies a reloaded configuration to requests and connections that start after this; loop
     /// thread only. Throws (and changes nothing) when curl refuses the new upstream settings.
     func apply(_ config: GatewayConfig) throws(PeelIOError) {
-        try client.apply(Self.upstreamOptions(config))
-        server.limits = Self.limits(config)
+        try client.apply(Self.upstreamOptions(config, budget))
+        server.limits = Self.limits(config, budget)
         forwarder.apply(config)
     }
 

@@ -116,6 +116,13 @@ final class EasyHandle {
                 t.tooLarge = true
                 return 0
             }
+            if let budget = t.budget {
+                guard budget.reserve(n) else {
+                    t.overBudget = true
+                    return 0
+                }
+                t.budgetHeld += n
+            }
             if t.body.capacity == 0, let easy = t.handle?.easy {
                 // Size the buffer once from Content-Length (a hint: decoding may change it) instead of
                 // growing and copying it chunk by chunk.

@@ -104,16 +104,18 @@ public struct ResponseHeaders: Sendable {
     }
 
     /// These fields without any the `Connection` field names: connection options are hop-by-hop and
-    /// a proxy removes them before forwarding (RFC 9110 §7.6.1). Unchanged when none is present.
+    /// a proxy removes them before forwarding (RFC 9110 §7.6.1). Unchanged (and nothing allocated)
+    /// when it names none but `keep-alive` and `close`, which nearly every upstream sends: `close`
+    /// names no field, and `Keep-Alive` is hop-by-hop and dropped by the gateway anyway.
     func droppingConnectionOptions() -> ResponseHeaders {
         var named: Set<[UInt8]> = []
         forEachField { f in
             guard HeaderField.equalsLowercased(f.name, "connection") else { return }
-            for option in f.value.split(separator: 0x2C) {
-                var o = Array(option.drop { $0 == 0x20 || $0 == 0x09 })
-                while let l = o.last, l == 0x20 || l == 0x09 { o.removeLast() }
+            HeaderTokens.forEach(f.value) { option in
+                if HeaderField.equalsLowercased(option, "keep-alive") || HeaderField.equalsLowercased(option, "close") { return }
+                var o = Array(option)
                 for i in o.indices where o[i] &- 0x41 < 26 { o[i] |= 0x20 }
-                if !o.isEmpty { named.insert(o) }
+                named.insert(o)
             }
         }
         if named.isEmpty { return self }

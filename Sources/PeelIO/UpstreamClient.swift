@@ -246,6 +246,7 @@ public final class UpstreamClient {
         let easy = h.easy
         if code == CURLE_ABORTED_BY_CALLBACK && t.resendRefused { return t.refusedResend }
         if code == CURLE_WRITE_ERROR, let why = h.head.violation { return .protocolError(why) }
+        if code == CURLE_WRITE_ERROR && t.overBudget { return .overBudget }
         let tooLarge = t.tooLarge
         var text = String(cString: curl_easy_strerror(code))
         if h.errorBuffer.pointee != 0 { text = String(cString: h.errorBuffer) }

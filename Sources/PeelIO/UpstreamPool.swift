@@ -43,6 +43,7 @@ extension UpstreamClient {
         let t = UpstreamTransfer()
         t.client = self
         t.limit = options.maxResponseBody
+        t.budget = options.budget
         t.completion = completion
         t.method = method
         t.allowedSends = UpstreamTransfer.isIdempotent(method) ? 2 : 1
@@ -166,6 +167,9 @@ extension UpstreamClient {
         t.handle = nil
         t.sink = nil
         t.onHead = nil
+        // The body is the completion's now (or dropped); it stops counting against the budget.
+        t.budget?.release(t.budgetHeld)
+        t.budgetHeld = 0
         if let list = t.headerList { curl_slist_free_all(list) }
         t.headerList = nil
         t.requestBodyOwner = nil

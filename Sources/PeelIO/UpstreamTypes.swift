@@ -16,6 +16,9 @@ public struct UpstreamOptions: Sendable {
     public var maxIdleConnections: Int = 1024
     /// Transfers in flight per worker before new ones are refused (default 10000).
     public var maxInFlight: Int = 10_000
+    /// The process's body budget; upstream bodies are counted against it as they arrive (default
+    /// none: unbounded but for `maxResponseBody`).
+    public var budget: MemoryBudget? = nil
     /// `scheme://host[:port]` that `send(method:path:query:…)` talks to (default none: `send(url:…)` only).
     /// Each pooled handle keeps it pre-parsed, so a call only changes the path and query.
     public var origin: String? = nil
@@ -41,6 +44,8 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     case protocolError(String)
     /// The body exceeded `maxResponseBody`.
     case tooLarge
+    /// Holding the rest of the body would pass the process's memory budget.
+    case overBudget
     /// Too many transfers already in flight on this worker.
     case overloaded
     /// Peel itself ran out of a resource (descriptors, memory) opening the upstream socket: a local
@@ -73,6 +78,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
         case .tls: return "tls"
         case .protocolError: return "protocol"
         case .tooLarge: return "too_large"
+        case .overBudget: return "over_budget"
         case .overloaded: return "overloaded"
         case .localResources: return "local_resources"
         case .notResent: return "not_resent"
@@ -86,6 +92,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
         case .dns(let m), .refused(let m), .connectTimeout(let m), .timeout(let m), .reset(let m), .tls(let m),
              .protocolError(let m), .other(let m), .localResources(let m), .notResent(let m): return m
         case .tooLarge: return "upstream body too large"
+        case .overBudget: return "the upstream body would pass Peel's memory budget (max_buffered)"
         case .overloaded: return "too many upstream transfers in flight"
         }
     }
@@ -152,6 +159,11 @@ public final class UpstreamTransfer {
     var resendRefused = false
     /// Largest body accepted, in bytes.
     var limit = 0
+    /// The budget the body is counted against, and how much of it this transfer holds.
+    var budget: MemoryBudget?
+    var budgetHeld = 0
+    /// Set when the budget refused more of the body; turns curl's write error into `.overBudget`.
+    var overBudget = false
     /// Runs once with the result; nil after it ran or after `cancel()`.
     var completion: ((Result<UpstreamResponse, UpstreamFailure>) -> Void)?
     /// The client that runs the transfer.

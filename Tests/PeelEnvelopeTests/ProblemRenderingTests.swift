@@ -127,7 +127,7 @@ final class ProblemRenderingTests: XCTestCase {
         let expected: [ProblemKind: (Int, Int64)] = [
             .businessError: (422, 0), .authExpired: (401, 0), .badUpstreamFormat: (502, -100), .upstreamUnreachable: (502, -101),
             .upstreamTimeout: (504, -102), .offline: (503, -103), .upstreamError: (502, -104), .requestTooLarge: (413, -105),
-            .badRequest: (400, -106), .upstreamTooLarge: (502, -107),
+            .badRequest: (400, -106), .upstreamTooLarge: (502, -107), .serverBusy: (503, -108),
         ]
         XCTAssertEqual(expected.count, ProblemKind.allCases.count)
         for kind in ProblemKind.allCases {

@@ -25,4 +25,23 @@ final class ReloadTests: XCTestCase {
         XCTAssertEqual(try h.request("POST", "/a", body: Array("12345".utf8)).status, 413)
         XCTAssertEqual(try h.request("GET", "/a").status, 200, "still listening where it was")
     }
+
+    func testReload_aCallInFlightIsJudgedByTheRulesItStartedUnder() throws {
+        let h = try RawHarness { r in
+            let five = RawUpstream.answer("{\"code\":5,\"message\":\"five\",\"data\":1}")
+            return r.path == "/slow" ? .sendInTwoParts("", after: 0.3, five) : .send(five)
+        }
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        // Reload once the call is with the upstream (its answer comes 0.3 s later).
+        let deadline = Date().addingTimeInterval(2)
+        while h.seen("/slow").isEmpty && Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(h.seen("/slow").count, 1)
+        var next = h.gateway.config
+        next.envelope.successCodes = [5]
+        XCTAssertEqual(h.gateway.reload(next), [])
+        XCTAssertEqual(try c.readResponse().status, 422, "judged by the rules it started under")
+        XCTAssertEqual(try h.request("GET", "/now").status, 200, "new calls use the reloaded rules")
+    }
 }

@@ -46,6 +46,37 @@ final class UpstreamIntegrityTests: XCTestCase {
         XCTAssertEqual(h.seen("/read").map(\.number), [2, 1])
     }
 
+    func testGetOnReusedConnectionsThatAllDie_isNeverSentAThirdTime() throws {
+        // Two kept-alive connections (/slow-warm is answered late, so the second call cannot wait
+        // for the first one's connection), then /read dies on every reused connection. curl 7.88
+        // retries on another pooled connection or on a fresh one, as it finds them: on a fresh one
+        // the retry is answered; on the other dead one a third attempt would follow, and Peel
+        // refuses it. Either way the GET is sent at most twice.
+        let h = try RawHarness { r in
+            let ok = RawUpstream.envelope("{\"n\":\(r.number)}")
+            if r.path == "/slow-warm" { return .sendInTwoParts("", after: 0.2, ok) }
+            return r.path == "/read" && r.number > 1 ? .close : .send(ok)
+        }
+        defer { h.stop() }
+        let a = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        let b = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try a.send("GET /slow-warm HTTP/1.1\r\nHost: x\r\n\r\n")
+        try b.send("GET /slow-warm HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(try a.readResponse().status, 200)
+        XCTAssertEqual(try b.readResponse().status, 200)
+        XCTAssertEqual(Set(h.seen("/slow-warm").map(\.connection)).count, 2, "the two calls shared one upstream connection")
+        let r = try h.request("GET", "/read")
+        let reads = h.seen("/read").map { "conn \($0.connection) #\($0.number)" }
+        XCTAssertEqual(reads.count, 2, "\(reads)")
+        if h.seen("/read").allSatisfy({ $0.number > 1 }) {
+            XCTAssertEqual(r.status, 502, r.text)
+            XCTAssertEqual(problem(r)["detail"] as? String,
+                           "the connection died after the request was sent, twice; GET is re-sent once only")
+        } else {
+            XCTAssertEqual(r.text, "{\"n\":1}", "the retry on a fresh connection is answered")
+        }
+    }
+
     func testNotResent_doesNotCountAgainstReachability() throws {
         let h = try RawHarness(configure: { $0.fall = 1 }) { r in
             r.path == "/charge" && r.number > 1 ? .close : .send(RawUpstream.envelope("1"))
@@ -244,6 +275,9 @@ final class BrokenAnswerTests: XCTestCase {
             r.path == "/probe" ? .send(RawUpstream.envelope("1")) : .close
         }
         defer { h.stop() }
+        // The start-up probe passes; had it landed between the calls, it would reset their count.
+        let deadline = Date().addingTimeInterval(3)
+        while h.gateway.reachability.lastProbeReport == nil && Date() < deadline { usleep(10_000) }
         for _ in 1...2 { XCTAssertEqual(problem(try h.request("GET", "/x"))["code"] as? Int, -101) }
         let r = try h.request("GET", "/x")
         XCTAssertEqual(r.status, 503, r.text)

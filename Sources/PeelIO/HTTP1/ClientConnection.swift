@@ -343,6 +343,7 @@ final class ClientConnection {
     func close() {
         guard !closed else { return }
         closed = true
+        machine.releaseBudget()
         for e in [readEvent, writeEvent, timer] where e != nil { event_del(e) }
         if let ex = exchange {
             exchange = nil

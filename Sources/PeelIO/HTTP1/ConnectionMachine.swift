@@ -19,6 +19,8 @@ public struct ConnectionLimits: Sendable {
     /// Seconds to keep reading and discarding after a refusal, so the client sees the answer rather
     /// than a reset (default 2).
     public var lingerTime: Double = 2
+    /// The process's body budget (`max_buffered`), shared by every connection; nil: unbounded.
+    public var budget: MemoryBudget? = nil
     /// Creates the defaults.
     public init() {}
 
@@ -98,6 +100,8 @@ struct ConnectionMachine {
     private var refusing = false
     private var lingerAfterReply = true
     private var producerIdle = false
+    /// Bytes of `limits.budget` this connection holds for the request being read or answered.
+    private var reserved = 0
     /// True once the client's end of input (FIN) was read.
     private(set) var peerClosed = false
     /// True while the current request is HTTP/1.0 (no 1xx may be sent to it, RFC 9110 §15.2).
@@ -227,9 +231,29 @@ struct ConnectionMachine {
         producerIdle = true
     }
 
+    /// Gives back what this connection holds of the budget: its request's body is no longer needed
+    /// (the answer is written, or the connection is closing).
+    mutating func releaseBudget() {
+        limits.budget?.release(reserved)
+        reserved = 0
+    }
+
+    /// Takes the declared body's length from the budget as soon as the head is known, so a body the
+    /// process cannot hold is refused (503) before it is read, and before `100 Continue`. A chunked
+    /// body declares nothing: its de-chunked bytes are taken as they arrive.
+    private mutating func reserveBody() -> Bool {
+        guard let budget = limits.budget else { return true }
+        let want = parser.chunked ? parser.bodyReceived : parser.contentLength
+        guard want > reserved else { return true }
+        guard budget.reserve(want - reserved) else { return false }
+        reserved = want
+        return true
+    }
+
     /// The answer is fully written.
     mutating func replyFinished(now: Double) -> Action {
         guard phase == .writing else { return .none }
+        releaseBudget()
         since = now
         producerIdle = false
         if closeAfterReply {
@@ -308,10 +332,18 @@ struct ConnectionMachine {
                 if phase != .head { phase = .head; since = now }
                 return .none
             }
-            if phase != .body { phase = .body; since = now }
-            if parser.chunked { buffer.count = parser.compactChunked(buffer.bytes) }
+            if phase != .body {
+                phase = .body
+                since = now
+                if !reserveBody() { return refuse(.overBudget) }
+            }
+            if parser.chunked {
+                buffer.count = parser.compactChunked(buffer.bytes)
+                if !reserveBody() { return refuse(.overBudget) }
+            }
             return checkExpectation(bodyPending: true)
         case .complete:
+            if !reserveBody() { return refuse(.overBudget) }
             if case .refuse(let e) = checkExpectation(bodyPending: false) { return .refuse(e) }
             return dispatch(now)
         }

@@ -15,6 +15,8 @@ public enum RequestError: Equatable, Sendable, Error {
     case headTimeout
     /// The body did not arrive within `body_timeout`.
     case bodyTimeout
+    /// Holding the declared body would pass the process's memory budget (`max_buffered`).
+    case overBudget
 
     /// The status it is answered with.
     public var status: Int {
@@ -26,6 +28,7 @@ public enum RequestError: Equatable, Sendable, Error {
         case .bodyTooLarge: return 413
         case .expectationFailed: return 417
         case .headTimeout, .bodyTimeout: return 408
+        case .overBudget: return 503
         }
     }
 
@@ -39,6 +42,7 @@ public enum RequestError: Equatable, Sendable, Error {
         case .expectationFailed: return "only the 100-continue expectation is supported"
         case .headTimeout: return "request head not received in time"
         case .bodyTimeout: return "request body not received in time"
+        case .overBudget: return "Peel holds as many request bodies as its memory budget allows; try again shortly"
         }
     }
 
