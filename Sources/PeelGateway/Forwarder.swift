@@ -90,8 +90,12 @@ final class Forwarder {
         var upstreamCode: Int64?
         /// The request's Origin (CORS).
         var origin: String?
-        /// Peel's own origin as the client named it, for rewritten URLs; nil when unknown.
-        var publicOrigin: String?
+        /// Host, X-Forwarded-Proto and X-Forwarded-Host as sent, for `publicOrigin`.
+        var addressFields: (host: String?, proto: String?, forwardedHost: String?) = (nil, nil, nil)
+        /// Peel's own origin as the client named it, for rewritten URLs; nil when unknown. Worked out
+        /// only for the few answers that carry a URL to rewrite.
+        lazy var publicOrigin: String? = ProxyRewrite.publicOrigin(
+            host: addressFields.host, forwardedProto: addressFields.proto, forwardedHost: addressFields.forwardedHost)
         /// The request's Accept-Encoding, negotiated only for answers worth compressing.
         var acceptEncoding: String?
         /// The answer being streamed from the upstream as it arrives, if it is.
@@ -146,11 +150,9 @@ final class Forwarder {
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
-        call.origin = origin
+        call.origin = origin ?? ex.refusedOrigin
         call.acceptEncoding = acceptEncoding
-        if config.rewriteRedirects {
-            call.publicOrigin = ProxyRewrite.publicOrigin(host: host, forwardedProto: forwardedProto, forwardedHost: forwardedHost)
-        }
+        call.addressFields = (host, forwardedProto, forwardedHost)
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
         if let refusal = ex.refusal {
