@@ -215,7 +215,7 @@ final class Forwarder {
             self.upstreamFinished(call, result)
         }
         call.transfer = transfer
-        transfer.onHead = { [self] status, headers in self.headArrived(call, status: status, headers: headers) }
+        transfer.onHead = { [self] status, head in self.headArrived(call, status: status, head: head) }
         ex.onClientGone = { [self] in
             call.transfer?.cancel()
             call.transfer = nil
@@ -278,18 +278,19 @@ final class Forwarder {
     /// an event stream is sent as it arrives, pausing the upstream transfer while the client is slow;
     /// anything else is buffered whole (judged, or passed with its length and maybe compressed).
     /// Runs inside curl's write callback: nothing here may call curl.
-    private func headArrived(_ call: Call, status: Int, headers: ResponseHeaders) -> StreamSink? {
-        let contentType = headers.first("content-type")
+    private func headArrived(_ call: Call, status: Int, head: ResponseHeadView) -> StreamSink? {
+        let contentType = head.first("content-type")
         let answer = UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
                                     isOptions: call.exchange.method == "OPTIONS",
-                                    contentDisposition: headers.first("content-disposition"))
+                                    contentDisposition: head.first("content-disposition"))
         guard passesUnjudged(answer, config: config.envelope) else { return nil }
         let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
-        if !isEventStream, let length = headers.first("content-length").flatMap({ Int(trimOWS($0)) }),
+        if !isEventStream, let length = head.first("content-length").flatMap({ Int(trimOWS($0)) }),
            length <= config.streamThreshold {
             return nil
         }
         guard let transfer = call.transfer, !call.exchange.answered else { return nil }
+        let headers = head.copy()
         call.upstreamStatus = status
         call.upstreamHeaders = headers
         let corsFields = cors?.answerFields(origin: call.origin) ?? []
