@@ -44,6 +44,7 @@ bench-scanner: deps
 
 bench: release
 	Benchmarks/run.sh
+	COMPRESS=gzip PATHS=big Benchmarks/run.sh
 
 sanitize: deps
 	scripts/sanitize.sh

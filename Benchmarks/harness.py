@@ -28,6 +28,15 @@ AB_N = int(os.environ.get("AB_N", "20000"))
 AB_SECONDS = int(os.environ.get("AB_SECONDS", "30"))
 RESULTS = os.environ.get("RESULTS", os.path.join(ROOT, "Benchmarks", "RESULTS.md"))
 NOTE = os.environ.get("NOTE", "")
+# COMPRESS=gzip: clients send Accept-Encoding: gzip, and nginx has `gzip on` at Peel's level (3) and
+# threshold (1 KiB), so both compress /big (issue 12); /small stays under the threshold.
+COMPRESS = os.environ.get("COMPRESS", "")
+CLIENT_HEADERS = ["-H", "Accept-Encoding: %s" % COMPRESS] if COMPRESS else []
+NGINX_GZIP = ("  gzip on; gzip_types application/json; gzip_min_length 1024; gzip_comp_level 3; gzip_proxied any;\n"
+              "  gzip_http_version 1.0;  # ab speaks HTTP/1.0; Peel compresses for it too\n"
+              if COMPRESS == "gzip" else "")
+if COMPRESS:
+    NOTE = (NOTE + "; " if NOTE else "") + "clients send Accept-Encoding: %s (nginx gzip on, level 3)" % COMPRESS
 PEEL_ENV = os.environ.get("PEEL_ENV", "")  # extra KEY=VALUE pairs for Peel, e.g. LD_PRELOAD=...
 # An A/B target "peelB" (--workers 1 unless PEEL_B_WORKERS says otherwise): another binary and/or environment, measured in the same rounds.
 PEEL_B = os.environ.get("PEEL_B", PEEL)
@@ -138,7 +147,7 @@ POOL = """
   proxy_busy_buffers_size 32k;
 """
 
-PROXY_HTTP = POOL + """
+PROXY_HTTP = POOL + NGINX_GZIP.replace("{", "{{").replace("}", "}}") + """
   server {{
     listen 127.0.0.1:{port} reuseport backlog=4096;
     location / {{ proxy_pass http://backend; }}
@@ -146,7 +155,7 @@ PROXY_HTTP = POOL + """
 """
 
 # The OpenResty way: subrequest to an internal proxied location, decode, check code, re-encode data.
-LUA_HTTP = POOL + """
+LUA_HTTP = POOL + NGINX_GZIP.replace("{", "{{").replace("}", "}}") + """
   lua_package_path "/usr/share/lua/5.1/?.lua;;";
   server {{
     listen 127.0.0.1:{port} reuseport backlog=4096;
@@ -289,7 +298,7 @@ def to_ms(text):
 
 
 def run_wrk(url, seconds):
-    out = subprocess.run(["wrk", "-t1", "-c%d" % CONNECTIONS, "-d%ds" % seconds, "--latency", url],
+    out = subprocess.run(["wrk", "-t1", "-c%d" % CONNECTIONS, "-d%ds" % seconds, "--latency"] + CLIENT_HEADERS + [url],
                          capture_output=True, text=True, timeout=seconds + 60).stdout
     r = {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
          "requests": int(re.search(r"(\d+) requests in", out).group(1)),
@@ -306,7 +315,7 @@ def run_wrk(url, seconds):
 
 
 def run_ab(url):
-    out = subprocess.run(["ab", "-q", "-k", "-t", str(AB_SECONDS), "-n", str(AB_N), "-c", str(CONNECTIONS), url],
+    out = subprocess.run(["ab", "-q", "-k", "-t", str(AB_SECONDS), "-n", str(AB_N), "-c", str(CONNECTIONS)] + CLIENT_HEADERS + [url],
                          capture_output=True, text=True, timeout=AB_SECONDS + 60).stdout
     done = re.search(r"Complete requests:\s+(\d+)", out)
     rps = re.search(r"Requests per second:\s+([\d.]+)", out)

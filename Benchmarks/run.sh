@@ -6,7 +6,8 @@
 #
 # Knobs (environment): PEEL (binary; default: the release build), ROUNDS (3), DURATION (5 s per
 # round), CONNECTIONS (50), PATHS ("small big"), TARGETS ("direct nginx lua peel1 peel2"),
-# AB_N (20000), AB_SECONDS (30, cap per ab run), RESULTS (file to append to; "-" = don't), NOTE;
+# AB_N (20000), AB_SECONDS (30, cap per ab run), RESULTS (file to append to; "-" = don't), NOTE,
+# COMPRESS (gzip: clients ask for gzip and nginx has `gzip on`, the compressed /big run of issue 12);
 # an A/B target "peelB" takes PEEL_B, PEEL_B_ENV, PEEL_B_LABEL and PEEL_B_WORKERS (1; 0 = default).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -20,7 +20,8 @@ PY="$VENV/bin/python"
 wait_ready() { for _ in $(seq 1 200); do curl -fs "$1" >/dev/null 2>&1 && return 0; sleep 0.05; done; echo "not ready: $1"; return 1; }
 
 UP=$(free_port); GW=$(free_port); CGW=$(free_port)
-(cd "$HERE/proxy" && exec "$PY" -m uvicorn app:app --host 127.0.0.1 --port "$UP" --log-level warning) >"$WORK/upstream.log" 2>&1 & pids+=($!)
+(cd "$HERE/proxy" && exec "$PY" -m uvicorn app:app --host 127.0.0.1 --port "$UP" --no-access-log) >"$WORK/upstream.log" 2>&1 & UP_PID=$!
+pids+=($UP_PID)
 wait_ready "http://127.0.0.1:$UP/api/v1/user" || exit 1
 common=(--upstream "http://127.0.0.1:$UP/api/v1" --admin-listen off --workers 1 --probe-path /user)
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$GW >"$WORK/access.log" 2>"$WORK/peel.err" & PEEL_PID=$!
@@ -30,6 +31,8 @@ wait_ready "http://127.0.0.1:$GW/user" && wait_ready "http://127.0.0.1:$CGW/user
 
 timeout 120 "$PY" "$HERE/proxy/check.py" "$UP" "$GW" "$CGW" "$WORK/access.log" "$PEEL_PID"
 failed=$?
+# A failure run names an upstream that left early (its log says how: a traceback, or a signal's shutdown).
+kill -0 "$UP_PID" 2>/dev/null || echo "proxy: the upstream (uvicorn, pid $UP_PID) exited before the checks ended"
 echo "proxy: $failed failed"
 [ "$failed" -eq 0 ] || { echo "--- peel stderr"; tail -5 "$WORK/peel.err"; echo "--- upstream"; tail -20 "$WORK/upstream.log"; }
 exit $(( failed > 0 ))

@@ -136,8 +136,12 @@ final class Forwarder {
         var upstreamCode: Int64?
         /// The request's Origin (CORS).
         var origin: String?
-        /// Peel's own origin as the client named it, for rewritten URLs; nil when unknown.
-        var publicOrigin: String?
+        /// Host, X-Forwarded-Proto and X-Forwarded-Host as sent, for `publicOrigin`.
+        var addressFields: (host: String?, proto: String?, forwardedHost: String?) = (nil, nil, nil)
+        /// Peel's own origin as the client named it, for rewritten URLs; nil when unknown. Worked out
+        /// only for the few answers that carry a URL to rewrite.
+        lazy var publicOrigin: String? = ProxyRewrite.publicOrigin(
+            host: addressFields.host, forwardedProto: addressFields.proto, forwardedHost: addressFields.forwardedHost)
         /// The request's Accept-Encoding, negotiated only for answers worth compressing.
         var acceptEncoding: String?
         /// The answer being streamed from the upstream as it arrives, if it is.
@@ -201,11 +205,9 @@ final class Forwarder {
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, rules: rules, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
-        call.origin = origin
+        call.origin = origin ?? ex.refusedOrigin
         call.acceptEncoding = acceptEncoding
-        if config.rewriteRedirects {
-            call.publicOrigin = ProxyRewrite.publicOrigin(host: host, forwardedProto: forwardedProto, forwardedHost: forwardedHost)
-        }
+        call.addressFields = (host, forwardedProto, forwardedHost)
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
         if let refusal = ex.refusal {
@@ -287,7 +289,7 @@ final class Forwarder {
         }
         call.transfer = transfer
         waiting[ObjectIdentifier(call)] = call
-        transfer.onHead = { [self] status, headers in self.headArrived(call, status: status, headers: headers) }
+        transfer.onHead = { [self] status, head in self.headArrived(call, status: status, head: head) }
         ex.onClientGone = { [self] in
             waiting[ObjectIdentifier(call)] = nil
             call.transfer?.cancel()
@@ -357,18 +359,19 @@ final class Forwarder {
     /// an event stream is sent as it arrives, pausing the upstream transfer while the client is slow;
     /// anything else is buffered whole (judged, or passed with its length and maybe compressed).
     /// Runs inside curl's write callback: nothing here may call curl.
-    private func headArrived(_ call: Call, status: Int, headers: ResponseHeaders) -> StreamSink? {
-        let contentType = headers.first("content-type")
+    private func headArrived(_ call: Call, status: Int, head: ResponseHeadView) -> StreamSink? {
+        let contentType = head.first("content-type")
         let answer = UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
                                     isOptions: call.exchange.method == "OPTIONS",
-                                    contentDisposition: headers.first("content-disposition"))
+                                    contentDisposition: head.first("content-disposition"))
         guard passesUnjudged(answer, config: config.envelope) else { return nil }
         let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
-        if !isEventStream, let length = headers.first("content-length").flatMap({ Int(trimOWS($0)) }),
+        if !isEventStream, let length = head.first("content-length").flatMap({ Int(trimOWS($0)) }),
            length <= config.streamThreshold {
             return nil
         }
         guard let transfer = call.transfer, !call.exchange.answered else { return nil }
+        let headers = head.copy()
         call.upstreamStatus = status
         call.upstreamHeaders = headers
         let corsFields = cors?.answerFields(origin: call.origin) ?? []

@@ -94,7 +94,7 @@ final class EasyHandle {
                     t.onHead = nil
                     var status = 0
                     peel_easy_getinfo_long(h.easy, CURLINFO_RESPONSE_CODE, &status)
-                    if let sink = onHead(status, h.head.snapshot()) {
+                    if let sink = onHead(status, ResponseHeadView(collector: h.head)) {
                         t.sink = sink
                         // A stream lasts as long as it lasts (a download to a slow client, server-sent
                         // events): the whole-exchange timeout no longer applies once it flows.

@@ -153,19 +153,40 @@ public struct ResponseHeaders: Sendable {
 
     /// Calls `body` with each field, in order.
     public func forEachField(_ body: (HeaderField) -> Void) {
-        storage.withUnsafeBytes { all in
-            guard let base = all.baseAddress else { return }
-            var i = 0
-            while i < all.count {
-                let nameCount = strlen(base.advanced(by: i).assumingMemoryBound(to: CChar.self))
-                let valueStart = i + nameCount + 1
-                let valueCount = strlen(base.advanced(by: valueStart).assumingMemoryBound(to: CChar.self))
-                body(HeaderField(name: UnsafeRawBufferPointer(start: base + i, count: nameCount),
-                                 value: UnsafeRawBufferPointer(start: base + valueStart, count: valueCount)))
-                i = valueStart + valueCount + 1
-            }
+        storage.withUnsafeBytes { Self.walk($0, body) }
+    }
+
+    /// Calls `body` with each NUL-terminated name/value pair in `all`, in order.
+    static func walk(_ all: UnsafeRawBufferPointer, _ body: (HeaderField) -> Void) {
+        guard let base = all.baseAddress else { return }
+        var i = 0
+        while i < all.count {
+            let nameCount = strlen(base.advanced(by: i).assumingMemoryBound(to: CChar.self))
+            let valueStart = i + nameCount + 1
+            let valueCount = strlen(base.advanced(by: valueStart).assumingMemoryBound(to: CChar.self))
+            body(HeaderField(name: UnsafeRawBufferPointer(start: base + i, count: nameCount),
+                             value: UnsafeRawBufferPointer(start: base + valueStart, count: valueCount)))
+            i = valueStart + valueCount + 1
         }
     }
+}
+
+/// A response's head while curl delivers its body, read in place: valid only during the call it is
+/// handed to (`copy()` keeps it), so deciding about a body costs no copy of the head.
+public struct ResponseHeadView {
+    let collector: HeaderCollector
+
+    /// The first value of `lowercasedName`, if present.
+    public func first(_ lowercasedName: StaticString) -> String? {
+        var found: String? = nil
+        collector.forEachField { f in
+            if found == nil, HeaderField.equalsLowercased(f.name, lowercasedName) { found = f.valueString }
+        }
+        return found
+    }
+
+    /// The fields as a value that outlives the call.
+    public func copy() -> ResponseHeaders { collector.snapshot() }
 }
 
 /// Collects one response's header lines as curl's header callback hands them over (RFC 9112 §2.1,
@@ -215,6 +236,11 @@ final class HeaderCollector {
     /// (a streamed answer's head is relayed before the transfer ends).
     func snapshot() -> ResponseHeaders {
         ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields).droppingConnectionOptions()
+    }
+
+    /// Calls `body` with each field collected so far, in place.
+    func forEachField(_ body: (HeaderField) -> Void) {
+        ResponseHeaders.walk(UnsafeRawBufferPointer(start: bytes, count: used), body)
     }
 
     /// The fields collected so far, as a value the response can carry, without those the upstream

@@ -173,7 +173,7 @@ public final class UpstreamTransfer {
     /// Runs once, when the first body bytes arrive, with the status and fields: a sink it returns
     /// takes the body as it arrives (with no limit and no whole-exchange timeout from then on);
     /// nil keeps the body buffered whole. Runs inside curl's write callback: it must not call curl.
-    public var onHead: ((Int, ResponseHeaders) -> StreamSink?)?
+    public var onHead: ((Int, ResponseHeadView) -> StreamSink?)?
     /// The sink `onHead` chose; nil while the body is buffered.
     var sink: StreamSink?
     /// Whether `onHead` was asked.

@@ -68,6 +68,21 @@ r = requests.get(C + "/%2e%2e/%2e%2e/etc", headers={"Origin": APP})
 check("a refusal (dot-segments) is 400", 400, r.status_code)
 check("a refusal carries Allow-Origin", APP, r.headers.get("access-control-allow-origin"))
 
+import socket
+s = socket.create_connection(("127.0.0.1", CGW), timeout=5)
+s.sendall(b"POST /user HTTP/1.1\r\nHost: x\r\nOrigin: http://app.example\r\nContent-Length: 20000000\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    d = s.recv(4096)
+    if not d:
+        break
+    head += d
+s.close()
+lines = head.decode("latin-1").split("\r\n")
+fields = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
+check("the server's own refusal (413, declared body over max_body) carries Allow-Origin",
+      ("413", APP), (lines[0].split(" ")[1] if lines[0] else "", fields.get("access-control-allow-origin")))
+
 # Kept fields on problem documents.
 r = requests.get(G + "/limited")
 check("429 keeps its status", 429, r.status_code)
@@ -169,7 +184,6 @@ try:
 except requests.exceptions.ChunkedEncodingError:
     cut = "cut short"
 check("an upstream dying mid-stream leaves the client an answer it can tell is cut short", "cut short", cut)
-import socket
 s = socket.create_connection(("127.0.0.1", GW), timeout=5)
 s.sendall(b"GET /download HTTP/1.1\r\nHost: x\r\n\r\n")
 got = 0

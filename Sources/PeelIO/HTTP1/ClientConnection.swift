@@ -122,7 +122,18 @@ final class ClientConnection {
             // What is known of the request line, for the log (nothing when it never completed).
             let method = p.methodRange.isEmpty || p.methodRange.upperBound > buffer.count ? "" : buffer.string(p.methodRange)
             let target = p.targetRange.isEmpty || p.targetRange.upperBound > buffer.count ? "" : buffer.string(p.targetRange)
-            hand(HTTPExchange(connection: self, refusal: error, method: method, target: target, minorVersion: p.minorVersion))
+            // A refusal after a whole head (body too large, expectation, body timeout) still knows the
+            // request's Origin, so a browser app can read why it was refused (CORS).
+            var origin: String? = nil
+            if p.headComplete {
+                for f in p.fields where f.nameEnd - f.nameStart == 6 && Int(f.valueEnd) <= buffer.count && f.valueEnd >= f.valueStart {
+                    if buffer.string(Int(f.nameStart)..<Int(f.nameEnd)).lowercased() == "origin" {
+                        origin = buffer.string(Int(f.valueStart)..<Int(f.valueEnd))
+                    }
+                }
+            }
+            hand(HTTPExchange(connection: self, refusal: error, method: method, target: target, minorVersion: p.minorVersion,
+                              origin: origin))
         case .sendContinue, .probe:
             // RFC 9110 §15.2: an HTTP/1.1 client must accept interim answers it did not ask for.
             head.put("HTTP/1.1 100 Continue\r\n\r\n")

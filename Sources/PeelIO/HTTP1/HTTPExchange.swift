@@ -5,6 +5,8 @@ public final class HTTPExchange {
     private let request: ParsedRequest?
     /// Why the server refused the request before any handler looked at it; nil for a request to handle.
     public let refusal: RequestError?
+    /// A refused request's Origin field, when its head was whole (a refusal has no other fields).
+    public let refusedOrigin: String?
     /// True once `respond` ran or the client left; a second answer is ignored.
     public private(set) var answered = false
     /// True when the client left before the answer.
@@ -29,16 +31,19 @@ public final class HTTPExchange {
         self.connection = connection
         self.request = request
         refusal = nil
+        refusedOrigin = nil
         method = request.buffer.string(request.method)
         target = request.buffer.string(request.target)
         version = (1, request.minorVersion)
         lastClientAddress = connection.clientAddress
     }
 
-    init(connection: ClientConnection, refusal: RequestError, method: String, target: String, minorVersion: Int) {
+    init(connection: ClientConnection, refusal: RequestError, method: String, target: String, minorVersion: Int,
+         origin: String? = nil) {
         self.connection = connection
         request = nil
         self.refusal = refusal
+        refusedOrigin = origin
         self.method = method
         self.target = target
         version = (1, minorVersion)
