@@ -3,6 +3,9 @@
 import PackageDescription
 
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+// Debian 12's valgrind 3.19 gives up on clang's DWARF 5 in C objects ("Possibly corrupted
+// debuginfo file"), and make sanitize runs the release binary under valgrind memcheck.
+let dwarf4: [CSetting] = [.unsafeFlags(["-gdwarf-4"])]
 
 let package = Package(
     name: "Peel",
@@ -14,12 +17,12 @@ let package = Package(
         // C floor: system libraries and the one shim Swift needs for variadic curl calls.
         .systemLibrary(name: "CEvent", pkgConfig: "libevent_core", providers: [.apt(["libevent-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        .target(name: "CPeelShims", dependencies: ["CCurl"]),
+        .target(name: "CPeelShims", dependencies: ["CCurl"], cSettings: dwarf4),
         // Encoders for compressing answers to clients: gzip (zlib) and br (brotli).
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlienc", providers: [.apt(["libbrotli-dev"])]),
         // jemalloc's compiled-in options (`malloc_conf`), linked into the executable only.
-        .target(name: "CPeelMalloc"),
+        .target(name: "CPeelMalloc", cSettings: dwarf4),
 
         // Pure rules: strict JSON scanner, envelope verdicts, problem documents. No C, no I/O.
         .target(name: "PeelEnvelope", swiftSettings: strict),
