@@ -17,24 +17,24 @@ final class Forwarder {
     private var retryAfter: String
     private let idPrefix: String
     /// Peel's own CORS answers; nil when the upstream's CORS fields pass as they are.
-    private let cors: CORSPolicy?
+    private var cors: CORSPolicy?
     /// URL and cookie rewriting towards Peel's own address.
-    private let rewrite: ProxyRewrite
+    private var rewrite: ProxyRewrite
     /// Upstream fields left out of the bulk copy: rewritten ones, and CORS ones when Peel manages CORS.
-    private let droppedResponse: HeaderNameSet
-    private let droppedResponseAndType: HeaderNameSet
+    private var droppedResponse: HeaderNameSet
+    private var droppedResponseAndType: HeaderNameSet
     /// The same, plus ETag, for compressed answers (their ETag is weakened, see `pass`).
-    private let droppedResponseEncoded: HeaderNameSet
-    private let droppedResponseAndTypeEncoded: HeaderNameSet
+    private var droppedResponseEncoded: HeaderNameSet
+    private var droppedResponseAndTypeEncoded: HeaderNameSet
     /// Which answers are compressed, and how.
-    private let compression: CompressionPolicy
+    private var compression: CompressionPolicy
     /// This worker's gzip/br encoder (loop-thread only, like the forwarder).
-    private let encoder: ContentEncoder
+    private var encoder: ContentEncoder
     /// Upstream fields rewritten before they are passed (see `rewritten`), by position.
     private static let rewrittenFields = HeaderNameSet(["location", "content-location", "refresh", "set-cookie"])
     /// Upstream fields a problem document keeps: those clients act on (RFC 9110 §10.2.3 Retry-After,
     /// §11.6.1 WWW-Authenticate, §12.5.5 Vary; RFC 9111 §5.2 Cache-Control; RFC 6265 Set-Cookie).
-    private let keptOnProblem: HeaderNameSet
+    private var keptOnProblem: HeaderNameSet
     private var idCounter: UInt64 = 0
     /// Set while shutting down: answers carry `Connection: close`.
     var draining = false
@@ -63,23 +63,30 @@ final class Forwarder {
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
-        cors = CORSPolicy(config: config)
-        rewrite = ProxyRewrite(upstream: config.upstream)
+        let d = Self.derived(from: config)
+        (cors, rewrite, droppedResponse, droppedResponseAndType, droppedResponseEncoded, droppedResponseAndTypeEncoded,
+         compression, encoder, keptOnProblem) = (d.cors, d.rewrite, d.dropped, d.droppedAndType, d.droppedEncoded,
+                                                 d.droppedAndTypeEncoded, d.compression, d.encoder, d.kept)
+    }
+
+    /// Everything the forwarder derives from the configuration, built in one place so a reload
+    /// (`apply`) changes CORS, rewriting, compression and kept fields together with the options.
+    private static func derived(from config: GatewayConfig) -> (
+        cors: CORSPolicy?, rewrite: ProxyRewrite, dropped: HeaderNameSet, droppedAndType: HeaderNameSet,
+        droppedEncoded: HeaderNameSet, droppedAndTypeEncoded: HeaderNameSet, compression: CompressionPolicy,
+        encoder: ContentEncoder, kept: HeaderNameSet
+    ) {
+        let cors = CORSPolicy(config: config)
         var dropped = RequestPolicy.droppedResponseHeaders
         if config.rewriteRedirects { dropped.formUnion(["location", "content-location", "refresh"]) }
         if config.rewriteCookies { dropped.insert("set-cookie") }
         if cors != nil { dropped.formUnion(CORSPolicy.upstreamFields) }
-        droppedResponse = HeaderNameSet(dropped)
-        droppedResponseAndType = HeaderNameSet(dropped.union(["content-type"]))
-        droppedResponseEncoded = HeaderNameSet(dropped.union(["etag"]))
-        droppedResponseAndTypeEncoded = HeaderNameSet(dropped.union(["content-type", "etag"]))
-        compression = CompressionPolicy(offered: config.compression, minSize: config.compressionMinSize)
-        encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
         var kept = ["retry-after", "set-cookie", "www-authenticate", "vary", "cache-control"]
-        if cors == nil {
-            kept += CORSPolicy.upstreamFields
-        }
-        keptOnProblem = HeaderNameSet(kept)
+        if cors == nil { kept += CORSPolicy.upstreamFields }
+        return (cors, ProxyRewrite(upstream: config.upstream), HeaderNameSet(dropped), HeaderNameSet(dropped.union(["content-type"])),
+                HeaderNameSet(dropped.union(["etag"])), HeaderNameSet(dropped.union(["content-type", "etag"])),
+                CompressionPolicy(offered: config.compression, minSize: config.compressionMinSize),
+                ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality), HeaderNameSet(kept))
     }
 
     /// Calls waiting for the upstream, so a shutdown past its timeout can answer them.
@@ -94,7 +101,14 @@ final class Forwarder {
             call.transfer?.cancel()
             call.transfer = nil
             call.exchange.onClientGone = nil
-            answer(call, .shuttingDown)
+            if let stream = call.stream {
+                // Already answering: the body is cut (the client can tell an unfinished one).
+                stream.onClientGone = nil
+                stream.abort()
+                record(call, status: call.upstreamStatus ?? 200, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil)
+            } else {
+                answer(call, .shuttingDown)
+            }
         }
     }
 
@@ -105,6 +119,10 @@ final class Forwarder {
         accessLog = config.accessLog ? log : nil
         basePath = config.upstream.basePath
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
+        let d = Self.derived(from: config)
+        (cors, rewrite, droppedResponse, droppedResponseAndType, droppedResponseEncoded, droppedResponseAndTypeEncoded,
+         compression, encoder, keptOnProblem) = (d.cors, d.rewrite, d.dropped, d.droppedAndType, d.droppedEncoded,
+                                                 d.droppedAndTypeEncoded, d.compression, d.encoder, d.kept)
     }
 
     /// The envelope rules a call is judged by, shared by reference so each call keeps the ones it
@@ -325,6 +343,9 @@ final class Forwarder {
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
             if failure.isTransportFailure { reachability.recordPassiveFailure(failureReason(failure)) }
+            // A broken or oversized answer is still an answer: evidence the upstream is there.
+            if case .protocolError = failure { reachability.recordLiveAnswer() }
+            if case .tooLarge = failure { reachability.recordLiveAnswer() }
             answer(call, Self.outcome(of: failure))
         case .success(let response):
             // Whatever it says, the upstream answered: evidence that it is there (issue 13).
@@ -367,8 +388,10 @@ final class Forwarder {
                                     contentDisposition: head.first("content-disposition"))
         guard passesUnjudged(answer, config: config.envelope) else { return nil }
         let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
-        if !isEventStream, let length = head.first("content-length").flatMap({ Int(trimOWS($0)) }),
-           length <= config.streamThreshold {
+        // An encoded answer's Content-Length says nothing of its decoded size (curl decodes it), so
+        // such an answer streams like one of unknown length rather than meet max_upstream_body.
+        if !isEventStream, head.first("content-encoding") == nil,
+           let length = head.first("content-length").flatMap({ Int(trimOWS($0)) }), length <= config.streamThreshold {
             return nil
         }
         guard let transfer = call.transfer, !call.exchange.answered else { return nil }
@@ -387,6 +410,8 @@ final class Forwarder {
             return { _ in .abort }
         }
         call.stream = stream
+        // The head arrived: the upstream answered (evidence for reachability, like a buffered answer).
+        reachability.recordLiveAnswer()
         if call.exchange.isHead {
             // HEAD answers what GET would: the head is all of it, and the rest is not fetched.
             stream.finish()
@@ -395,6 +420,8 @@ final class Forwarder {
         }
         stream.onDrained = { [weak transfer] in transfer?.resume() }
         stream.onClientGone = { [self] in
+            // Its completion never runs now (cancelSoon drops it): the call leaves the table here.
+            waiting[ObjectIdentifier(call)] = nil
             // Possibly inside the sink, so inside curl's write callback: the transfer ends on the next pass.
             call.transfer?.cancelSoon()
             call.transfer = nil
@@ -488,7 +515,7 @@ final class Forwarder {
             call.exchange.respond(status: status, body: encoded.body, range: nil, headers: headers)
             record(call, status: status, kind: kind, bytes: encoded.body.count, code: nil)
         } else {
-            call.exchange.respond(status: status, body: response.body, range: range, headers: headers)
+            call.exchange.respond(status: status, body: response.body, range: range, keeping: response.hold, headers: headers)
             record(call, status: status, kind: kind, bytes: slice.count, code: nil)
         }
     }
@@ -521,6 +548,9 @@ final class Forwarder {
                        range: Range<Int>?) {
         // Too large for the whole cache: not worth the copy.
         if (range?.count ?? 0) > cache.capacity { return }
+        // An answer that sets a cookie is one user's (a session, a login): never replayed to anyone,
+        // as nginx's proxy cache does not store it either.
+        if response.headers.first("set-cookie") != nil { return }
         var fields = response.headers.pairs.filter { !Self.droppedForCache.contains($0.0.lowercased()) }
         if range != nil { fields.append(("Content-Type", "application/json")) }
         let body = range.map { Array(response.body[$0]) } ?? []
@@ -529,7 +559,10 @@ final class Forwarder {
                     now: monotonicNow())
     }
 
-    private static let droppedForCache = RequestPolicy.droppedResponseHeaders.union(["content-type"])
+    // Besides the envelope-describing ones: URLs that would need rewriting again and the upstream's
+    // CORS fields (Peel adds its own to every answer it writes, stale ones included).
+    private static let droppedForCache = RequestPolicy.droppedResponseHeaders.union(
+        ["content-type", "location", "content-location", "refresh"] + CORSPolicy.upstreamFields)
 
     /// A stored answer while offline: as first answered, plus `Age` (RFC 9111 §5.1) and `Cache-Status`
     /// (RFC 9211 §2: Peel's cache answered, a hit, served because the upstream is offline).

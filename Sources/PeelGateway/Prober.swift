@@ -44,6 +44,10 @@ final class Prober {
                 // way, so the state is left as it is.
                 done()
                 return
+            case .failure(.protocolError), .failure(.tooLarge):
+                // The upstream answered, badly or at length: it is there (issue 14: only failing to
+                // connect or to get any answer counts toward fall). Its calls get -100 / -107.
+                report = ProbeReport(ok: true, status: nil, error: nil, latency: latency, at: wallNow())
             case .failure(.timeout):
                 // Only this one is excused while live calls are being answered (Reachability.swift).
                 report = ProbeReport(ok: false, status: nil, error: "probe timeout after \(secondsText(timeout))",

@@ -232,8 +232,16 @@ public final class UpstreamClient {
                 peel_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
                 let body = t.body
                 t.body = []
-                result = .success(UpstreamResponse(status: status, headers: h.head.take(), body: body,
-                                                   duration: loop.now - t.started, streamed: t.sink != nil))
+                var response = UpstreamResponse(status: status, headers: h.head.take(), body: body,
+                                                duration: loop.now - t.started, streamed: t.sink != nil)
+                // The body's share of the budget goes with the body: it is held until the answer
+                // made from it is written, not only until the transfer ends (review: a slow client
+                // otherwise held uncounted bodies).
+                if let budget = t.budget, t.budgetHeld > 0 {
+                    response.hold = BudgetHold(budget, t.budgetHeld)
+                    t.budgetHeld = 0
+                }
+                result = .success(response)
             } else {
                 result = .failure(classify(code, handle: h, transfer: t))
             }

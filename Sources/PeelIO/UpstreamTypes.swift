@@ -110,6 +110,22 @@ public struct UpstreamResponse: Sendable {
     public var duration: Double
     /// True when the body went to a `StreamSink` as it arrived (`body` is then empty).
     public var streamed = false
+    /// The budget this body holds; given back when the last owner lets go (after the answer made
+    /// from it is written, when it is handed on with `HTTPExchange.respond(keeping:)`).
+    public var hold: BudgetHold? = nil
+}
+
+/// Bytes of the memory budget held for as long as this object lives.
+public final class BudgetHold: Sendable {
+    private let budget: MemoryBudget
+    private let bytes: Int
+
+    init(_ budget: MemoryBudget, _ bytes: Int) {
+        self.budget = budget
+        self.bytes = bytes
+    }
+
+    deinit { budget.release(bytes) }
 }
 
 /// What a streaming sink did with one piece of the upstream body.

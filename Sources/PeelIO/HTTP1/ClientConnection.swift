@@ -26,9 +26,10 @@ final class ClientConnection {
     // Output: head bytes (and any 100 Continue before them), then a body sent from its own array.
     private let head = ReplyHead()
     private var body: [UInt8] = []
+    // What must live as long as `body` is unsent (the memory budget's hold on it).
+    private var bodyOwner: AnyObject?
     private var bodyRange = 0..<0
     private var replying = false
-    private var inHandler = false
     // A streamed answer: open until `streamFinish`; chunked unless the client speaks HTTP/1.0.
     private var stream: ReplyStream?
     private var streamChunked = false
@@ -155,9 +156,7 @@ final class ClientConnection {
         exchange = ex
         exchangeCounted = true
         server.exchangeStarted()
-        inHandler = true
         server.handler(ex)
-        inHandler = false
     }
 
     private func endExchange() {
@@ -168,7 +167,8 @@ final class ClientConnection {
     }
 
     /// Writes `ex`'s answer (called by the exchange, once).
-    func reply(_ ex: HTTPExchange, status: Int, body: [UInt8], range: Range<Int>, headers: (inout ReplyHeaders) -> Void) {
+    func reply(_ ex: HTTPExchange, status: Int, body: [UInt8], range: Range<Int>, keeping: AnyObject? = nil,
+               headers: (inout ReplyHeaders) -> Void) {
         guard !closed, exchange === ex else { return }
         // The range is the caller's; never let it reach past the array it names.
         let range = range.clamped(to: 0..<body.count)
@@ -183,6 +183,7 @@ final class ClientConnection {
         if !bodyless && !ex.isHead && !range.isEmpty {
             self.body = body
             bodyRange = range
+            bodyOwner = keeping
         }
         replying = true
         flush()
@@ -282,6 +283,7 @@ final class ClientConnection {
         }
         body = []
         bodyRange = 0..<0
+        bodyOwner = nil
         head.shrinkIfIdle()
         if let stream {
             machine.outputDrainedWhileStreaming()
@@ -292,9 +294,11 @@ final class ClientConnection {
         replying = false
         exchange = nil
         endExchange()
-        if machine.buffer.count > 0 && inHandler {
-            // The next pipelined request is parsed on the next loop pass, not inside this handler's
-            // call: a long pipeline must not nest one handler call inside another.
+        if machine.buffer.count > 0 {
+            // The next pipelined request is parsed on the next loop pass, never inside whatever wrote
+            // this answer: a handler (a long pipeline must not nest handler calls), or curl's write
+            // callback finishing a streamed answer (a new transfer cannot start from there; review
+            // found a pipelined GET after a streamed HEAD answered 502).
             loop.defer { [self] in
                 guard !closed else { return }
                 perform(machine.replyFinished(now: monotonicSeconds()))
@@ -367,6 +371,7 @@ final class ClientConnection {
         endExchange()
         Glibc.close(fd)
         body = []
+        bodyOwner = nil
         server.connectionClosed(self)
     }
 

@@ -100,13 +100,15 @@ public final class HTTPExchange {
 
     /// Answers once with `body[range]` (all of it when nil) and the fields `headers` adds; later
     /// calls, and calls after the client left, do nothing. The body is sent from the array itself.
-    public func respond(status: Int, body: [UInt8], range: Range<Int>? = nil, headers: (inout ReplyHeaders) -> Void) {
+    /// `keeping` stays alive until the body is written (or the connection closes): a budget hold.
+    public func respond(status: Int, body: [UInt8], range: Range<Int>? = nil, keeping: AnyObject? = nil,
+                        headers: (inout ReplyHeaders) -> Void) {
         guard !answered else { return }
         answered = true
         onClientGone = nil
         guard let connection else { return }
         self.connection = nil
-        connection.reply(self, status: status, body: body, range: range ?? 0..<body.count, headers: headers)
+        connection.reply(self, status: status, body: body, range: range ?? 0..<body.count, keeping: keeping, headers: headers)
     }
 
     /// Starts an answer whose body is written in pieces (`ReplyStream.write`, then `finish`): HTTP/1.1
