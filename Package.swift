@@ -43,7 +43,7 @@ let package = Package(
                           linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
 
         .testTarget(name: "PeelEnvelopeTests", dependencies: ["PeelEnvelope"], swiftSettings: strict),
-        .testTarget(name: "PeelIOTests", dependencies: ["PeelIO", "PeelDemo"], swiftSettings: strict),
+        .testTarget(name: "PeelIOTests", dependencies: ["PeelIO", "PeelDemo", "CZlib"], swiftSettings: strict),
         .testTarget(name: "PeelGatewayTests", dependencies: ["PeelGateway", "PeelDemo", "PeelIO"], swiftSettings: strict),
     ]
 )
