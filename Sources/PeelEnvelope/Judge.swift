@@ -9,10 +9,12 @@ public func judge(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, co
 }
 
 /// `judge`, plus the envelope code the upstream sent (nil when there was no envelope), for the access log.
-public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig)
-    -> (verdict: Verdict, upstreamCode: Int64?)
+/// `passesThrough` is `passesUnjudged`'s answer when the caller already has it (decided when the
+/// head arrived), so the passthrough rules are not matched twice per answer.
+public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig,
+                          passesThrough known: Bool? = nil) -> (verdict: Verdict, upstreamCode: Int64?)
 {
-    if passesThrough(answer, config) { return (.passthrough, nil) }
+    if known ?? passesThrough(answer, config) { return (.passthrough, nil) }
     let envelope = Envelope.read(body, config: config)
     return (verdict(answer.status, envelope, config), envelope?.code)
 }

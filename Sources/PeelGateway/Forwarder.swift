@@ -168,6 +168,8 @@ final class Forwarder {
         var streamedBytes = 0
         /// Counted and logged: the call is over for the forwarder.
         var done = false
+        /// `passesUnjudged` as decided when the head arrived (nil when no body byte came).
+        var passesUnjudged: Bool?
 
         init(exchange: HTTPExchange, rules: Rules, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
@@ -357,7 +359,9 @@ final class Forwarder {
             let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
                                         isOptions: call.exchange.method == "OPTIONS",
                                         contentDisposition: response.headers.first("content-disposition"))
-            let judged = response.body.withUnsafeBufferPointer { judgeWithCode(answer, body: $0, config: call.rules.envelope) }
+            let judged = response.body.withUnsafeBufferPointer {
+                judgeWithCode(answer, body: $0, config: call.rules.envelope, passesThrough: call.passesUnjudged)
+            }
             call.upstreamCode = judged.upstreamCode
             switch judged.verdict {
             case .unwrap(let status, let range):
@@ -386,7 +390,10 @@ final class Forwarder {
         let answer = UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
                                     isOptions: call.exchange.method == "OPTIONS",
                                     contentDisposition: head.first("content-disposition"))
-        guard passesUnjudged(answer, config: config.envelope) else { return nil }
+        // The call's own rules (a reload mid-call must not mix two), decided once for this answer.
+        let passes = passesUnjudged(answer, config: call.rules.envelope)
+        call.passesUnjudged = passes
+        guard passes else { return nil }
         let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
         // An encoded answer's Content-Length says nothing of its decoded size (curl decodes it), so
         // such an answer streams like one of unknown length rather than meet max_upstream_body.
@@ -617,7 +624,7 @@ final class Forwarder {
 
     /// Answers an outcome with its problem document.
     private func answer(_ call: Call, _ outcome: Outcome) {
-        answerProblem(call, problem(for: outcome, config: config.envelope))
+        answerProblem(call, problem(for: outcome, config: call.rules.envelope))
     }
 
     private func answerProblem(_ call: Call, _ problem: Problem) {
