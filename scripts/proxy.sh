@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Peel in front of a real upstream framework: FastAPI + uvicorn (from PyPI, in this script's own
-# venv) under a base path, checked with requests, httpx and aiohttp: CORS with and without
+# Peel in front of real upstream frameworks from PyPI, in this script's own venv. FastAPI + uvicorn
+# under a base path, checked with requests, httpx and aiohttp: CORS with and without
 # --cors-origins, kept fields on problems, redirects, cookies, downloads, gzip and br answers, a
 # 200 MiB streamed download (RSS sampled, first byte early), server-sent events, the access log.
+# Flask under gunicorn sync workers: busy is not offline, a dying worker takes nobody offline.
 # Loopback only; every wait is bounded.
 set -uo pipefail
 PEEL=${1:?usage: proxy.sh PATH/TO/peel}
@@ -10,10 +11,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/lib.sh"
 
 VENV=${PROXY_VENV:-$HERE/../.build/venv-proxy}
-if ! "$VENV/bin/python" -c 'import fastapi, uvicorn, requests, httpx, aiohttp, brotli' 2>/dev/null; then
-  echo "creating $VENV (fastapi, uvicorn, requests, httpx, aiohttp, brotli)"
+if ! "$VENV/bin/python" -c 'import fastapi, uvicorn, requests, httpx, aiohttp, brotli, flask, gunicorn' 2>/dev/null; then
+  echo "creating $VENV (fastapi, uvicorn, requests, httpx, aiohttp, brotli, flask, gunicorn)"
   rm -rf "$VENV"
-  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check fastapi uvicorn requests httpx aiohttp brotli \
+  python3 -m venv "$VENV" && "$VENV/bin/pip" install -q --disable-pip-version-check fastapi uvicorn requests httpx aiohttp brotli flask gunicorn \
     || { echo "proxy: cannot create the venv $VENV"; exit 1; }
 fi
 PY="$VENV/bin/python"
@@ -31,6 +32,17 @@ wait_ready "http://127.0.0.1:$GW/user" && wait_ready "http://127.0.0.1:$CGW/user
 
 timeout 120 "$PY" "$HERE/proxy/check.py" "$UP" "$GW" "$CGW" "$WORK/access.log" "$PEEL_PID"
 failed=$?
+
+# Issue 17: Flask under gunicorn with two sync workers (its default worker class), busy and dying.
+BUP=$(free_port); BGW=$(free_port)
+(cd "$HERE/proxy" && exec "$VENV/bin/gunicorn" -w 2 -k sync -b 127.0.0.1:$BUP --timeout 30 busy_app:app) >"$WORK/gunicorn.log" 2>&1 &
+pids+=($!)
+wait_ready "http://127.0.0.1:$BUP/api/health" || exit 1
+"$PEEL" --upstream "http://127.0.0.1:$BUP/api" --listen 127.0.0.1:$BGW --admin-listen off --workers 1 --probe-path /health \
+  --probe-interval 0.3 --probe-timeout 0.3 --fall 2 --timeout 15 --access-log off 2>"$WORK/peel-busy.err" & pids+=($!)
+wait_ready "http://127.0.0.1:$BGW/user" || exit 1
+timeout 90 "$PY" "$HERE/proxy/busy_check.py" "$BGW"
+failed=$(( failed + $? ))
 # A failure run names an upstream that left early (its log says how: a traceback, or a signal's shutdown).
 kill -0 "$UP_PID" 2>/dev/null || echo "proxy: the upstream (uvicorn, pid $UP_PID) exited before the checks ended"
 echo "proxy: $failed failed"

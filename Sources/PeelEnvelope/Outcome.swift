@@ -31,8 +31,8 @@ public enum Outcome: Sendable, Equatable {
     case notResent(String)
     /// The call was still waiting for the upstream when `shutdown_timeout` ended.
     case shuttingDown
-    /// Peel's bound on reachability event streams was reached.
-    case tooManyStreams
+    /// Peel's bound on reachability event streams was reached: in all, or this client's share.
+    case tooManyStreams(perClient: Bool)
 
     // What was decided before any upstream work.
     /// The reachability state is down.
@@ -82,8 +82,12 @@ public func problem(for outcome: Outcome, config: EnvelopeConfig) -> Problem {
         // why, where a bare close would look like a network failure.
         return Problem(kind: .upstreamUnreachable, status: 503,
                        detail: "Peel is shutting down and the upstream did not answer within shutdown_timeout")
-    case .tooManyStreams:
-        return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel has too many reachability streams open")
+    case .tooManyStreams(let perClient):
+        // Issue 17: Peel's own bounds, never the upstream's fault. One client over its share is told
+        // so with 429 (RFC 6585 §4); every place taken is Peel's busy.
+        return perClient
+            ? Problem(kind: .tooManyStreams, detail: "This client has too many reachability streams open")
+            : Problem(kind: .serverBusy, detail: "Peel has too many reachability streams open")
     case .offline:
         return Problem(kind: .offline)
     case .refused(let status, let tooLarge, let detail):

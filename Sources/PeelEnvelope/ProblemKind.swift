@@ -22,6 +22,8 @@ public enum ProblemKind: String, Sendable, CaseIterable {
     case upstreamTooLarge = "upstream-too-large"
     /// Peel holds as many bodies as its memory budget (`max_buffered`) allows; try again shortly.
     case serverBusy = "server-busy"
+    /// One client holds its whole share of reachability event streams.
+    case tooManyStreams = "too-many-streams"
 
     /// Short, fixed summary of the kind (RFC 9457 §3.1.3 `title`).
     public var title: String {
@@ -37,6 +39,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .badRequest: "Bad request"
         case .upstreamTooLarge: "Upstream response too large"
         case .serverBusy: "Server busy"
+        case .tooManyStreams: "Too many streams"
         }
     }
 
@@ -54,6 +57,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .badRequest: 400
         case .upstreamTooLarge: 502
         case .serverBusy: 503
+        case .tooManyStreams: 429
         }
     }
 
@@ -71,6 +75,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .badRequest: -106
         case .upstreamTooLarge: -107
         case .serverBusy: -108
+        case .tooManyStreams: -109
         }
     }
 
@@ -95,6 +100,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .badRequest: "The request is not valid"
         case .upstreamTooLarge: "The server's response is too large"
         case .serverBusy: "The service is busy, please try again shortly"
+        case .tooManyStreams: "Too many reachability streams are open from this client"
         }
     }
 
@@ -113,6 +119,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .badRequest: "请求无效"
         case .upstreamTooLarge: "服务器响应内容过大"
         case .serverBusy: "服务繁忙，请稍后再试"
+        case .tooManyStreams: "此客户端打开的连接状态订阅过多"
         }
     }
 }

@@ -125,14 +125,24 @@ public struct GatewayConfig: Sendable {
     /// Reserved path on the client listener where apps read reachability, nil when `off` (default
     /// `/_peel/reachability`); never forwarded.
     public var reachabilityPath: String? = "/_peel/reachability"
-    /// Reachability event streams open at once, all workers (default 1000; over it, 503).
+    /// Reachability event streams open at once, all workers (default 1000; over it, 503 `server-busy`).
     public var maxStreams: Int = 1000
+    /// Reachability event streams one client address may hold (default 8; over it, 429 `too-many-streams`).
+    public var maxStreamsPerClient: Int = 8
     /// Seconds between heartbeat comments on an event stream (default 15; no flag, tests shorten it).
     public var streamHeartbeat: Double = 15
     /// Bytes of stale answers kept for while the upstream is unreachable (default 0: off).
     public var offlineCache: Int = 0
     /// Oldest a stored answer may be when served, in seconds (default 86400, 24 h).
     public var offlineCacheMaxAge: Double = 86_400
+    /// Request fields, lowercased, that say whose answer it is: part of every entry's key (default
+    /// Authorization and Cookie). A request with none of them shares only what the upstream marked
+    /// `public` (issue 17).
+    public var offlineCacheKey: [String] = ["authorization", "cookie"]
+    /// Serve stale even what the upstream marked `no-cache`, `must-revalidate`, `proxy-revalidate`
+    /// or `s-maxage` (default off; like nginx's `proxy_ignore_headers`). Never lifts `no-store`,
+    /// `private` without a key field, or the key rules.
+    public var offlineCacheOverride: Bool = false
     /// Origins (exact, or `*`) whose CORS Peel answers itself (default none: the upstream's CORS fields pass).
     public var corsOrigins: [String] = []
     /// Adds `Access-Control-Allow-Credentials: true` for allowed origins (default off; never with `*`).

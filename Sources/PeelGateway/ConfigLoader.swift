@@ -174,6 +174,10 @@ public enum ConfigLoader {
                    show: { c in "\(c.maxStreams)" }) { c, v, o throws(ConfigError) in
             c.maxStreams = try integer(v, o, 0...1_000_000)
         },
+        OptionSpec(name: "max-streams-per-client", help: "reachability event streams one client address may hold", value: "N",
+                   show: { c in "\(c.maxStreamsPerClient)" }) { c, v, o throws(ConfigError) in
+            c.maxStreamsPerClient = try integer(v, o, 1...1_000_000)
+        },
         OptionSpec(name: "offline-cache", help: "bytes of stale GET answers served while the upstream is unreachable, suffixes KiB/MiB/GiB (KB/MB/GB decimal) accepted; 0 is off",
                    value: "SIZE", show: { c in "\(c.offlineCache)" }) { c, v, o throws(ConfigError) in
             c.offlineCache = try byteSize(v, o)
@@ -184,6 +188,22 @@ public enum ConfigLoader {
             guard let d = Double(t), d.isFinite, d > 0 else { throw ConfigError(option: o, problem: "\(t) is not a positive number of seconds") }
             guard d <= 365 * 86_400 else { throw ConfigError(option: o, problem: "must be at most 31536000 seconds (a year)") }
             c.offlineCacheMaxAge = d
+        },
+        OptionSpec(name: "offline-cache-key", help: "request fields that say whose answer it is; Host, target, Accept-Language and Vary are always part of the key",
+                   value: "LIST", show: { c in strs(c.offlineCacheKey) }) { c, v, o throws(ConfigError) in
+            var names: [String] = []
+            for n in try list(v, o) {
+                let lower = n.lowercased()
+                guard !lower.isEmpty, lower.utf8.allSatisfy(isTokenByte) else {
+                    throw ConfigError(option: o, problem: "\(n) is not a field name")
+                }
+                if !names.contains(lower) { names.append(lower) }
+            }
+            c.offlineCacheKey = names
+        },
+        OptionSpec(name: "offline-cache-override", help: "on or off: serve stale even answers the upstream marked no-cache, must-revalidate, proxy-revalidate or s-maxage (never no-store or private)",
+                   value: "on|off", show: { c in q(c.offlineCacheOverride ? "on" : "off") }) { c, v, o throws(ConfigError) in
+            c.offlineCacheOverride = try onOff(v, o)
         },
         OptionSpec(name: "problem-type-base", help: "prefix of every problem type", value: "TEXT", show: { c in q(c.envelope.problemTypeBase) }) { c, v, o throws(ConfigError) in
             c.envelope.problemTypeBase = try nonEmpty(v, o)

@@ -11,8 +11,13 @@ final class Forwarder {
     /// The access log while `access_log` is on.
     private var accessLog: AccessLog?
     private let streams: ReachabilityStreams
-    /// Stale answers for while offline; nil when `--offline-cache` is 0.
-    private let cache: OfflineCache?
+    /// Stale answers for while offline, shared by the workers; off while its capacity is 0.
+    private let cache: OfflineCache
+    /// The request fields the cache reads (see `cacheFieldNames`), by position: the key fields
+    /// (`--offline-cache-key`) first, then Cache-Control, Pragma, If-None-Match, If-Modified-Since.
+    private var cacheFields: HeaderNameSet
+    /// `--offline-cache-key`, lowercased, in order.
+    private var keyFieldNames: [String]
     private var basePath: String
     private var retryAfter: String
     private let idPrefix: String
@@ -50,7 +55,7 @@ final class Forwarder {
     }
 
     init(config: GatewayConfig, upstream: UpstreamClient, reachability: Reachability, metrics: WorkerMetrics,
-         accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineCache?, workerIndex: Int) {
+         accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineCache, workerIndex: Int) {
         self.config = config
         self.streams = streams
         self.cache = cache
@@ -63,11 +68,17 @@ final class Forwarder {
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
+        keyFieldNames = config.offlineCacheKey
+        cacheFields = HeaderNameSet(config.offlineCacheKey + Self.cacheRequestFields)
         let d = Self.derived(from: config)
         (cors, rewrite, droppedResponse, droppedResponseAndType, droppedResponseEncoded, droppedResponseAndTypeEncoded,
          compression, encoder, keptOnProblem) = (d.cors, d.rewrite, d.dropped, d.droppedAndType, d.droppedEncoded,
                                                  d.droppedAndTypeEncoded, d.compression, d.encoder, d.kept)
     }
+
+    /// Request fields the offline cache reads besides the key fields (RFC 9111 §5.2.1, §5.4; RFC
+    /// 9110 §13.1.2, §13.1.3).
+    private static let cacheRequestFields = ["cache-control", "pragma", "if-none-match", "if-modified-since"]
 
     /// Everything the forwarder derives from the configuration, built in one place so a reload
     /// (`apply`) changes CORS, rewriting, compression and kept fields together with the options.
@@ -119,6 +130,8 @@ final class Forwarder {
         accessLog = config.accessLog ? log : nil
         basePath = config.upstream.basePath
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
+        keyFieldNames = config.offlineCacheKey
+        cacheFields = HeaderNameSet(config.offlineCacheKey + Self.cacheRequestFields)
         let d = Self.derived(from: config)
         (cors, rewrite, droppedResponse, droppedResponseAndType, droppedResponseEncoded, droppedResponseAndTypeEncoded,
          compression, encoder, keptOnProblem) = (d.cors, d.rewrite, d.dropped, d.droppedAndType, d.droppedEncoded,
@@ -148,6 +161,10 @@ final class Forwarder {
         var upstreamStatus: Int?
         /// Set for GET and HEAD when the offline cache is on.
         var cacheKey: OfflineCacheKey?
+        /// What the request asks of caches, with its validators; set with `cacheKey`.
+        var cacheRequest = CacheRequest()
+        /// Whether the request carried Authorization (RFC 9111 §3.5, when it is not a key field).
+        var hasAuthorization = false
         /// The upstream's answer fields, kept for a problem document made from its answer.
         var upstreamHeaders: ResponseHeaders?
         /// The envelope code as the upstream sent it; nil when there was no envelope.
@@ -187,9 +204,11 @@ final class Forwarder {
         var host: String? = nil
         var xff: String? = nil
         var acceptLanguage: String? = nil
-        var authorization: String? = nil
-        var cookie: String? = nil
-        let caching = cache != nil
+        var hasAuthorization = false
+        let caching = cache.isEnabled && (ex.method == "GET" || ex.method == "HEAD")
+        // The key fields' values, then Cache-Control (all of them), Pragma, If-None-Match, If-Modified-Since.
+        var cacheValues: [String?] = caching ? Array(repeating: nil, count: keyFieldNames.count + 4) : []
+        var cacheControl: [String] = []
         var origin: String? = nil
         var requestMethod: String? = nil
         var requestHeaders: String? = nil
@@ -200,6 +219,19 @@ final class Forwarder {
         var badHeader: String? = nil
         // Fields are read in place: only the few Peel acts on become Strings.
         ex.forEachField { field in
+            // Whose answer it is, and what the request asks of caches (issue 17): read only while
+            // the cache is on, for GET and HEAD.
+            if caching, let i = field.index(in: cacheFields) {
+                let value = field.valueString
+                let keys = keyFieldNames.count
+                if i == keys {
+                    cacheControl.append(value)
+                } else {
+                    // RFC 6265 §5.4 joins Cookie fields with `; `; other list fields join with `, ` (RFC 9110 §5.3).
+                    let separator = i < keys && keyFieldNames[i] == "cookie" ? "; " : ", "
+                    cacheValues[i] = cacheValues[i].map { $0 + separator + value } ?? value
+                }
+            }
             switch field.index(in: Self.inspected) {
             case 0: requestId = field.valueString
             case 1: if host == nil { host = field.valueString } else { badHeader = "more than one Host header" }
@@ -215,9 +247,7 @@ final class Forwarder {
             case 8: forwardedProto = field.valueString
             case 9: forwardedHost = field.valueString
             case 10: acceptEncoding = acceptEncoding.map { $0 + ", " + field.valueString } ?? field.valueString
-            // Whose answer it is: part of the offline cache's key (issue 13).
-            case 11: if caching && authorization == nil { authorization = field.valueString }
-            case 12: if caching { cookie = cookie.map { $0 + "; " + field.valueString } ?? field.valueString }
+            case 11: hasAuthorization = true
             default: break
             }
         }
@@ -260,15 +290,23 @@ final class Forwarder {
             return answerReachability(call, events: wantsEvents)
         }
 
-        if caching && (ex.method == "GET" || ex.method == "HEAD") {
-            call.cacheKey = OfflineCacheKey(target: target.path + (target.query.map { "?" + $0 } ?? ""),
-                                            authorization: authorization, cookie: cookie, acceptLanguage: acceptLanguage)
+        if caching {
+            let keys = keyFieldNames.count
+            // The Host as forwarded (issue 17): two tenants behind one Peel never share an entry.
+            call.cacheKey = OfflineCacheKey(host: host?.lowercased() ?? "", target: target.path + (target.query.map { "?" + $0 } ?? ""),
+                                            acceptLanguage: acceptLanguage, fieldNames: keyFieldNames,
+                                            user: Array(cacheValues[0..<keys]))
+            call.cacheRequest = CacheRequest(cacheControl: cacheControl, pragma: cacheValues[keys + 1],
+                                             ifNoneMatch: cacheValues[keys + 2], ifModifiedSince: cacheValues[keys + 3])
+            call.hasAuthorization = hasAuthorization
         }
 
         if reachability.isDown {
-            if let cache, let key = call.cacheKey,
-               let hit = cache.lookup(method: ex.method, key: key, requestField: { ex.header($0) }, now: monotonicNow()) {
-                return answerStale(call, hit)
+            if let key = call.cacheKey {
+                switch cache.lookup(key: key, request: call.cacheRequest, requestField: { ex.header($0) }, now: monotonicNow()) {
+                case .hit(let hit), .notModified(let hit): return answerStale(call, hit)
+                case .miss: break
+                }
             }
             return answer(call, .offline)
         }
@@ -323,7 +361,7 @@ final class Forwarder {
     private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
                                                   "connection", "origin", "access-control-request-method",
                                                   "access-control-request-headers", "x-forwarded-proto",
-                                                  "x-forwarded-host", "accept-encoding", "authorization", "cookie"])
+                                                  "x-forwarded-host", "accept-encoding", "authorization"])
     /// Fields curl would add itself when the client sent none.
     private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
     private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
@@ -344,10 +382,10 @@ final class Forwarder {
         switch result {
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
-            if failure.isTransportFailure { reachability.recordPassiveFailure(failureReason(failure)) }
-            // A broken or oversized answer is still an answer: evidence the upstream is there.
-            if case .protocolError = failure { reachability.recordLiveAnswer() }
-            if case .tooLarge = failure { reachability.recordLiveAnswer() }
+            if failure.isTransportFailure { reachability.recordPassiveFailure(failureCause(failure)) }
+            // Issue 17: a broken, oversized, slow or missing answer on a connection the upstream took
+            // is still evidence that it is there; only failing to reach it counts toward fall.
+            if failure.reachedUpstream { reachability.recordLiveAnswer() }
             answer(call, Self.outcome(of: failure))
         case .success(let response):
             // Whatever it says, the upstream answered: evidence that it is there (issue 13).
@@ -355,6 +393,12 @@ final class Forwarder {
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
             call.upstreamHeaders = response.headers
+            if response.status == 304, call.exchange.method == "GET", let key = call.cacheKey {
+                // RFC 9111 §4.3.4: the stored answer is current again, or its validator is worth keeping.
+                let ex = call.exchange
+                cache.refresh(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization,
+                              requestField: { ex.header($0) }, notModified: response.headers, now: monotonicNow())
+            }
             let contentType = response.headers.first("content-type")
             let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
                                         isOptions: call.exchange.method == "OPTIONS",
@@ -367,8 +411,9 @@ final class Forwarder {
             case .unwrap(let status, let range):
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
-                if let cache, let key = call.cacheKey {
-                    store(cache, key, call, status: status, response, range: range)
+                // A HEAD's answer has no body to keep for a later GET (issue 17).
+                if let key = call.cacheKey, call.exchange.method == "GET" {
+                    store(key, call, status: status, response, range: range)
                 }
                 pass(call, status: status, response, range: range ?? 0..<0, kind: "ok",
                      contentType: range == nil ? nil : "application/json")
@@ -482,17 +527,24 @@ final class Forwarder {
     /// when the client accepts a coding Peel offers. `contentType` replaces the upstream's when set.
     private func pass(_ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?, kind: String,
                       contentType: String?) {
+        pass(call, status: status, headers: response.headers, body: response.body, hold: response.hold, range: range,
+             kind: kind, contentType: contentType)
+    }
+
+    /// `pass` for a body and fields from anywhere (the offline cache's too), with `extra` fields after Peel's.
+    private func pass(_ call: Call, status: Int, headers upstreamHeaders: ResponseHeaders, body: [UInt8], hold: BudgetHold?,
+                      range: Range<Int>?, kind: String, contentType: String?, extra: [(String, String)] = []) {
         guard !call.exchange.answered else { return }
         let draining = self.draining
         let corsFields = cors?.answerFields(origin: call.origin) ?? []
-        let slice = range ?? 0..<response.body.count
-        let effectiveType = contentType ?? response.headers.first("content-type")
+        let slice = range ?? 0..<body.count
+        let effectiveType = contentType ?? upstreamHeaders.first("content-type")
         // A candidate's representation depends on Accept-Encoding, whether or not this client sent one.
         let candidate = compression.isCandidate(status: status, contentType: effectiveType, count: slice.count)
-            && response.headers.first("content-range") == nil
+            && upstreamHeaders.first("content-range") == nil
         var encoded: (coding: ContentCoding, body: [UInt8])? = nil
         if candidate, let coding = CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered) {
-            let body = response.body.withUnsafeBytes { all in
+            let body = body.withUnsafeBytes { all in
                 encoder.encode(UnsafeRawBufferPointer(rebasing: all[slice]), as: coding)
             }
             if let body { encoded = (coding, body) }
@@ -504,25 +556,26 @@ final class Forwarder {
         case (true, true): droppedResponseAndTypeEncoded
         }
         let headers: (inout ReplyHeaders) -> Void = { [self] out in
-            out.add(response.headers, dropping: dropping)
-            addRewritten(response.headers, call, to: &out)
+            out.add(upstreamHeaders, dropping: dropping)
+            addRewritten(upstreamHeaders, call, to: &out)
             out.add("X-Request-Id", call.requestId)
             for (name, value) in corsFields { out.add(name, value) }
             if draining { out.add("Connection", "close") }
             if let contentType { out.add("Content-Type", contentType) }
+            for (name, value) in extra { out.add(name, value) }
             if candidate { out.add("Vary", "Accept-Encoding") }
             if let encoded {
                 out.add("Content-Encoding", encoded.coding.rawValue)
                 // A strong validator names one exact representation; the encoded one differs from the
                 // upstream's, so its ETag is weakened, as nginx's gzip does (RFC 9110 §8.8.1, §8.8.3).
-                if let etag = response.headers.first("etag") { out.add("ETag", etag.hasPrefix("W/") ? etag : "W/" + etag) }
+                if let etag = upstreamHeaders.first("etag") { out.add("ETag", etag.hasPrefix("W/") ? etag : "W/" + etag) }
             }
         }
         if let encoded {
             call.exchange.respond(status: status, body: encoded.body, range: nil, headers: headers)
             record(call, status: status, kind: kind, bytes: encoded.body.count, code: nil)
         } else {
-            call.exchange.respond(status: status, body: response.body, range: range, keeping: response.hold, headers: headers)
+            call.exchange.respond(status: status, body: body, range: range, keeping: hold, headers: headers)
             record(call, status: status, kind: kind, bytes: slice.count, code: nil)
         }
     }
@@ -550,37 +603,42 @@ final class Forwarder {
         [("X-Request-Id", call.requestId)] + (cors?.answerFields(origin: call.origin) ?? [])
     }
 
-    /// Keeps a successful unwrapped GET answer for while offline, with the fields the client gets.
-    private func store(_ cache: OfflineCache, _ key: OfflineCacheKey, _ call: Call, status: Int, _ response: UpstreamResponse,
-                       range: Range<Int>?) {
+    /// Keeps a successful unwrapped GET answer for while offline, when RFC 9111 and the key rules
+    /// allow (OfflineCache.store): the upstream's fields, Peel's Content-Type and the body.
+    private func store(_ key: OfflineCacheKey, _ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?) {
         // Too large for the whole cache: not worth the copy.
         if (range?.count ?? 0) > cache.capacity { return }
-        // An answer that sets a cookie is one user's (a session, a login): never replayed to anyone,
-        // as nginx's proxy cache does not store it either.
-        if response.headers.first("set-cookie") != nil { return }
-        var fields = response.headers.pairs.filter { !Self.droppedForCache.contains($0.0.lowercased()) }
-        if range != nil { fields.append(("Content-Type", "application/json")) }
         let body = range.map { Array(response.body[$0]) } ?? []
         let ex = call.exchange
-        cache.store(method: ex.method, key: key, requestField: { ex.header($0) }, status: status, fields: fields, body: body,
+        cache.store(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization, requestField: { ex.header($0) },
+                    status: status, fields: response.headers, contentType: range == nil ? nil : "application/json", body: body,
                     now: monotonicNow())
     }
 
-    // Besides the envelope-describing ones: URLs that would need rewriting again and the upstream's
-    // CORS fields (Peel adds its own to every answer it writes, stale ones included).
-    private static let droppedForCache = RequestPolicy.droppedResponseHeaders.union(
-        ["content-type", "location", "content-location", "refresh"] + CORSPolicy.upstreamFields)
-
-    /// A stored answer while offline: as first answered, plus `Age` (RFC 9111 §5.1) and `Cache-Status`
-    /// (RFC 9211 §2: Peel's cache answered, a hit, served because the upstream is offline).
+    /// A stored answer while offline, shaped as a fresh one would be (issue 17: the same CORS fields,
+    /// rewriting, compression and Vary), plus `Age` (RFC 9111 §5.1) and `Cache-Status` (RFC 9211
+    /// §2: Peel's cache answered, a hit, served because the upstream is offline). A 304 answers a
+    /// conditional request whose validator matches: the app's own copy is current.
     private func answerStale(_ call: Call, _ hit: OfflineCacheHit) {
-        var headers = hit.fields
-        headers.append(("Age", String(hit.age)))
-        headers.append(("Cache-Status", "Peel; hit; detail=offline"))
-        headers += ownFields(call)
-        if draining { headers.append(("Connection", "close")) }
-        send(call, status: hit.status, headers: headers, body: hit.body, kind: "offline-cache", code: nil)
+        let extra = [("Age", String(hit.age)), ("Cache-Status", "Peel; hit; detail=offline")]
+        if hit.status == 304 {
+            // RFC 9110 §15.4.5: the fields a 200 would carry that describe the stored answer, no body.
+            // The upstream's own CORS fields too, when it manages CORS (Peel's come with ownFields otherwise).
+            let upstreamCORS = cors == nil ? Set(CORSPolicy.upstreamFields) : []
+            let fields = hit.fields.pairs.filter {
+                let name = $0.0.lowercased()
+                return Self.keptOnNotModified.contains(name) || upstreamCORS.contains(name)
+            }
+            let headers = fields + extra + ownFields(call) + (draining ? [("Connection", "close")] : [])
+            return send(call, status: 304, headers: headers, body: [], kind: "offline-cache", code: nil)
+        }
+        pass(call, status: hit.status, headers: hit.fields, body: hit.body, hold: nil, range: nil, kind: "offline-cache",
+             contentType: hit.contentType, extra: extra)
     }
+
+    /// RFC 9110 §15.4.5: what a 304 carries of the answer it stands for.
+    private static let keptOnNotModified: Set<String> = ["cache-control", "content-location", "date", "etag", "expires", "vary",
+                                                         "last-modified"]
 
     /// The reachability document, or with `Accept: text/event-stream` a stream of it (issue 13).
     private func answerReachability(_ call: Call, events: Bool) {
@@ -595,9 +653,10 @@ final class Forwarder {
         let snap = reachability.snapshot
         // While draining, a new stream would only be cut at once: the document answers instead.
         if events && ex.method == "GET" && !draining {
-            guard streams.reserve() else {
-                // Like the in-flight limit: Peel's own bound, not the upstream's fault.
-                return answer(call, .tooManyStreams)
+            let client = call.exchange.clientAddress
+            if case .failure(let refusal) = streams.reserve(client: client) {
+                // Peel's own bounds, not the upstream's fault: the problem names which one.
+                return answer(call, .tooManyStreams(perClient: refusal == .clientFull))
             }
             let fields = ownFields(call)
             guard let stream = ex.startStream(status: 200, headers: { out in
@@ -605,14 +664,14 @@ final class Forwarder {
                 out.add("Cache-Control", "no-store")
                 for (name, value) in fields { out.add(name, value) }
             }) else {
-                streams.release()
+                streams.release(client: client)
                 return record(call, status: 499, kind: "client-closed", bytes: 0, code: nil)
             }
-            streams.adopt(stream, state: snap.state, since: snap.since, reason: snap.reason)
+            streams.adopt(stream, client: client, state: snap.state, since: snap.since, reason: snap.publicReason)
             // Logged and counted when it opens: a stream may stay open for days.
             return record(call, status: 200, kind: "reachability-stream", bytes: 0, code: nil)
         }
-        let body = Array(reachabilityDocument(state: snap.state, since: snap.since, reason: snap.reason).utf8)
+        let body = Array(reachabilityDocument(state: snap.state, since: snap.since, reason: snap.publicReason).utf8)
         var headers = [("Content-Type", "application/json"), ("Cache-Control", "no-store")] + ownFields(call)
         if draining { headers.append(("Connection", "close")) }
         send(call, status: 200, headers: headers, body: body, kind: "reachability", code: nil)

@@ -19,8 +19,9 @@ public final class Gateway: @unchecked Sendable {
     /// The workers transitions are broadcast to, set once they exist.
     private let listeners: Locked<[Worker]>
     private let streamBudget: StreamBudget
-    /// Stale answers for while offline, shared by the workers; nil when off.
-    public let offlineCache: OfflineCache?
+    /// Stale answers for while offline, shared by the workers; off while its capacity is 0 (a
+    /// reload can turn it on or off).
+    public let offlineCache: OfflineCache
     private let draining = Atomic<Bool>(false)
     private let serving = Atomic<Bool>(false)
     /// The client-facing port actually bound.
@@ -35,8 +36,9 @@ public final class Gateway: @unchecked Sendable {
         let upstream = config.upstream.description
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
-        streamBudget = StreamBudget(limit: config.maxStreams)
-        offlineCache = config.offlineCache > 0 ? OfflineCache(capacity: config.offlineCache, maxAge: config.offlineCacheMaxAge) : nil
+        streamBudget = StreamBudget(limit: config.maxStreams, perClient: config.maxStreamsPerClient)
+        offlineCache = OfflineCache(capacity: config.offlineCache, maxAge: config.offlineCacheMaxAge,
+                                    override: config.offlineCacheOverride)
         // A probe timeout is excused while live calls got answers within the last probe interval (or
         // the probe timeout, when longer: the probe's own wait must fit in the window).
         let window = max(config.probeInterval, config.probeTimeout)
@@ -91,7 +93,13 @@ public final class Gateway: @unchecked Sendable {
         if next.workers != old.workers { kept.append("workers"); next.workers = old.workers }
         current.withLock { $0 = next }
         budget.limit = next.maxBuffered
-        reachability.setThresholds(fall: next.fall, rise: next.rise)
+        reachability.setThresholds(fall: next.fall, rise: next.rise, liveWindow: max(next.probeInterval, next.probeTimeout))
+        // Issue 17: the cache and the stream bounds follow a reload too. Other key fields change every
+        // key, so the entries stored under the old ones go at once rather than linger unreachable.
+        offlineCache.configure(OfflineCache.Settings(capacity: next.offlineCache, maxAge: next.offlineCacheMaxAge,
+                                                     override: next.offlineCacheOverride),
+                               dropAll: next.offlineCacheKey != old.offlineCacheKey)
+        streamBudget.setLimits(total: next.maxStreams, perClient: next.maxStreamsPerClient)
         let applied = next
         let reachability = self.reachability
         let done = Locked(0)
@@ -181,7 +189,8 @@ public final class Gateway: @unchecked Sendable {
     /// Prometheus text for /metrics.
     func metricsText() -> String {
         MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache,
-                               connections: workers.reduce(0) { $0 + $1.server.connectionCount }, buffered: budget)
+                               connections: workers.reduce(0) { $0 + $1.server.connectionCount }, buffered: budget,
+                               streams: streamBudget)
     }
 
     /// JSON for /status.
@@ -195,12 +204,13 @@ public final class Gateway: @unchecked Sendable {
         }
         var probe = "null"
         if let p = reachability.lastProbeReport {
-            probe = "{\"ok\":\(p.ok),\"status\":\(p.status.map(String.init) ?? "null"),\"error\":\(p.error.map(jsonEscaped) ?? "null")"
+            probe = "{\"ok\":\(p.ok),\"busy\":\(p.busy),\"status\":\(p.status.map(String.init) ?? "null"),\"error\":\(p.error.map(jsonEscaped) ?? "null")"
                 + ",\"latency_ms\":\((p.latency * 1_000_000).rounded() / 1000),\"at\":\"\(rfc3339(p.at))\"}"
         }
         return "{\"version\":\(jsonEscaped(peelVersion)),\"upstream\":\(jsonEscaped(config.upstream.description))"
             + ",\"reachability\":{\"state\":\"\(snap.state)\",\"since\":\"\(rfc3339(since))\""
-            + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null"),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"
+            + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null"),\"public_reason\":\(snap.publicReason.map(jsonEscaped) ?? "null")"
+            + ",\"busy_probes\":\(snap.busyProbes),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"
             + ",\"inflight\":\(inflight),\"streams\":\(streamBudget.count),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
     }
 }

@@ -63,8 +63,8 @@ public final class WorkerMetrics: Sendable {
 
 /// Renders Prometheus text format 0.0.4 from all workers' counters, merged at scrape time.
 enum MetricsRenderer {
-    static func render(workers: [WorkerMetrics], reachability: Reachability, cache: OfflineCache?, connections: Int,
-                       buffered: MemoryBudget) -> String {
+    static func render(workers: [WorkerMetrics], reachability: Reachability, cache: OfflineCache, connections: Int,
+                       buffered: MemoryBudget, streams: StreamBudget) -> String {
         var merged = WorkerMetrics.Stats()
         var inflight = 0
         for w in workers {
@@ -97,15 +97,33 @@ enum MetricsRenderer {
         for s in [ReachabilityState.reachable, .unreachable] {
             out += "peel_reachability_transitions_total{to=\"\(s)\"} \(t[s] ?? 0)\n"
         }
+        let probes = reachability.probeTotals
+        out += "# HELP peel_probes_total Active probes, by result: passed, busy (connected, no answer in time: counts as reachable), failed.\n"
+        out += "# TYPE peel_probes_total counter\n"
+        out += "peel_probes_total{result=\"passed\"} \(probes.passed)\n"
+        out += "peel_probes_total{result=\"busy\"} \(probes.busy)\n"
+        out += "peel_probes_total{result=\"failed\"} \(probes.failed)\n"
+        out += "# HELP peel_reachability_streams Reachability event streams open now.\n"
+        out += "# TYPE peel_reachability_streams gauge\n"
+        out += "peel_reachability_streams \(streams.count)\n"
+        out += "# HELP peel_reachability_stream_clients Client addresses holding reachability event streams now.\n"
+        out += "# TYPE peel_reachability_stream_clients gauge\n"
+        out += "peel_reachability_stream_clients \(streams.clients)\n"
         out += "# HELP peel_offline_cache_hits_total Answers served from the offline cache while the upstream was unreachable.\n"
         out += "# TYPE peel_offline_cache_hits_total counter\n"
-        out += "peel_offline_cache_hits_total \(cache?.hits ?? 0)\n"
+        out += "peel_offline_cache_hits_total \(cache.hits)\n"
+        out += "# HELP peel_offline_cache_not_modified_total Conditional requests answered 304 from the offline cache while unreachable.\n"
+        out += "# TYPE peel_offline_cache_not_modified_total counter\n"
+        out += "peel_offline_cache_not_modified_total \(cache.notModifiedHits)\n"
+        out += "# HELP peel_offline_cache_misses_total GET and HEAD calls while unreachable that the offline cache had nothing servable for.\n"
+        out += "# TYPE peel_offline_cache_misses_total counter\n"
+        out += "peel_offline_cache_misses_total \(cache.misses)\n"
         out += "# HELP peel_offline_cache_entries Answers stored in the offline cache.\n"
         out += "# TYPE peel_offline_cache_entries gauge\n"
-        out += "peel_offline_cache_entries \(cache?.entries ?? 0)\n"
+        out += "peel_offline_cache_entries \(cache.entries)\n"
         out += "# HELP peel_offline_cache_bytes Bytes stored in the offline cache (bodies, fields and keys).\n"
         out += "# TYPE peel_offline_cache_bytes gauge\n"
-        out += "peel_offline_cache_bytes \(cache?.bytes ?? 0)\n"
+        out += "peel_offline_cache_bytes \(cache.bytes)\n"
         out += "# HELP peel_connections_active Open client connections.\n"
         out += "# TYPE peel_connections_active gauge\n"
         out += "peel_connections_active \(connections)\n"

@@ -1,48 +1,77 @@
 import PeelIO
 import Synchronization
 
-/// What a stored answer is found by: the target and the request fields that say whose answer it is
-/// (issue 13: one user is never served another's data). Fields the answer's `Vary` names are
-/// matched separately, since they are known only once an answer arrived.
+/// What a stored answer is found by (issue 17): the Host as forwarded, the target, Accept-Language,
+/// and the values of the request fields that say whose answer it is (`--offline-cache-key`,
+/// Authorization and Cookie by default). Fields the answer's `Vary` names are matched separately,
+/// since they are known only once an answer arrived.
 public struct OfflineCacheKey: Hashable, Sendable {
+    /// The request's Host, lowercased: two tenants behind one Peel never share an entry.
+    public var host: String
     /// Request target as sent (path and query).
     public var target: String
-    /// The request's `Authorization`, if any.
-    public var authorization: String?
-    /// The request's `Cookie` fields, joined with `; ` (RFC 9110 §5.3 does not apply to Cookie:
-    /// RFC 6265 §5.4 joins them so), if any.
-    public var cookie: String?
     /// The request's `Accept-Language`, if any.
     public var acceptLanguage: String?
+    /// The names of the key fields, in order (a reload that changes them changes every key).
+    public var fieldNames: [String]
+    /// Each key field's value (all of its fields joined), nil where the request had none.
+    public var user: [String?]
 
     /// Creates a key.
-    public init(target: String, authorization: String?, cookie: String?, acceptLanguage: String?) {
+    public init(host: String, target: String, acceptLanguage: String?, fieldNames: [String], user: [String?]) {
+        self.host = host
         self.target = target
-        self.authorization = authorization
-        self.cookie = cookie
         self.acceptLanguage = acceptLanguage
+        self.fieldNames = fieldNames
+        self.user = user
     }
 
+    /// True when the request carried none of the key fields: an entry for it would be shared by
+    /// everyone who asks for the same target.
+    public var isShared: Bool { user.allSatisfy { $0 == nil } }
+
     var size: Int {
-        target.utf8.count + (authorization?.utf8.count ?? 0) + (cookie?.utf8.count ?? 0) + (acceptLanguage?.utf8.count ?? 0)
+        host.utf8.count + target.utf8.count + (acceptLanguage?.utf8.count ?? 0) + user.reduce(0) { $0 + ($1?.utf8.count ?? 0) }
     }
 }
 
 /// A stored answer as served while offline.
 public struct OfflineCacheHit: Sendable {
-    /// Status as first answered.
+    /// Status as first answered (304 for an answer to a conditional request whose validator matched).
     public var status: Int
-    /// Fields as first answered (Peel's `Content-Type` included), without `Age`.
-    public var fields: [(String, String)]
-    /// The unwrapped body.
+    /// The upstream's fields as stored (never Set-Cookie, never Age).
+    public var fields: ResponseHeaders
+    /// Peel's Content-Type for the unwrapped body, nil where there is no body (204).
+    public var contentType: String?
+    /// The unwrapped body; empty for a 304.
     public var body: [UInt8]
-    /// Seconds since the answer was generated (RFC 9111 §4.2.3: the upstream's own `Age`, plus
-    /// the time it was stored here), whole seconds for the `Age` field (§5.1).
+    /// Seconds since the answer was generated (RFC 9111 §4.2.3: the upstream's own valid `Age`,
+    /// plus the time it was stored here), whole seconds for the `Age` field (§5.1).
     public var age: Int
 }
 
-/// Stale answers for while the upstream is unreachable (issue 13, `--offline-cache`): the last
-/// successful unwrapped answer to each GET, LRU within a byte budget, for at most `maxAge`.
+/// What the cache has for a request while the upstream is unreachable.
+public enum OfflineCacheAnswer: Sendable {
+    /// A stored answer to send.
+    case hit(OfflineCacheHit)
+    /// The request's validator matches the stored one: 304 (RFC 9110 §15.4.5), the app's own copy
+    /// is current. The hit's body is empty and its status 304.
+    case notModified(OfflineCacheHit)
+    /// Nothing that may be served; `why` says which rule, for the tests and the log.
+    case miss(String)
+}
+
+/// Whether an answer was stored, and if not, which rule said no.
+public enum OfflineCacheStore: Equatable, Sendable {
+    /// Stored as a per-user entry, or as one shared by every requester of the target.
+    case stored(shared: Bool)
+    /// Not stored; the rule that said no.
+    case refused(String)
+}
+
+/// Stale answers for while the upstream is unreachable (`--offline-cache`): a per-user cache that
+/// follows RFC 9111 and RFC 5861 for what may be stored and served stale. LRU within a byte budget,
+/// for at most `maxAge`. The rules and the RFC sections are in the README's offline-cache table.
 ///
 /// One cache shared by all workers behind one lock, not one per worker: SO_REUSEPORT spreads an
 /// app's connections over the workers by address hash, so per-worker caches would miss whenever
@@ -50,95 +79,260 @@ public struct OfflineCacheHit: Sendable {
 /// answers. The lock is taken to store a successful GET (rare next to the copy of its body) and to
 /// look one up only while offline, when no upstream call is made at all.
 public final class OfflineCache: Sendable {
-    /// Byte budget: bodies, fields and keys of all entries.
-    public let capacity: Int
-    /// Oldest an entry may be when served, in seconds.
-    public let maxAge: Double
-    private let state: Locked<LRU>
-    private let hitCount = Atomic<Int>(0)
-
-    /// Creates an empty cache.
-    public init(capacity: Int, maxAge: Double) {
-        self.capacity = capacity
-        self.maxAge = maxAge
-        state = Locked(LRU())
+    /// What a reload may change.
+    public struct Settings: Sendable, Equatable {
+        /// Byte budget: bodies, fields and keys of all entries; 0 turns the cache off.
+        public var capacity: Int
+        /// Oldest an entry may be when served, in seconds.
+        public var maxAge: Double
+        /// `--offline-cache-override`: the upstream's no-cache/must-revalidate family is ignored.
+        public var override: Bool
+        /// Creates settings.
+        public init(capacity: Int, maxAge: Double, override: Bool = false) {
+            self.capacity = capacity
+            self.maxAge = maxAge
+            self.override = override
+        }
     }
 
+    private let state: Locked<LRU>
+    private let enabled: Atomic<Bool>
+    private let hitCount = Atomic<Int>(0)
+    private let notModifiedCount = Atomic<Int>(0)
+    private let missCount = Atomic<Int>(0)
+
+    /// Creates an empty cache.
+    public init(capacity: Int, maxAge: Double, override: Bool = false) {
+        let settings = Settings(capacity: capacity, maxAge: maxAge, override: override)
+        state = Locked(LRU(settings: settings))
+        enabled = Atomic(capacity > 0)
+    }
+
+    /// True while the cache is on (`capacity > 0`): one relaxed load, on every request.
+    public var isEnabled: Bool { enabled.load(ordering: .relaxed) }
+    /// The settings in force.
+    public var settings: Settings { state.withLock { $0.settings } }
+    /// Byte budget now.
+    public var capacity: Int { settings.capacity }
     /// Entries stored now.
     public var entries: Int { state.withLock { $0.map.count } }
     /// Bytes stored now.
     public var bytes: Int { state.withLock { $0.bytes } }
-    /// Offline answers served from the cache so far.
+    /// Offline answers served whole from the cache so far.
     public var hits: Int { hitCount.load(ordering: .relaxed) }
+    /// Offline conditional requests answered 304 from the cache so far.
+    public var notModifiedHits: Int { notModifiedCount.load(ordering: .relaxed) }
+    /// Offline GETs the cache had nothing servable for.
+    public var misses: Int { missCount.load(ordering: .relaxed) }
 
-    /// Stores a successful unwrapped answer when it may be stored; returns whether it was.
-    /// `requestField` gives the request's value of a lowercased field name (for `Vary`).
-    @discardableResult
-    public func store(method: String, key: OfflineCacheKey, requestField: (String) -> String?, status: Int,
-                      fields: [(String, String)], body: [UInt8], now: Double) -> Bool {
-        // Only GET answers are replayed (HEAD asks for the same answer, without its body).
-        guard method == "GET" || method == "HEAD", (200...299).contains(status) else { return false }
-        var vary: [String] = []
-        var upstreamAge = 0
-        var kept: [(String, String)] = []
-        kept.reserveCapacity(fields.count)
-        for (name, value) in fields {
-            switch name.lowercased() {
-            case "cache-control":
-                // RFC 9111 §5.2.2.5: no-store forbids any cache to keep it, ours included.
-                if Self.directives(value).contains("no-store") { return false }
-            case "vary":
-                for v in Self.directives(value) {
-                    // RFC 9111 §4.1: `Vary: *` never matches a later request.
-                    if v == "*" { return false }
-                    vary.append(v)
-                }
-            case "age":
-                // RFC 9111 §5.1: the age the upstream's own caches gave it; ours is added on top.
-                upstreamAge = Int(value.trimmingCharacters(in: .whitespaces)) ?? 0
-                continue
-            default: break
-            }
-            kept.append((name, value))
-        }
-        let varyValues = vary.map { requestField($0) }
-        let size = key.size + body.count + kept.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 } + 64
-        guard size <= capacity else { return false }
-        let entry = Entry(key: key, vary: vary, varyValues: varyValues, status: status, fields: kept, body: body,
-                          storedAt: now - Double(upstreamAge), size: size)
+    /// Applies reloaded settings: capacity 0 drops every entry at once (an operator turning the
+    /// cache off after a privacy incident), a smaller one evicts down to it. `dropAll` empties the
+    /// cache whatever the settings (the key fields changed).
+    public func configure(_ new: Settings, dropAll: Bool = false) {
         state.withLock { lru in
-            lru.insert(entry)
-            while lru.bytes > capacity, let oldest = lru.oldest { lru.remove(oldest) }
+            lru.settings = new
+            if dropAll || new.capacity == 0 { lru.removeAll() }
+            while lru.bytes > new.capacity, let oldest = lru.oldest { lru.remove(oldest) }
         }
-        return true
+        enabled.store(new.capacity > 0, ordering: .relaxed)
     }
 
-    /// The stored answer for this request while offline, if one is fresh enough and matches.
-    public func lookup(method: String, key: OfflineCacheKey, requestField: (String) -> String?, now: Double) -> OfflineCacheHit? {
-        // POST, PUT, PATCH and DELETE change things: answering one from a cache would claim a change
-        // that never happened.
-        guard method == "GET" || method == "HEAD" else { return nil }
-        let found: Entry? = state.withLock { lru in
+    /// Stores a successful unwrapped answer to a GET when RFC 9111 and the key rules allow it.
+    /// `fields` are the upstream's; `contentType` is Peel's for the body (nil for a 204).
+    /// `requestField` gives the request's value of a lowercased field name (for `Vary`).
+    @discardableResult
+    public func store(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
+                      status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8], now: Double) -> OfflineCacheStore {
+        // A 206 is part of a representation (RFC 9111 §3.3): never replayed as the whole of it.
+        guard (200...299).contains(status), status != 206 else { return .refused("status \(status)") }
+        let answer: Stored
+        switch Self.storable(key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
+        case .failure(let why): return .refused(why.text)
+        case .success(let s): answer = s
+        }
+        return insert(Entry(key: key, vary: answer.vary, varyValues: answer.vary.map(requestField), status: status,
+                            fields: answer.kept, contentType: contentType, body: body, storedAt: now - Double(answer.age),
+                            directives: answer.directives, etag: answer.etag, lastModified: answer.lastModified))
+    }
+
+    /// Takes a 304 answer to a conditional GET (RFC 9111 §4.3.4): a stored answer it validates has
+    /// its age start again and its fields updated; where nothing is stored, or the stored answer has
+    /// another validator, the validator alone is kept, so that while offline the same user's
+    /// conditional request with it still gets 304 (their app's own copy is current).
+    @discardableResult
+    public func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
+                        notModified fields: ResponseHeaders, now: Double) -> OfflineCacheStore {
+        let answer: Stored
+        switch Self.storable(key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
+        case .failure(let why): return .refused(why.text)
+        case .success(let s): answer = s
+        }
+        let varyValues = answer.vary.map(requestField)
+        let existing: Entry? = state.withLock { $0.map[key] }
+        if let e = existing, e.status != 304, zip(e.vary, e.varyValues).allSatisfy({ requestField($0.0) == $0.1 }),
+           answer.etag == nil || answer.etag == e.etag {
+            // §3.2: the 304's fields replace the stored ones of the same name.
+            let names = Set(answer.kept.pairs.map { $0.0.lowercased() })
+            let merged = e.fields.pairs.filter { !names.contains($0.0.lowercased()) } + answer.kept.pairs
+            let mergedFields = ResponseHeaders(merged)
+            let directives = CacheDirectives(mergedFields.pairs.filter { $0.0.lowercased() == "cache-control" }.map { $0.1 })
+            return insert(Entry(key: key, vary: e.vary, varyValues: e.varyValues, status: e.status, fields: mergedFields,
+                                contentType: e.contentType, body: e.body, storedAt: now - Double(answer.age), directives: directives,
+                                etag: e.etag, lastModified: answer.lastModified ?? e.lastModified))
+        }
+        guard answer.etag != nil || answer.lastModified != nil else { return .refused("no validator in the 304") }
+        return insert(Entry(key: key, vary: answer.vary, varyValues: varyValues, status: 304, fields: answer.kept,
+                            contentType: nil, body: [], storedAt: now - Double(answer.age), directives: answer.directives,
+                            etag: answer.etag, lastModified: answer.lastModified))
+    }
+
+    /// What may be served for a GET or HEAD while offline.
+    public func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: (String) -> String?, now: Double) -> OfflineCacheAnswer {
+        let result = decide(key: key, request: request, requestField: requestField, now: now)
+        switch result {
+        case .hit: hitCount.add(1, ordering: .relaxed)
+        case .notModified: notModifiedCount.add(1, ordering: .relaxed)
+        case .miss: missCount.add(1, ordering: .relaxed)
+        }
+        return result
+    }
+
+    private func decide(key: OfflineCacheKey, request: CacheRequest, requestField: (String) -> String?, now: Double) -> OfflineCacheAnswer {
+        // RFC 9111 §5.2.1.4/§5.2.1.5/§5.2.1.1: the client asked for an answer from the origin.
+        if request.refusesStored { return .miss("the request asks for a fresh answer") }
+        let found: (Entry, Settings)? = state.withLock { lru in
             guard let e = lru.map[key] else { return nil }
-            if now - e.storedAt > maxAge {
+            if now - e.storedAt > lru.settings.maxAge {
                 lru.remove(e)
                 return nil
             }
             lru.touch(e)
-            return e
+            return (e, lru.settings)
         }
-        guard let e = found else { return nil }
+        guard let (e, settings) = found else { return .miss("nothing stored") }
         // RFC 9111 §4.1: a stored answer is used only when the fields its Vary names match.
-        for (name, value) in zip(e.vary, e.varyValues) where requestField(name) != value { return nil }
-        hitCount.add(1, ordering: .relaxed)
-        return OfflineCacheHit(status: e.status, fields: e.fields, body: e.body, age: max(0, Int(now - e.storedAt)))
+        for (name, value) in zip(e.vary, e.varyValues) where requestField(name) != value { return .miss("Vary differs") }
+        let age = max(0, now - e.storedAt)
+        let d = e.directives
+        // §5.2.2.4: no-cache answers are never used without the origin's word, fresh or not.
+        if d.noCache && !settings.override { return .miss("no-cache") }
+        // §4.2.1: s-maxage (we are a shared cache), else max-age; Expires is not read, so an answer
+        // with only Expires counts as stale at once (the stricter reading, never the looser).
+        let lifetime = Double(d.sMaxAge ?? d.maxAge ?? 0)
+        let fresh = age < lifetime
+        if !fresh {
+            // §4.2.4 and §5.2.2.2/§5.2.2.8/§5.2.2.10: these may never be served stale, even disconnected.
+            if (d.mustRevalidate || d.proxyRevalidate || d.sMaxAge != nil) && !settings.override {
+                return .miss("must be revalidated once stale")
+            }
+            // RFC 5861 §4: stale-if-error bounds how long past its lifetime it may be used, from
+            // either side; with both, the tighter one.
+            let bounds = [d.staleIfError, request.directives.staleIfError].compactMap { $0 }
+            if let bound = bounds.min(), age > lifetime + Double(bound) { return .miss("past stale-if-error") }
+            // §5.2.1.2: max-stale=N says how stale the client will take it.
+            if let limit = request.directives.maxStale.limit, age - lifetime > Double(limit) { return .miss("past max-stale") }
+        }
+        // §5.2.1.1: max-age=N asks for an answer no older than N (unless the client takes stale ones).
+        if let maxAge = request.directives.maxAge, !request.directives.maxStale.present,
+           request.directives.staleIfError == nil, age > Double(maxAge) {
+            return .miss("older than the request's max-age")
+        }
+        let hit = OfflineCacheHit(status: e.status, fields: e.fields, contentType: e.contentType, body: e.body, age: Int(age))
+        // RFC 9110 §13.1.2, §13.1.3: If-None-Match takes precedence; If-Modified-Since is compared
+        // exactly with the stored Last-Modified (nginx's `if_modified_since exact`).
+        var matches = false
+        if let inm = request.ifNoneMatch {
+            if let etag = e.etag { matches = ifNoneMatchMatches(inm, etag: etag) }
+        } else if let ims = request.ifModifiedSince, let lm = e.lastModified {
+            matches = trimOWS(ims) == trimOWS(lm)
+        }
+        if matches {
+            var nm = hit
+            nm.status = 304
+            nm.body = []
+            return .notModified(nm)
+        }
+        // A validator-only entry (from a 304) has no body to send.
+        if e.status == 304 { return .miss("only a validator is stored") }
+        return .hit(hit)
     }
 
-    /// Comma-separated list members, lowercased, without parameters (`max-age=0` → `max-age`).
-    static func directives(_ value: String) -> [String] {
-        value.split(separator: ",").compactMap { member in
-            let name = member.split(separator: "=", maxSplits: 1).first.map { trimOWS($0).lowercased() } ?? ""
-            return name.isEmpty ? nil : name
+    /// What a storable answer keeps.
+    private struct Stored {
+        var kept: ResponseHeaders
+        var vary: [String]
+        var directives: CacheDirectives
+        var age: Int
+        var etag: String?
+        var lastModified: String?
+    }
+
+    private struct Refusal: Error {
+        let text: String
+        init(_ text: String) { self.text = text }
+    }
+
+    /// RFC 9111 §3 and the key rules of issue 17: whether an answer may be stored, and what of it.
+    private static func storable(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool,
+                                 fields: ResponseHeaders) -> Result<Stored, Refusal> {
+        // §5.2.1.5 and §5.2.2.5: no-store on either side forbids any cache to keep it, ours included.
+        if request.directives.noStore { return .failure(Refusal("the request says no-store")) }
+        var cacheControl: [String] = []
+        var vary: [String] = []
+        var age = 0
+        var etag: String?
+        var lastModified: String?
+        var setsCookie = false
+        var kept: [(String, String)] = []
+        for (name, value) in fields.pairs {
+            switch name.lowercased() {
+            case "cache-control": cacheControl.append(value)
+            case "vary":
+                for v in CacheDirectives.members(value).map({ $0.0 }) {
+                    // §4.1: `Vary: *` never matches a later request.
+                    if v == "*" { return .failure(Refusal("Vary: *")) }
+                    if !vary.contains(v) { vary.append(v) }
+                }
+            case "age":
+                // §5.1: a non-negative integer, else ignored (an `Age: -100000` once made an entry
+                // outlive --offline-cache-max-age). Ours is added on top when served.
+                age = CacheDirectives.seconds(trimOWS(value)) ?? 0
+                continue
+            case "set-cookie":
+                // Never replayed from any entry: a session cookie is one response's, not a resource's.
+                setsCookie = true
+                continue
+            case "etag": etag = trimOWS(value)
+            case "last-modified": lastModified = trimOWS(value)
+            default: break
+            }
+            kept.append((name, value))
+        }
+        let d = CacheDirectives(cacheControl)
+        if d.noStore { return .failure(Refusal("the answer says no-store")) }
+        if key.isShared {
+            // Issue 17: an app that authenticates with a field Peel was not told about must never
+            // share an entry, so without a key field only what the upstream marked shareable is kept.
+            if d.isPrivate { return .failure(Refusal("private answer to a request without a key field")) }
+            guard d.isPublic || d.sMaxAge != nil else { return .failure(Refusal("not marked public, and no key field")) }
+            // An answer that sets a cookie is one user's (a session, a login), whatever it says.
+            if setsCookie { return .failure(Refusal("a shared answer that sets a cookie")) }
+            // §3.5: a shared cache keeps an answer to a request with Authorization only when the
+            // upstream allowed it (reached only when Authorization is not a key field).
+            if hasAuthorization && !(d.isPublic || d.sMaxAge != nil || d.mustRevalidate) {
+                return .failure(Refusal("Authorization without a key"))
+            }
+        }
+        return .success(Stored(kept: ResponseHeaders(kept), vary: vary, directives: d, age: age, etag: etag, lastModified: lastModified))
+    }
+
+    private func insert(_ entry: Entry) -> OfflineCacheStore {
+        let shared = entry.key.isShared
+        return state.withLock { lru in
+            guard entry.size <= lru.settings.capacity else { return .refused("larger than the cache") }
+            lru.insert(entry)
+            while lru.bytes > lru.settings.capacity, let oldest = lru.oldest { lru.remove(oldest) }
+            return .stored(shared: shared)
         }
     }
 
@@ -147,32 +341,44 @@ public final class OfflineCache: Sendable {
         let vary: [String]
         let varyValues: [String?]
         let status: Int
-        let fields: [(String, String)]
+        let fields: ResponseHeaders
+        let contentType: String?
         let body: [UInt8]
         let storedAt: Double
+        let directives: CacheDirectives
+        let etag: String?
+        let lastModified: String?
         let size: Int
         var newer: Entry?
         weak var older: Entry?
 
-        init(key: OfflineCacheKey, vary: [String], varyValues: [String?], status: Int, fields: [(String, String)],
-             body: [UInt8], storedAt: Double, size: Int) {
+        init(key: OfflineCacheKey, vary: [String], varyValues: [String?], status: Int, fields: ResponseHeaders,
+             contentType: String?, body: [UInt8], storedAt: Double, directives: CacheDirectives, etag: String?,
+             lastModified: String?) {
             self.key = key
             self.vary = vary
             self.varyValues = varyValues
             self.status = status
             self.fields = fields
+            self.contentType = contentType
             self.body = body
             self.storedAt = storedAt
-            self.size = size
+            self.directives = directives
+            self.etag = etag
+            self.lastModified = lastModified
+            size = key.size + body.count + fields.pairs.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 } + 96
         }
     }
 
     /// Entries by key, and a recency list from `oldest` to `newest` (strong links toward newer).
     struct LRU {
+        var settings: Settings
         var map: [OfflineCacheKey: Entry] = [:]
         var bytes = 0
         var oldest: Entry?
         var newest: Entry?
+
+        init(settings: Settings) { self.settings = settings }
 
         mutating func insert(_ e: Entry) {
             if let old = map[e.key] { remove(old) }
@@ -192,6 +398,11 @@ public final class OfflineCache: Sendable {
             map[e.key] = nil
             bytes -= e.size
             unlink(e)
+        }
+
+        mutating func removeAll() {
+            // Unlinked one by one: the strong `newer` chain would otherwise free recursively.
+            while let e = oldest { remove(e) }
         }
 
         private mutating func append(_ e: Entry) {

@@ -36,9 +36,10 @@ final class Prober {
             let report: ProbeReport
             switch result {
             case .success(let r):
-                // Any HTTP answer below 500 means the upstream is there.
-                report = ProbeReport(ok: r.status < 500, status: r.status, error: r.status < 500 ? nil : "probe status \(r.status)",
-                                     latency: latency, at: wallNow())
+                // Any HTTP answer below 500 means the upstream is there; 5xx on the path the operator
+                // chose for it is the upstream saying it is down (SPEC, Reachability).
+                let why = r.status < 500 ? nil : "probe status \(r.status)"
+                report = ProbeReport(ok: r.status < 500, status: r.status, error: why, latency: latency, at: wallNow())
             case .failure(.localResources), .failure(.overloaded), .failure(.overBudget):
                 // Peel could not even try (its own descriptors or in-flight limit): no evidence either
                 // way, so the state is left as it is.
@@ -48,12 +49,20 @@ final class Prober {
                 // The upstream answered, badly or at length: it is there (issue 14: only failing to
                 // connect or to get any answer counts toward fall). Its calls get -100 / -107.
                 report = ProbeReport(ok: true, status: nil, error: nil, latency: latency, at: wallNow())
-            case .failure(.timeout):
-                // Only this one is excused while live calls are being answered (Reachability.swift).
-                report = ProbeReport(ok: false, status: nil, error: "probe timeout after \(secondsText(timeout))",
-                                     latency: latency, at: wallNow(), timedOut: true)
+            case .failure(let f) where f.reachedUpstream:
+                // Issue 17: connected, then no answer in time or a close without one. Busy, not gone:
+                // gunicorn's sync workers all held by slow calls queue the probe behind them.
+                var detail = failureReason(f)
+                if case .timeout = f { detail = "probe connected, no answer within \(secondsText(timeout))" }
+                report = ProbeReport(ok: false, status: nil, error: detail, latency: latency, at: wallNow(),
+                                     busy: true, coarseError: "busy")
+            case .failure(.connectTimeout(let m)):
+                // Excused only while live calls are being answered (Reachability.swift).
+                report = ProbeReport(ok: false, status: nil, error: "connect timeout after \(secondsText(timeout)): " + m,
+                                     latency: latency, at: wallNow(), timedOut: true, coarseError: coarseReason(.connectTimeout(m)))
             case .failure(let f):
-                report = ProbeReport(ok: false, status: nil, error: failureReason(f), latency: latency, at: wallNow())
+                report = ProbeReport(ok: false, status: nil, error: failureReason(f), latency: latency, at: wallNow(),
+                                     coarseError: coarseReason(f))
             }
             reachability.recordProbe(report)
             done()
@@ -87,7 +96,7 @@ final class Prober {
 /// `tls: …`, so the log line alone says why the state changed.
 func failureReason(_ f: UpstreamFailure) -> String {
     switch f {
-    case .refused: return "connect refused"
+    case .refused(let m): return m.isEmpty ? "connect refused" : "connect refused: " + m
     case .dns(let m): return "dns: " + m
     case .tls(let m): return "tls: " + m
     case .reset(let m): return "connection reset: " + m
@@ -98,6 +107,26 @@ func failureReason(_ f: UpstreamFailure) -> String {
     case .other(let m): return m
     case .tooLarge, .overloaded, .localResources, .overBudget: return f.message
     }
+}
+
+/// The coarse words for a failure (issue 17), for anonymous clients of `/_peel/reachability`: no
+/// address, port, host name or curl text, which `failureReason` carries for the log and `/status`.
+func coarseReason(_ f: UpstreamFailure) -> String {
+    switch f {
+    case .refused: return "connect refused"
+    case .dns: return "dns"
+    case .tls: return "tls"
+    case .connectTimeout: return "connect timeout"
+    case .reset, .notResent: return "connection closed"
+    case .timeout: return "timeout"
+    case .protocolError: return "protocol error"
+    case .tooLarge, .overloaded, .localResources, .overBudget, .other: return "upstream error"
+    }
+}
+
+/// The cause a live or probe failure is recorded with: coarse and detailed words.
+func failureCause(_ f: UpstreamFailure) -> FailureCause {
+    FailureCause(coarse: coarseReason(f), detail: failureReason(f))
 }
 
 /// `1 s`, `0.2 s`: seconds as a person writes them.

@@ -28,28 +28,63 @@ public struct ReachabilityTransition: Sendable, Equatable {
     /// Clock reading when it happened (seconds).
     public var at: Double
     /// Why: the last failure for a move to unreachable, the passing evidence for a move to reachable.
+    /// The detailed words (curl's text, addresses): for the log and the admin `/status` only.
     public var reason: String?
-    /// Creates a transition record.
-    public init(from: ReachabilityState, to: ReachabilityState, at: Double, reason: String? = nil) {
+    /// The same reason, coarse (`connect refused`, `dns`, `probe status 503`): what anonymous clients
+    /// read on `/_peel/reachability`, never an address, a port, a host name or curl's text.
+    public var publicReason: String?
+    /// Creates a transition record; `publicReason` defaults to `reason`.
+    public init(from: ReachabilityState, to: ReachabilityState, at: Double, reason: String? = nil, publicReason: String? = nil) {
         self.from = from
         self.to = to
         self.at = at
         self.reason = reason
+        self.publicReason = publicReason ?? reason
     }
 }
 
+/// Why a piece of evidence counts: a coarse label anyone may read, and the details only the
+/// operator sees. A string literal gives both the same words (tests, and passes such as "probe passed").
+public struct FailureCause: Sendable, Equatable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// Coarse, safe for anonymous clients: `connect refused`, `connect timeout`, `dns`, `tls`, `probe status 503`.
+    public var coarse: String
+    /// Full words for the log and `/status` (curl's text with the address, port, certificate names).
+    public var detail: String
+    /// Creates a cause.
+    public init(coarse: String, detail: String) {
+        self.coarse = coarse
+        self.detail = detail
+    }
+    /// The same words for both.
+    public init(stringLiteral value: String) { self.init(coarse: value, detail: value) }
+    public var description: String { detail }
+}
+
 /// One piece of evidence about the upstream, from a probe or from a live call.
+///
+/// Issue 17: offline means the upstream cannot be reached, and nothing else. Only a failure to reach
+/// it (refused, no route, connect timeout, DNS, TLS handshake) or a probe answered 5xx (the operator
+/// chose that path for the upstream to say it is down) counts toward `fall`. An upstream that took
+/// the connection is there, however slowly or badly it then answers or however it closes: counting
+/// an "empty reply" let one anonymous client take Peel offline for everyone with three calls to a
+/// path whose worker dies, and counting a probe queued behind busy gunicorn sync workers called a
+/// busy upstream offline. nginx never marks the only server of an upstream down; Envoy caps ejection.
 public enum ReachabilityEvidence: Sendable, Equatable {
-    /// A probe got an HTTP answer below 500.
+    /// A probe got an HTTP answer below 500 (or an answer Peel could not use: it came).
     case probePassed
-    /// A probe failed for a reason other than its own timeout (transport failure, 5xx); the text names it.
-    case probeFailed(String)
-    /// A probe got no whole answer within the probe timeout; the text names it.
-    case probeTimedOut(String)
-    /// A live call got an HTTP answer, whatever its status.
+    /// A probe connected but got no answer in time, or the upstream closed without one: busy, not
+    /// gone. It counts as reachable (the network and the host are there); `/status` says busy.
+    case probeBusy(FailureCause)
+    /// A probe could not reach the upstream (refused, DNS, TLS, no route) or was answered 5xx.
+    case probeFailed(FailureCause)
+    /// A probe's connect did not finish within its timeout. Counts, except while live calls are
+    /// being answered (an accept queue that is full, not a host that is gone).
+    case probeTimedOut(FailureCause)
+    /// A live call reached the upstream: any HTTP answer, or a connection that was taken and then
+    /// answered slowly, badly or not at all.
     case liveAnswer
-    /// A live call hit a transport failure (refused, reset, DNS, connect timeout); the text names it.
-    case liveFailed(String)
+    /// A live call could not reach the upstream (refused, DNS, connect timeout, TLS).
+    case liveFailed(FailureCause)
 }
 
 /// The pure state machine: evidence in, transitions out; time is passed in, so tests need no sleeps.
@@ -59,13 +94,17 @@ public struct ReachabilityMachine: Sendable {
     /// Consecutive successes that make it reachable again.
     public private(set) var rise: Int
     /// How recent a live answer must be (seconds) for a probe timeout not to count.
-    public let liveWindow: Double
+    public private(set) var liveWindow: Double
     /// Current state.
     public private(set) var state: ReachabilityState = .unknown
     /// When the current state began (seconds on the injected clock).
     public private(set) var since: Double
     /// Why the current state began (see `ReachabilityTransition.reason`); nil while unknown.
     public private(set) var reason: String?
+    /// The same, coarse, for anonymous clients (see `ReachabilityTransition.publicReason`).
+    public private(set) var publicReason: String?
+    /// Probes that connected but got no answer in time, in a row (0 after any other probe result).
+    public private(set) var busyProbes = 0
     /// The most recent failure that counted, and when.
     public private(set) var lastFailure: (reason: String, at: Double)?
     /// When a live call last got an answer.
@@ -74,9 +113,10 @@ public struct ReachabilityMachine: Sendable {
     private var successes = 0
 
     /// New thresholds (a configuration reload); the state and the counts so far stay.
-    public mutating func setThresholds(fall: Int, rise: Int) {
+    public mutating func setThresholds(fall: Int, rise: Int, liveWindow: Double? = nil) {
         self.fall = max(1, fall)
         self.rise = max(1, rise)
+        if let liveWindow { self.liveWindow = max(0, liveWindow) }
     }
 
     /// True while nothing a live answer could change is pending: reachable with no failure run. The
@@ -95,17 +135,27 @@ public struct ReachabilityMachine: Sendable {
     public mutating func record(_ evidence: ReachabilityEvidence, at now: Double) -> ReachabilityTransition? {
         switch evidence {
         case .probePassed:
+            busyProbes = 0
             return pass(at: now, why: "probe passed")
+        case .probeBusy(let why):
+            // Issue 17: the probe's connection was taken, so the host and the network are there; the
+            // upstream is busy (its workers all held), and its calls wait for their own timeout.
+            busyProbes += 1
+            return pass(at: now, why: FailureCause(coarse: "probe connected, upstream busy", detail: "busy: " + why.detail))
         case .liveAnswer:
             // Issue 13: any HTTP answer on a live call proves the upstream is there, however slow or
             // whatever its status; it resets the failure run and counts toward rise like a probe.
             lastLiveAnswer = now
             return pass(at: now, why: "live call answered")
-        case .probeFailed(let why), .liveFailed(let why):
+        case .probeFailed(let why):
+            busyProbes = 0
+            return fail(why, at: now)
+        case .liveFailed(let why):
             return fail(why, at: now)
         case .probeTimedOut(let why):
-            // A slow upstream is slow, not offline (SPEC, Reachability): while live calls are being
-            // answered, a probe that waited in the same queue and ran out of time proves nothing.
+            busyProbes = 0
+            // A full accept queue is busy, not gone: while live calls are being answered (on
+            // connections already open), a probe whose connect waited in that queue proves nothing.
             if let last = lastLiveAnswer, now - last <= liveWindow { return nil }
             return fail(why, at: now)
         }
@@ -117,7 +167,7 @@ public struct ReachabilityMachine: Sendable {
         if time > (lastLiveAnswer ?? -.infinity) { lastLiveAnswer = time }
     }
 
-    private mutating func pass(at now: Double, why: String) -> ReachabilityTransition? {
+    private mutating func pass(at now: Double, why: FailureCause) -> ReachabilityTransition? {
         failures = 0
         successes += 1
         // From unknown one pass is enough: nothing was being refused yet.
@@ -126,19 +176,20 @@ public struct ReachabilityMachine: Sendable {
         return nil
     }
 
-    private mutating func fail(_ why: String, at now: Double) -> ReachabilityTransition? {
+    private mutating func fail(_ why: FailureCause, at now: Double) -> ReachabilityTransition? {
         successes = 0
         failures += 1
-        lastFailure = (why, now)
+        lastFailure = (why.detail, now)
         if state != .unreachable && failures >= fall { return move(to: .unreachable, at: now, reason: why) }
         return nil
     }
 
-    private mutating func move(to next: ReachabilityState, at now: Double, reason: String) -> ReachabilityTransition {
-        let t = ReachabilityTransition(from: state, to: next, at: now, reason: reason)
+    private mutating func move(to next: ReachabilityState, at now: Double, reason: FailureCause) -> ReachabilityTransition {
+        let t = ReachabilityTransition(from: state, to: next, at: now, reason: reason.detail, publicReason: reason.coarse)
         state = next
         since = now
-        self.reason = reason
+        self.reason = reason.detail
+        publicReason = reason.coarse
         return t
     }
 }
@@ -155,16 +206,24 @@ public struct ProbeReport: Sendable {
     public var latency: Double
     /// Wall-clock time it finished (seconds since 1970).
     public var at: Double
-    /// True when it failed by running out of the probe timeout (no whole answer in time).
+    /// True when its connect ran out of the probe timeout.
     public var timedOut: Bool
+    /// True when it connected but got no answer in time, or the upstream closed without one (issue
+    /// 17: busy, which counts as reachable; `ok` is false so /status shows the probe did not pass).
+    public var busy: Bool
+    /// The coarse words for `error` (`connect refused`, `dns`, `probe status 503`), for anonymous clients.
+    public var coarseError: String?
     /// Creates a report.
-    public init(ok: Bool, status: Int?, error: String?, latency: Double, at: Double, timedOut: Bool = false) {
+    public init(ok: Bool, status: Int?, error: String?, latency: Double, at: Double, timedOut: Bool = false,
+                busy: Bool = false, coarseError: String? = nil) {
         self.ok = ok
         self.status = status
         self.error = error
         self.latency = latency
         self.at = at
         self.timedOut = timedOut
+        self.busy = busy
+        self.coarseError = coarseError ?? error
     }
 }
 
@@ -176,6 +235,10 @@ public struct ReachabilitySnapshot: Sendable {
     public var since: Double
     /// Why it began; nil while unknown.
     public var reason: String?
+    /// Why it began, coarse (for `/_peel/reachability`); nil while unknown.
+    public var publicReason: String?
+    /// Probes in a row that connected but got no answer in time.
+    public var busyProbes: Int = 0
     /// The most recent failure that counted, and when (seconds on the injected clock).
     public var lastFailure: (reason: String, at: Double)?
 }
@@ -190,6 +253,8 @@ public final class Reachability: Sendable {
     private let lastLive = Atomic<UInt64>((-Double.infinity).bitPattern)
     private let lastProbe = Locked<ProbeReport?>(nil)
     private let transitions = Locked<[ReachabilityState: Int]>([:])
+    /// Probes by result, for /metrics: passed, busy, failed.
+    private let probeCounts = Locked<(passed: Int, busy: Int, failed: Int)>((0, 0, 0))
     private let clock: @Sendable () -> Double
     private let onTransition: @Sendable (ReachabilityTransition) -> Void
 
@@ -215,7 +280,8 @@ public final class Reachability: Sendable {
 
     /// State, since, reason and last failure, read together.
     public var snapshot: ReachabilitySnapshot {
-        machine.withLock { ReachabilitySnapshot(state: $0.state, since: $0.since, reason: $0.reason, lastFailure: $0.lastFailure) }
+        machine.withLock { ReachabilitySnapshot(state: $0.state, since: $0.since, reason: $0.reason, publicReason: $0.publicReason,
+                                        busyProbes: $0.busyProbes, lastFailure: $0.lastFailure) }
     }
 
     /// The most recent probe result.
@@ -224,20 +290,27 @@ public final class Reachability: Sendable {
     /// Transition counts by target state.
     public var transitionCounts: [ReachabilityState: Int] { transitions.withLock { $0 } }
 
+    /// Probes so far by result.
+    public var probeTotals: (passed: Int, busy: Int, failed: Int) { probeCounts.withLock { $0 } }
+
     /// Records an active probe.
     public func recordProbe(_ report: ProbeReport) {
         lastProbe.withLock { $0 = report }
-        let why = report.error ?? report.status.map { "status \($0)" } ?? "probe failed"
-        record(report.ok ? .probePassed : report.timedOut ? .probeTimedOut(why) : .probeFailed(why))
+        probeCounts.withLock {
+            if report.ok { $0.passed += 1 } else if report.busy { $0.busy += 1 } else { $0.failed += 1 }
+        }
+        let detail = report.error ?? report.status.map { "probe status \($0)" } ?? "probe failed"
+        let why = FailureCause(coarse: report.coarseError ?? detail, detail: detail)
+        record(report.ok ? .probePassed : report.busy ? .probeBusy(why) : report.timedOut ? .probeTimedOut(why) : .probeFailed(why))
     }
 
-    /// New fall and rise thresholds, from the next probe or call on.
-    public func setThresholds(fall: Int, rise: Int) {
-        machine.withLock { $0.setThresholds(fall: fall, rise: rise) }
+    /// New fall and rise thresholds (and live window), from the next probe or call on.
+    public func setThresholds(fall: Int, rise: Int, liveWindow: Double? = nil) {
+        machine.withLock { $0.setThresholds(fall: fall, rise: rise, liveWindow: liveWindow) }
     }
 
-    /// Records a transport failure seen on a live call (counts as a failed probe); `reason` names it.
-    public func recordPassiveFailure(_ reason: String) {
+    /// Records a failure to reach the upstream seen on a live call (counts as a failed probe).
+    public func recordPassiveFailure(_ reason: FailureCause) {
         record(.liveFailed(reason))
     }
 

@@ -8,30 +8,68 @@ func reachabilityDocument(state: ReachabilityState, since: Double, reason: Strin
     return "{\"state\":\"\(state)\",\"since\":\"\(rfc3339(wall))\",\"reason\":\(reason.map(jsonEscaped) ?? "null")}"
 }
 
-/// Open event streams across all workers, held to `--max-streams`.
+/// Open event streams across all workers, held to `--max-streams` in all and to
+/// `--max-streams-per-client` for each client address (issue 17: 1000 streams that never read,
+/// from one address, locked every real app out). Both bounds change on reload.
 final class StreamBudget: Sendable {
-    private let open = Atomic<Int>(0)
-    /// The bound.
-    let limit: Int
-
-    init(limit: Int) { self.limit = limit }
-
-    /// Takes a place; false when all `limit` are taken.
-    func take() -> Bool {
-        var current = open.load(ordering: .relaxed)
-        while current < limit {
-            let (exchanged, original) = open.compareExchange(expected: current, desired: current + 1, ordering: .relaxed)
-            if exchanged { return true }
-            current = original
-        }
-        return false
+    /// Why a place was refused.
+    enum Refusal: Error, Equatable {
+        /// Every one of `limit` places is taken.
+        case full
+        /// This client already holds `perClient` places.
+        case clientFull
     }
 
-    /// Gives a place back.
-    func give() { open.subtract(1, ordering: .relaxed) }
+    private struct State {
+        var open = 0
+        var byClient: [String: Int] = [:]
+        var limit: Int
+        var perClient: Int
+    }
+    private let state: Locked<State>
+
+    init(limit: Int, perClient: Int = .max) {
+        state = Locked(State(limit: limit, perClient: perClient))
+    }
+
+    /// The bound in all.
+    var limit: Int { state.withLock { $0.limit } }
+    /// The bound for one client.
+    var perClient: Int { state.withLock { $0.perClient } }
+
+    /// New bounds (a reload); streams already open stay open.
+    func setLimits(total: Int, perClient: Int) {
+        state.withLock {
+            $0.limit = total
+            $0.perClient = perClient
+        }
+    }
+
+    /// Takes a place for `client`, or says which bound refused it.
+    func take(client: String) -> Result<Void, Refusal> {
+        state.withLock { s in
+            let mine = s.byClient[client, default: 0]
+            if mine >= s.perClient { return .failure(.clientFull) }
+            if s.open >= s.limit { return .failure(.full) }
+            s.open += 1
+            s.byClient[client] = mine + 1
+            return .success(())
+        }
+    }
+
+    /// Gives `client`'s place back.
+    func give(client: String) {
+        state.withLock { s in
+            s.open -= 1
+            let left = s.byClient[client, default: 1] - 1
+            s.byClient[client] = left > 0 ? left : nil
+        }
+    }
 
     /// Streams open now.
-    var count: Int { open.load(ordering: .relaxed) }
+    var count: Int { state.withLock { $0.open } }
+    /// Distinct clients holding streams now.
+    var clients: Int { state.withLock { $0.byClient.count } }
 }
 
 /// One worker's server-sent-event streams of reachability (WHATWG HTML §9.2): the current state at
@@ -52,11 +90,14 @@ final class ReachabilityStreams {
 
     private final class Subscriber {
         let stream: ReplyStream
+        /// Whose place it holds in the budget.
+        let client: String
         /// Clock reading of the newest state sent, so an older transition that arrives late (the
         /// workers' mailboxes are not ordered with each other) is not sent after a newer one.
         var sentAt: Double
-        init(stream: ReplyStream, sentAt: Double) {
+        init(stream: ReplyStream, client: String, sentAt: Double) {
             self.stream = stream
+            self.client = client
             self.sentAt = sentAt
         }
     }
@@ -70,13 +111,16 @@ final class ReachabilityStreams {
     /// Streams open on this worker.
     var count: Int { streams.count }
 
-    /// Takes a place in the budget for a new stream; false when over `--max-streams` or draining.
-    func reserve() -> Bool { !closed && budget.take() }
+    /// Takes a place in the budget for a new stream of `client`'s; refused while draining (as full)
+    /// or over a bound.
+    func reserve(client: String) -> Result<Void, StreamBudget.Refusal> {
+        closed ? .failure(.full) : budget.take(client: client)
+    }
 
-    /// Adopts `stream` (its place already reserved) and sends it the current state.
-    func adopt(_ stream: ReplyStream, state: ReachabilityState, since: Double, reason: String?) {
+    /// Adopts `stream` (its place already reserved for `client`) and sends it the current state.
+    func adopt(_ stream: ReplyStream, client: String, state: ReachabilityState, since: Double, reason: String?) {
         let key = ObjectIdentifier(stream)
-        let subscriber = Subscriber(stream: stream, sentAt: since)
+        let subscriber = Subscriber(stream: stream, client: client, sentAt: since)
         streams[key] = subscriber
         stream.onClientGone = { [weak self] in self?.forget(key) }
         send(subscriber, event(state: state, since: since, reason: reason))
@@ -84,12 +128,12 @@ final class ReachabilityStreams {
     }
 
     /// Gives the place back when the reserved stream could not be started.
-    func release() { budget.give() }
+    func release(client: String) { budget.give(client: client) }
 
     /// Sends a transition to every stream on this worker.
     func broadcast(_ t: ReachabilityTransition) {
         guard !closed, !streams.isEmpty else { return }
-        let bytes = event(state: t.to, since: t.at, reason: t.reason)
+        let bytes = event(state: t.to, since: t.at, reason: t.publicReason)
         for s in Array(streams.values) where t.at > s.sentAt {
             s.sentAt = t.at
             send(s, bytes)
@@ -123,7 +167,7 @@ final class ReachabilityStreams {
     private func forget(_ key: ObjectIdentifier) {
         guard let s = streams.removeValue(forKey: key) else { return }
         s.stream.onClientGone = nil
-        budget.give()
+        budget.give(client: s.client)
         if streams.isEmpty { heartbeat?.cancel() }
     }
 

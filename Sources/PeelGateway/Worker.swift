@@ -20,7 +20,7 @@ final class Worker: @unchecked Sendable {
     private let budget: MemoryBudget
 
     init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability,
-         streamBudget: StreamBudget, cache: OfflineCache?, budget: MemoryBudget) throws(PeelIOError) {
+         streamBudget: StreamBudget, cache: OfflineCache, budget: MemoryBudget) throws(PeelIOError) {
         self.index = index
         self.budget = budget
         loop = try EventLoop()

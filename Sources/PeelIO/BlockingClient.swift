@@ -31,8 +31,10 @@ public final class BlockingClient {
     private var fd: Int32
     private var buffer: [UInt8] = []
 
-    /// Connects to `host:port` (numeric IPv4/IPv6 or a name) with a receive/send timeout.
-    public init(host: String, port: Int, timeout: Double = 5) throws(Failure) {
+    /// Connects to `host:port` (numeric IPv4/IPv6 or a name) with a receive/send timeout; with
+    /// `from`, the socket is bound to that numeric local address first (tests that need a second
+    /// client address use 127.0.0.2: loopback is all of 127.0.0.0/8).
+    public init(host: String, port: Int, timeout: Double = 5, from local: String? = nil) throws(Failure) {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
@@ -43,6 +45,24 @@ public final class BlockingClient {
         var tv = timeval.peel(timeout)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        if let local {
+            var lhints = addrinfo()
+            lhints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+            lhints.ai_flags = AI_NUMERICHOST
+            var llist: UnsafeMutablePointer<addrinfo>?
+            guard getaddrinfo(local, "0", &lhints, &llist) == 0, let la = llist else {
+                Glibc.close(fd)
+                fd = -1
+                throw .connect(EINVAL)
+            }
+            defer { freeaddrinfo(llist) }
+            if bind(fd, la.pointee.ai_addr, la.pointee.ai_addrlen) != 0 {
+                let e = errno
+                Glibc.close(fd)
+                fd = -1
+                throw .connect(e)
+            }
+        }
         if connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 {
             let e = errno
             Glibc.close(fd)

@@ -57,12 +57,24 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     /// Anything else curl reported.
     case other(String)
 
-    /// True for failures that say the upstream host is unreachable (feeds passive health checks).
-    /// `.notResent` is not one: a reused keep-alive connection the upstream closed while it was idle
-    /// is the usual cause, and the next call on a fresh connection tells whether the host is there.
+    /// True for failures that say the upstream cannot be reached (feeds passive health checks):
+    /// name resolution, refused or unroutable connects, connect timeouts, TLS handshakes (SPEC,
+    /// Reachability). A reset or a close before any status line is not one (issue 17): the upstream
+    /// took the connection, so it is there, and counting it let any client that found a path whose
+    /// worker dies take Peel offline for everyone. `.notResent` is not one either: a reused
+    /// keep-alive connection the upstream closed while it was idle is the usual cause.
     public var isTransportFailure: Bool {
         switch self {
-        case .dns, .refused, .connectTimeout, .reset, .tls: return true
+        case .dns, .refused, .connectTimeout, .tls: return true
+        default: return false
+        }
+    }
+
+    /// True for failures that prove the upstream took the connection: it is there, however it then
+    /// answered (slowly, badly, at length, or by closing). Evidence for reachability like an answer.
+    public var reachedUpstream: Bool {
+        switch self {
+        case .reset, .timeout, .protocolError, .tooLarge, .notResent: return true
         default: return false
         }
     }

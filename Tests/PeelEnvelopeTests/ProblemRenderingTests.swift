@@ -128,6 +128,8 @@ final class ProblemRenderingTests: XCTestCase {
             .businessError: (422, 0), .authExpired: (401, 0), .badUpstreamFormat: (502, -100), .upstreamUnreachable: (502, -101),
             .upstreamTimeout: (504, -102), .offline: (503, -103), .upstreamError: (502, -104), .requestTooLarge: (413, -105),
             .badRequest: (400, -106), .upstreamTooLarge: (502, -107), .serverBusy: (503, -108),
+            // Issue 17: one client over its share of reachability streams (README's table; SPEC's lags).
+            .tooManyStreams: (429, -109),
         ]
         XCTAssertEqual(expected.count, ProblemKind.allCases.count)
         for kind in ProblemKind.allCases {

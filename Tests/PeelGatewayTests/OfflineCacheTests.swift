@@ -3,107 +3,284 @@ import PeelGateway
 import PeelIO
 import XCTest
 
-/// The offline cache on its own, with the clock passed in (issue 13).
+/// The offline cache on its own, with the clock passed in (issues 13 and 17).
 final class OfflineCacheTests: XCTestCase {
-    private let json = [("Content-Type", "application/json")]
+    private let none: (String) -> String? = { _ in nil }
 
     private func key(_ target: String = "/api/user", auth: String? = "Bearer alice", cookie: String? = nil,
-                     lang: String? = nil) -> OfflineCacheKey {
-        OfflineCacheKey(target: target, authorization: auth, cookie: cookie, acceptLanguage: lang)
+                     lang: String? = nil, host: String = "api.example") -> OfflineCacheKey {
+        OfflineCacheKey(host: host, target: target, acceptLanguage: lang, fieldNames: ["authorization", "cookie"], user: [auth, cookie])
     }
 
     private func body(_ n: Int) -> [UInt8] { [UInt8](repeating: 0x61, count: n) }
 
+    private func fields(_ pairs: [(String, String)] = []) -> ResponseHeaders { ResponseHeaders(pairs) }
+
+    @discardableResult
+    private func put(_ c: OfflineCache, _ k: OfflineCacheKey? = nil, _ pairs: [(String, String)] = [], body b: [UInt8]? = nil,
+                     request: CacheRequest = CacheRequest(), authorization: Bool = false,
+                     requestField: (String) -> String? = { _ in nil }, now: Double = 0) -> OfflineCacheStore {
+        c.store(key: k ?? key(), request: request, hasAuthorization: authorization, requestField: requestField, status: 200,
+                fields: fields(pairs), contentType: "application/json", body: b ?? Array(#"{"id":1}"#.utf8), now: now)
+    }
+
+    private func get(_ c: OfflineCache, _ k: OfflineCacheKey? = nil, request: CacheRequest = CacheRequest(),
+                     requestField: (String) -> String? = { _ in nil }, now: Double = 1) -> OfflineCacheHit? {
+        if case .hit(let h) = c.lookup(key: k ?? key(), request: request, requestField: requestField, now: now) { return h }
+        return nil
+    }
+
+    private func missWhy(_ c: OfflineCache, _ k: OfflineCacheKey? = nil, request: CacheRequest = CacheRequest(), now: Double = 1) -> String? {
+        if case .miss(let why) = c.lookup(key: k ?? key(), request: request, requestField: { _ in nil }, now: now) { return why }
+        return nil
+    }
+
     func testKeying_anotherUsersAuthorizationMisses() {
         let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
-        XCTAssertTrue(c.store(method: "GET", key: key(), requestField: { _ in nil }, status: 200, fields: json,
-                              body: Array(#"{"id":1}"#.utf8), now: 0))
-        let hit = c.lookup(method: "GET", key: key(), requestField: { _ in nil }, now: 5)
+        XCTAssertEqual(put(c), .stored(shared: false))
+        let hit = get(c, now: 5)
         XCTAssertEqual(hit.map { String(decoding: $0.body, as: UTF8.self) }, #"{"id":1}"#)
         XCTAssertEqual(hit?.status, 200)
         XCTAssertEqual(hit?.age, 5)
-        XCTAssertNil(c.lookup(method: "GET", key: key(auth: "Bearer mallory"), requestField: { _ in nil }, now: 5))
-        XCTAssertNil(c.lookup(method: "GET", key: key(auth: nil), requestField: { _ in nil }, now: 5))
-        XCTAssertNil(c.lookup(method: "GET", key: key(cookie: "sid=2"), requestField: { _ in nil }, now: 5))
-        XCTAssertNil(c.lookup(method: "GET", key: key(lang: "zh-CN"), requestField: { _ in nil }, now: 5))
-        XCTAssertNil(c.lookup(method: "GET", key: key("/api/user?x=1"), requestField: { _ in nil }, now: 5))
+        XCTAssertEqual(hit?.contentType, "application/json")
+        XCTAssertNil(get(c, key(auth: "Bearer mallory"), now: 5))
+        XCTAssertNil(get(c, key(auth: nil), now: 5))
+        XCTAssertNil(get(c, key(cookie: "sid=2"), now: 5))
+        XCTAssertNil(get(c, key(lang: "zh-CN"), now: 5))
+        XCTAssertNil(get(c, key("/api/user?x=1"), now: 5))
+        XCTAssertNil(get(c, key(host: "tenant-b.example"), now: 5), "another tenant's Host got the entry")
         XCTAssertEqual(c.hits, 1)
+    }
+
+    func testKeying_customKeyFieldsSeparateUsers_andTheirNamesArePartOfTheKey() {
+        // `--offline-cache-key X-Token`: bob's X-Token never finds alice's entry.
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        let alice = OfflineCacheKey(host: "h", target: "/me", acceptLanguage: nil, fieldNames: ["x-token"], user: ["alice"])
+        let bob = OfflineCacheKey(host: "h", target: "/me", acceptLanguage: nil, fieldNames: ["x-token"], user: ["bob"])
+        XCTAssertEqual(put(c, alice), .stored(shared: false))
+        XCTAssertNotNil(get(c, alice))
+        XCTAssertNil(get(c, bob))
+        let sameValueOtherField = OfflineCacheKey(host: "h", target: "/me", acceptLanguage: nil, fieldNames: ["authorization"], user: ["alice"])
+        XCTAssertNil(get(c, sameValueOtherField), "a value under another field name matched")
+    }
+
+    func testShared_onlyWhatTheUpstreamMarkedShareable_isStoredForARequestWithoutAKeyField() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        let anonymous = key(auth: nil)
+        // An app authenticating with X-Token that Peel was not told about: nothing marks it shareable.
+        XCTAssertEqual(put(c, anonymous), .refused("not marked public, and no key field"))
+        XCTAssertEqual(put(c, anonymous, [("Cache-Control", "max-age=60")]), .refused("not marked public, and no key field"))
+        XCTAssertEqual(put(c, anonymous, [("Cache-Control", "public, private")]),
+                       .refused("private answer to a request without a key field"))
+        XCTAssertEqual(put(c, anonymous, [("Cache-Control", "public"), ("Set-Cookie", "sid=1")]),
+                       .refused("a shared answer that sets a cookie"))
+        XCTAssertEqual(c.entries, 0)
+        XCTAssertEqual(put(c, anonymous, [("Cache-Control", "public, max-age=10")]), .stored(shared: true))
+        XCTAssertEqual(put(c, key("/s", auth: nil), [("Cache-Control", "s-maxage=10")]), .stored(shared: true))
+        XCTAssertNotNil(get(c, anonymous))
+    }
+
+    func testShared_authorizationThatIsNotAKeyField_needsTheUpstreamsLeave() {
+        // RFC 9111 §3.5, reached when the operator keyed on other fields only.
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        let k = OfflineCacheKey(host: "h", target: "/a", acceptLanguage: nil, fieldNames: ["x-token"], user: [nil])
+        XCTAssertEqual(put(c, k, [("Cache-Control", "public")], authorization: true), .stored(shared: true))
+        XCTAssertEqual(put(c, k, [], authorization: true), .refused("not marked public, and no key field"))
+    }
+
+    func testPerUser_privateIsStored_butSetCookieIsNeverReplayed() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        XCTAssertEqual(put(c, key(), [("Cache-Control", "private"), ("Set-Cookie", "sid=alice"), ("X-Kept", "1")]), .stored(shared: false))
+        let hit = get(c)
+        XCTAssertEqual(hit?.fields.first("x-kept"), "1")
+        XCTAssertNil(hit?.fields.first("set-cookie"), "Set-Cookie replayed from an entry")
     }
 
     func testKeying_fieldsNamedByVaryMustMatch() {
         let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
-        XCTAssertTrue(c.store(method: "GET", key: key(), requestField: { $0 == "x-tenant" ? "a" : nil }, status: 200,
-                              fields: json + [("Vary", "X-Tenant, Accept-Encoding")], body: body(10), now: 0))
-        XCTAssertNotNil(c.lookup(method: "GET", key: key(), requestField: { $0 == "x-tenant" ? "a" : nil }, now: 1))
-        XCTAssertNil(c.lookup(method: "GET", key: key(), requestField: { $0 == "x-tenant" ? "b" : nil }, now: 1))
-        XCTAssertNil(c.lookup(method: "GET", key: key(), requestField: { _ in nil }, now: 1))
-        XCTAssertFalse(c.store(method: "GET", key: key("/other"), requestField: { _ in nil }, status: 200,
-                               fields: json + [("Vary", "*")], body: body(10), now: 0), "Vary: * never matches")
+        let tenantA: (String) -> String? = { $0 == "x-tenant" ? "a" : nil }
+        XCTAssertEqual(put(c, key(), [("Vary", "X-Tenant, Accept-Encoding")], requestField: tenantA), .stored(shared: false))
+        XCTAssertNotNil(get(c, requestField: tenantA))
+        XCTAssertNil(get(c, requestField: { $0 == "x-tenant" ? "b" : nil }))
+        XCTAssertNil(get(c, requestField: none))
+        XCTAssertEqual(put(c, key("/other"), [("Vary", "*")]), .refused("Vary: *"), "Vary: * never matches")
     }
 
     func testEviction_leastRecentlyUsedGoesFirst_withinSize() {
         // Each entry is ~1 KiB of body plus its key and fields; three fit, four do not.
         let c = OfflineCache(capacity: 3 * 1024 + 600, maxAge: 86_400)
-        for i in 0..<3 {
-            XCTAssertTrue(c.store(method: "GET", key: key("/\(i)"), requestField: { _ in nil }, status: 200, fields: json,
-                                  body: body(1024), now: Double(i)))
-        }
+        for i in 0..<3 { XCTAssertEqual(put(c, key("/\(i)"), body: body(1024), now: Double(i)), .stored(shared: false)) }
         XCTAssertEqual(c.entries, 3)
-        XCTAssertNotNil(c.lookup(method: "GET", key: key("/0"), requestField: { _ in nil }, now: 3), "/0 is now the newest")
-        XCTAssertTrue(c.store(method: "GET", key: key("/3"), requestField: { _ in nil }, status: 200, fields: json,
-                              body: body(1024), now: 4))
+        XCTAssertNotNil(get(c, key("/0"), now: 3), "/0 is now the newest")
+        XCTAssertEqual(put(c, key("/3"), body: body(1024), now: 4), .stored(shared: false))
         XCTAssertEqual(c.entries, 3)
         XCTAssertLessThanOrEqual(c.bytes, c.capacity)
-        XCTAssertNil(c.lookup(method: "GET", key: key("/1"), requestField: { _ in nil }, now: 5), "the least recently used went")
-        XCTAssertNotNil(c.lookup(method: "GET", key: key("/0"), requestField: { _ in nil }, now: 5))
-        XCTAssertNotNil(c.lookup(method: "GET", key: key("/2"), requestField: { _ in nil }, now: 5))
-        XCTAssertNotNil(c.lookup(method: "GET", key: key("/3"), requestField: { _ in nil }, now: 5))
-        XCTAssertFalse(c.store(method: "GET", key: key("/huge"), requestField: { _ in nil }, status: 200, fields: json,
-                               body: body(8192), now: 6), "an answer larger than SIZE is not stored")
+        XCTAssertNil(get(c, key("/1"), now: 5), "the least recently used went")
+        XCTAssertNotNil(get(c, key("/0"), now: 5))
+        XCTAssertNotNil(get(c, key("/2"), now: 5))
+        XCTAssertNotNil(get(c, key("/3"), now: 5))
+        XCTAssertEqual(put(c, key("/huge"), body: body(8192), now: 6), .refused("larger than the cache"))
         XCTAssertEqual(c.entries, 3)
     }
 
     func testReplacing_anEntryKeepsTheByteCountRight() {
         let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
-        c.store(method: "GET", key: key(), requestField: { _ in nil }, status: 200, fields: json, body: body(1000), now: 0)
+        put(c, body: body(1000), now: 0)
         let one = c.bytes
-        c.store(method: "GET", key: key(), requestField: { _ in nil }, status: 200, fields: json, body: body(1000), now: 1)
+        put(c, body: body(1000), now: 1)
         XCTAssertEqual(c.bytes, one)
         XCTAssertEqual(c.entries, 1)
     }
 
     func testMaxAge_boundsStaleness_includingTheUpstreamsOwnAge() {
         let c = OfflineCache(capacity: 1 << 20, maxAge: 60)
-        c.store(method: "GET", key: key("/a"), requestField: { _ in nil }, status: 200, fields: json, body: body(1), now: 0)
-        c.store(method: "GET", key: key("/b"), requestField: { _ in nil }, status: 200, fields: json + [("Age", "50")],
-                body: body(1), now: 0)
-        XCTAssertEqual(c.lookup(method: "GET", key: key("/a"), requestField: { _ in nil }, now: 60)?.age, 60)
-        XCTAssertNil(c.lookup(method: "GET", key: key("/a"), requestField: { _ in nil }, now: 61))
+        put(c, key("/a"))
+        put(c, key("/b"), [("Age", "50")])
+        XCTAssertEqual(get(c, key("/a"), now: 60)?.age, 60)
+        XCTAssertNil(get(c, key("/a"), now: 61))
         XCTAssertEqual(c.entries, 1, "an expired entry is dropped when found")
-        XCTAssertNil(c.lookup(method: "GET", key: key("/b"), requestField: { _ in nil }, now: 11), "50 s old when stored")
-        XCTAssertFalse(c.lookup(method: "GET", key: key("/a"), requestField: { _ in nil }, now: 1)?.fields.contains { $0.0 == "Age" } ?? false)
+        XCTAssertNil(get(c, key("/b"), now: 11), "50 s old when stored")
+        XCTAssertNil(get(c, key("/b"), now: 1)?.fields.first("age"), "the upstream's Age is not kept as a field")
     }
 
-    func testNoStore_andNon2xx_areNotStored() {
-        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
-        XCTAssertFalse(c.store(method: "GET", key: key(), requestField: { _ in nil }, status: 200,
-                               fields: json + [("Cache-Control", "private, no-store")], body: body(1), now: 0))
-        XCTAssertFalse(c.store(method: "GET", key: key(), requestField: { _ in nil }, status: 304, fields: json, body: [], now: 0))
-        XCTAssertTrue(c.store(method: "GET", key: key(), requestField: { _ in nil }, status: 200,
-                              fields: json + [("Cache-Control", "max-age=0")], body: body(1), now: 0),
-                      "only no-store keeps an answer out: staleness is what this cache is for")
+    func testAge_invalidOrNegativeIsIgnored() {
+        // RFC 9111 §5.1: `Age: -100000` once made an entry outlive --offline-cache-max-age.
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 60)
+        put(c, key("/neg"), [("Age", "-100000")])
+        put(c, key("/junk"), [("Age", "ten")])
+        XCTAssertEqual(get(c, key("/neg"), now: 30)?.age, 30)
+        XCTAssertNil(get(c, key("/neg"), now: 61), "a negative Age extended the entry's life")
+        XCTAssertEqual(get(c, key("/junk"), now: 2)?.age, 2)
     }
 
-    func testMethods_onlyGetAndHeadAreStoredOrServed() {
+    func testNoStore_onEitherSide_andNon2xx_areNotStored() {
         let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
-        for m in ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"] {
-            XCTAssertFalse(c.store(method: m, key: key(), requestField: { _ in nil }, status: 200, fields: json, body: body(1), now: 0), m)
+        XCTAssertEqual(put(c, key(), [("Cache-Control", "private, no-store")]), .refused("the answer says no-store"))
+        XCTAssertEqual(put(c, key(), [], request: CacheRequest(cacheControl: ["no-store"])), .refused("the request says no-store"))
+        XCTAssertEqual(c.store(key: key(), request: CacheRequest(), hasAuthorization: false, requestField: none, status: 206,
+                               fields: fields(), contentType: nil, body: [], now: 0), .refused("status 206"))
+        XCTAssertEqual(c.entries, 0)
+        XCTAssertEqual(put(c, key(), [("Cache-Control", "max-age=0")]), .stored(shared: false),
+                       "max-age=0 is stale at once, which is what this cache is for")
+        XCTAssertNotNil(get(c))
+    }
+
+    func testNeverServedStale_answersTheUpstreamMarkedSo() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        let marked = ["no-cache", "must-revalidate", "proxy-revalidate", "s-maxage=0", "max-age=0, must-revalidate",
+                      "no-cache=\"set-cookie, x-a\""]
+        for (i, cc) in marked.enumerated() { put(c, key("/\(i)"), [("Cache-Control", cc)]) }
+        for (i, cc) in marked.enumerated() { XCTAssertNil(get(c, key("/\(i)"), now: 5), cc) }
+        // Fresh is fresh: must-revalidate with max-age=60 may be used for 60 s, not after.
+        put(c, key("/fresh"), [("Cache-Control", "max-age=60, must-revalidate")])
+        XCTAssertNotNil(get(c, key("/fresh"), now: 59))
+        XCTAssertNil(get(c, key("/fresh"), now: 61))
+        // The operator's explicit choice lifts these (never no-store, never the key rules).
+        c.configure(OfflineCache.Settings(capacity: 1 << 20, maxAge: 86_400, override: true))
+        for (i, cc) in marked.enumerated() { XCTAssertNotNil(get(c, key("/\(i)"), now: 5), "override: " + cc) }
+    }
+
+    func testStaleIfError_boundsHowLongPastItsLifetime() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        put(c, key("/zero"), [("Cache-Control", "stale-if-error=0")])
+        put(c, key("/ten"), [("Cache-Control", "max-age=5, stale-if-error=10")])
+        XCTAssertNil(get(c, key("/zero"), now: 1), "stale-if-error=0 served stale")
+        XCTAssertNotNil(get(c, key("/ten"), now: 15))
+        XCTAssertNil(get(c, key("/ten"), now: 16))
+        // The request may bound it too (RFC 5861 §4), the tighter bound wins.
+        put(c, key("/any"))
+        XCTAssertNil(get(c, key("/any"), request: CacheRequest(cacheControl: ["stale-if-error=3"]), now: 4))
+        XCTAssertNotNil(get(c, key("/any"), request: CacheRequest(cacheControl: ["stale-if-error=3"]), now: 3))
+    }
+
+    func testRequestDirectives_askingForTheOrigin_getNoStaleAnswer() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        put(c)
+        for cc in ["no-cache", "no-store", "max-age=0", "NO-CACHE"] {
+            XCTAssertEqual(missWhy(c, request: CacheRequest(cacheControl: [cc]), now: 5), "the request asks for a fresh answer", cc)
         }
-        XCTAssertTrue(c.store(method: "GET", key: key(), requestField: { _ in nil }, status: 200, fields: json, body: body(1), now: 0))
-        for m in ["POST", "PUT", "PATCH", "DELETE"] {
-            XCTAssertNil(c.lookup(method: m, key: key(), requestField: { _ in nil }, now: 1), m)
+        XCTAssertNil(get(c, request: CacheRequest(pragma: "no-cache"), now: 5), "Pragma: no-cache without Cache-Control")
+        XCTAssertNotNil(get(c, request: CacheRequest(cacheControl: ["no-cache, max-stale"]), now: 5), "max-stale says a stale one will do")
+        XCTAssertNotNil(get(c, request: CacheRequest(cacheControl: ["max-age=0", "stale-if-error=60"]), now: 5))
+        XCTAssertNil(get(c, request: CacheRequest(cacheControl: ["max-age=3"]), now: 5), "older than max-age=3")
+        XCTAssertNotNil(get(c, request: CacheRequest(cacheControl: ["max-age=30"]), now: 5))
+        XCTAssertNil(get(c, request: CacheRequest(cacheControl: ["max-stale=2"]), now: 5), "staler than max-stale=2")
+    }
+
+    func testConditional_aMatchingValidatorGets304_andAnotherGetsTheBody() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        put(c, key(), [("ETag", "\"v1\""), ("Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT")])
+        func answer(_ r: CacheRequest) -> OfflineCacheAnswer { c.lookup(key: key(), request: r, requestField: none, now: 5) }
+        guard case .notModified(let nm) = answer(CacheRequest(ifNoneMatch: "\"v0\", W/\"v1\"")) else { return XCTFail("no 304") }
+        XCTAssertEqual(nm.status, 304)
+        XCTAssertEqual(nm.body, [])
+        guard case .hit(let full) = answer(CacheRequest(ifNoneMatch: "\"v2\"")) else { return XCTFail("no body for another tag") }
+        XCTAssertEqual(full.status, 200)
+        guard case .notModified = answer(CacheRequest(ifModifiedSince: "Tue, 01 Dec 2026 10:00:00 GMT")) else { return XCTFail("IMS") }
+        guard case .hit = answer(CacheRequest(ifNoneMatch: "\"v2\"", ifModifiedSince: "Tue, 01 Dec 2026 10:00:00 GMT")) else {
+            return XCTFail("If-None-Match takes precedence over If-Modified-Since")
         }
-        XCTAssertNotNil(c.lookup(method: "HEAD", key: key(), requestField: { _ in nil }, now: 1))
+        XCTAssertEqual(c.notModifiedHits, 2)
+    }
+
+    func testA304_refreshesTheStoredAge_andItsFields() {
+        // RFC 9111 §4.3.4: the age counts from the 304, not from the first 200.
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 100)
+        put(c, key(), [("ETag", "\"v1\""), ("Cache-Control", "max-age=0"), ("X-Version", "1")], now: 0)
+        let r = c.refresh(key: key(), request: CacheRequest(ifNoneMatch: "\"v1\""), hasAuthorization: true, requestField: none,
+                          notModified: fields([("ETag", "\"v1\""), ("X-Version", "2")]), now: 90)
+        XCTAssertEqual(r, .stored(shared: false))
+        let hit = get(c, now: 150)
+        XCTAssertEqual(hit?.age, 60, "the age did not start again at the 304")
+        XCTAssertEqual(hit?.fields.first("x-version"), "2")
+        XCTAssertEqual(hit.map { String(decoding: $0.body, as: UTF8.self) }, #"{"id":1}"#)
+    }
+
+    func testA304_withNothingStored_keepsTheValidator_forConditionalRequestsOnly() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        XCTAssertEqual(c.refresh(key: key(), request: CacheRequest(ifNoneMatch: "\"v9\""), hasAuthorization: true, requestField: none,
+                                 notModified: fields([("ETag", "\"v9\"")]), now: 0), .stored(shared: false))
+        guard case .notModified = c.lookup(key: key(), request: CacheRequest(ifNoneMatch: "\"v9\""), requestField: none, now: 5) else {
+            return XCTFail("the app's own copy is current: 304")
+        }
+        XCTAssertEqual(missWhy(c, now: 5), "only a validator is stored", "an unconditional request got a body that was never stored")
+        XCTAssertNil(get(c, key(auth: "Bearer bob"), now: 5))
+        guard case .miss = c.lookup(key: key(auth: "Bearer bob"), request: CacheRequest(ifNoneMatch: "\"v9\""), requestField: none, now: 5) else {
+            return XCTFail("another user's validator answered 304")
+        }
+        // A 304 whose tag differs from the stored answer's does not refresh that answer.
+        put(c, key("/x"), [("ETag", "\"a\"")], now: 0)
+        c.refresh(key: key("/x"), request: CacheRequest(), hasAuthorization: true, requestField: none,
+                  notModified: fields([("ETag", "\"b\"")]), now: 1)
+        XCTAssertEqual(missWhy(c, key("/x"), now: 2), "only a validator is stored")
+    }
+
+    func testReload_capacityZeroDropsEverything_andASmallerOneEvicts() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        for i in 0..<4 { put(c, key("/\(i)"), body: body(1000)) }
+        XCTAssertEqual(c.entries, 4)
+        c.configure(OfflineCache.Settings(capacity: 2500, maxAge: 86_400))
+        XCTAssertLessThanOrEqual(c.bytes, 2500)
+        XCTAssertEqual(c.entries, 2)
+        XCTAssertTrue(c.isEnabled)
+        c.configure(OfflineCache.Settings(capacity: 0, maxAge: 86_400))
+        XCTAssertEqual(c.entries, 0)
+        XCTAssertEqual(c.bytes, 0)
+        XCTAssertFalse(c.isEnabled)
+        XCTAssertEqual(put(c, key()), .refused("larger than the cache"))
+        c.configure(OfflineCache.Settings(capacity: 1 << 20, maxAge: 10))
+        put(c)
+        XCTAssertNil(get(c, now: 11), "the new max age was not applied")
+    }
+
+    func testDirectives_parseQuotedValuesAndCase() {
+        let d = CacheDirectives(["Public, MAX-AGE=30", "no-cache=\"a, b\", stale-if-error=x, s-maxage=abc"])
+        XCTAssertTrue(d.isPublic)
+        XCTAssertEqual(d.maxAge, 30)
+        XCTAssertTrue(d.noCache)
+        XCTAssertNil(d.staleIfError, "an invalid stale-if-error is ignored")
+        XCTAssertEqual(d.sMaxAge, 0, "an invalid s-maxage is treated as stale (RFC 9111 §4.2.1)")
+        XCTAssertFalse(d.noStore)
     }
 }
 
@@ -125,7 +302,7 @@ final class OfflineCacheLiveTests: XCTestCase {
         XCTAssertEqual(fresh.status, 200)
         XCTAssertNil(fresh.header("Cache-Status"))
         XCTAssertEqual(try h.request("GET", "/api/nostore-missing", headers: alice).status, 404, "a 404 is not stored")
-        XCTAssertEqual(h.gateway.offlineCache?.entries, 1)
+        XCTAssertEqual(h.gateway.offlineCache.entries, 1)
 
         let port = h.upstream.port
         h.upstream.stop()

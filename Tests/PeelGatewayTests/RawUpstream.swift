@@ -63,6 +63,21 @@ final class RawUpstream: @unchecked Sendable {
     /// Connections accepted so far.
     var connections: Int { accepted.withLock { $0 } }
 
+    /// Closes the listener and every connection, and keeps the loop: from now on every connect is
+    /// refused, as when the upstream's process is gone (issue 17: a close without an answer no
+    /// longer counts toward fall, so that is how a test takes this upstream away).
+    func closeListener() {
+        let done = Locked(false)
+        loop.execute { [self] in
+            server?.close()
+            server = nil
+            for c in open.values { c.close() }
+            open = [:]
+            done.withLock { $0 = true }
+        }
+        while !done.withLock({ $0 }) { usleep(1000) }
+    }
+
     /// Closes the listener and every connection, then stops the loop thread.
     func stop() {
         let loop = self.loop

@@ -5,8 +5,8 @@ import XCTest
 
 /// `/_peel/reachability` on the client listener: the document, the event stream, its bounds (issue 13).
 final class ReachabilityFeedTests: XCTestCase {
-    private func openStream(_ h: Harness, timeout: Double = 5) throws -> BlockingClient {
-        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: timeout)
+    private func openStream(_ h: Harness, timeout: Double = 5, from: String? = nil) throws -> BlockingClient {
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: timeout, from: from)
         try c.send("GET /_peel/reachability HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
         return c
     }
@@ -90,13 +90,73 @@ final class ReachabilityFeedTests: XCTestCase {
         _ = try c.readUntil("event: reachability")
         let over = try h.request("GET", "/_peel/reachability", headers: [("Accept", "text/event-stream")])
         XCTAssertEqual(over.status, 503)
-        XCTAssertEqual(problem(over)["kind"] as? String, "upstream-unreachable")
+        // Issue 17: Peel's own bound, named as such (it said upstream-unreachable).
+        XCTAssertEqual(problem(over)["kind"] as? String, "server-busy")
+        XCTAssertNotNil(over.header("Retry-After"))
         XCTAssertEqual(try h.request("GET", "/_peel/reachability").status, 200, "the document needs no place")
         // A reset is seen at once; a FIN only at the next write (a half-closed client still reads).
         c.close(reset: true)
         XCTAssertTrue(h.eventually(2) { (try? h.admin("/status").text.contains("\"streams\":0")) == true })
         let again = try openStream(h)
         XCTAssertTrue(try again.readUntil("event: reachability").hasPrefix("HTTP/1.1 200"))
+    }
+
+    func testStreamsPerClient_oneAddressCannotHoldEverySlot() throws {
+        // Issue 17: 1000 streams that never read, from one address, locked every app out. Here 1000
+        // from 127.0.0.1 against a per-client bound of 4: the rest get 429, and 127.0.0.2 still gets in.
+        let h = try Harness { c in
+            c.maxStreams = 10
+            c.maxStreamsPerClient = 4
+        }
+        defer { h.stop() }
+        var held: [BlockingClient] = []
+        var refused = 0
+        for _ in 0..<1000 {
+            let c = try openStream(h)
+            let head = try c.readUntil("\r\n\r\n")
+            if head.hasPrefix("HTTP/1.1 200") { held.append(c) } else {
+                XCTAssertTrue(head.hasPrefix("HTTP/1.1 429"), head)
+                refused += 1
+            }
+        }
+        XCTAssertEqual(held.count, 4)
+        XCTAssertEqual(refused, 996)
+        let over = try h.request("GET", "/_peel/reachability", headers: [("Accept", "text/event-stream")])
+        XCTAssertEqual(over.status, 429)
+        XCTAssertEqual(problem(over)["kind"] as? String, "too-many-streams")
+        XCTAssertEqual(problem(over)["code"] as? Int, -109)
+        let other = try openStream(h, from: "127.0.0.2")
+        XCTAssertTrue(try other.readUntil("event: reachability").hasPrefix("HTTP/1.1 200"), "another address was locked out")
+        let metrics = try h.admin("/metrics").text
+        XCTAssertTrue(metrics.contains("peel_reachability_streams 5"), metrics)
+        XCTAssertTrue(metrics.contains("peel_reachability_stream_clients 2"), metrics)
+        // The bounds follow a reload (issue 17: max_streams kept its start-up value).
+        var next = h.gateway.config
+        next.maxStreamsPerClient = 5
+        XCTAssertEqual(h.gateway.reload(next), [])
+        let fifth = try openStream(h)
+        XCTAssertTrue(try fifth.readUntil("event: reachability").hasPrefix("HTTP/1.1 200"))
+        withExtendedLifetime(held) {}
+    }
+
+    func testPublicDocument_givesACoarseReason_neverCurlsTextOrAnAddress() throws {
+        // Issue 17: /_peel/reachability is public; the address, port and curl's words stay on /status.
+        let h = try Harness { c in
+            c.upstream = try! UpstreamURL.parse("http://127.0.0.1:1").get()
+            c.probeInterval = 0.1
+            c.fall = 1
+        }
+        defer { h.stop() }
+        XCTAssertTrue(h.eventually(3) { h.gateway.reachability.isDown })
+        let doc = try h.request("GET", "/_peel/reachability").text
+        XCTAssertTrue(doc.contains(#""reason":"connect refused""#), doc)
+        XCTAssertFalse(doc.contains("127.0.0.1"), doc)
+        let c = try openStream(h)
+        let event = try c.readUntil("\n\n")
+        XCTAssertTrue(event.contains(#""reason":"connect refused""#), event)
+        XCTAssertFalse(event.contains("127.0.0.1"), event)
+        let status = try h.admin("/status").text
+        XCTAssertTrue(status.contains(#""public_reason":"connect refused""#), status)
     }
 
     func testDrain_endsStreamsCleanly_andDoesNotWaitForThem() throws {

@@ -119,6 +119,51 @@ final class ReachabilityMachineTests: XCTestCase {
         XCTAssertEqual(r.snapshot.reason, "probe timeout after 1 s")
     }
 
+    func testBusyProbes_neverTurnOffline_andCountTowardRise() {
+        // Issue 17: a probe that connected but got no answer in time (gunicorn's sync workers all held
+        // by slow calls) is busy, not gone.
+        var m = ReachabilityMachine(fall: 2, rise: 2, now: 0)
+        _ = m.record(.probePassed, at: 0)
+        for t in 1...10 { XCTAssertNil(m.record(.probeBusy("probe connected, no answer within 1 s"), at: Double(t))) }
+        XCTAssertEqual(m.state, .reachable)
+        XCTAssertEqual(m.busyProbes, 10)
+        XCTAssertNil(m.record(.probeFailed("connect refused"), at: 11))
+        XCTAssertNil(m.record(.probeBusy("busy"), at: 12), "a busy probe breaks a failure run: the host is there")
+        XCTAssertNil(m.record(.probeFailed("connect refused"), at: 13))
+        XCTAssertEqual(m.record(.probeFailed("connect refused"), at: 14)?.to, .unreachable)
+        XCTAssertNil(m.record(.probeBusy("busy"), at: 15))
+        let back = m.record(.probeBusy(FailureCause(coarse: "busy", detail: "probe connected, no answer within 1 s")), at: 16)
+        XCTAssertEqual(back?.to, .reachable, "an upstream that takes connections again is reachable, busy or not")
+        XCTAssertEqual(back?.publicReason, "probe connected, upstream busy")
+    }
+
+    func testTransitions_carryACoarsePublicReason_besideTheDetail() {
+        var m = ReachabilityMachine(fall: 1, rise: 1, now: 0)
+        let cause = FailureCause(coarse: "connect refused", detail: "connect refused: Failed to connect to 10.0.0.7 port 8443")
+        let t = m.record(.probeFailed(cause), at: 1)
+        XCTAssertEqual(t?.reason, cause.detail)
+        XCTAssertEqual(t?.publicReason, "connect refused")
+        XCTAssertEqual(m.publicReason, "connect refused")
+        XCTAssertEqual(m.lastFailure?.reason, cause.detail)
+    }
+
+    func testShared_busyProbeReports_areCountedApart_andKeepTheStateUp() {
+        final class Clock: @unchecked Sendable { var now = 0.0 }
+        let clock = Clock()
+        let r = Reachability(fall: 1, rise: 1, clock: { clock.now }, onTransition: { _ in })
+        r.recordProbe(ProbeReport(ok: true, status: 200, error: nil, latency: 0.001, at: 0))
+        for i in 1...5 {
+            clock.now = Double(i)
+            r.recordProbe(ProbeReport(ok: false, status: nil, error: "probe connected, no answer within 1 s", latency: 1, at: 0,
+                                      busy: true, coarseError: "busy"))
+        }
+        XCTAssertEqual(r.state, .reachable)
+        XCTAssertEqual(r.probeTotals.passed, 1)
+        XCTAssertEqual(r.probeTotals.busy, 5)
+        XCTAssertEqual(r.probeTotals.failed, 0)
+        XCTAssertEqual(r.snapshot.busyProbes, 5)
+    }
+
     func testShared_publishesStateAndCountsTransitions() {
         final class Clock: @unchecked Sendable { var now = 0.0 }
         let clock = Clock()
@@ -170,7 +215,7 @@ final class ReachabilityLiveTests: XCTestCase {
         let status = try h.admin("/status")
         XCTAssertTrue(status.text.contains("\"state\":\"reachable\""), status.text)
         // Issue 13: the last failure stays named after recovery.
-        XCTAssertTrue(status.text.contains("\"last_failure\":{\"reason\":\"connect refused\""), status.text)
+        XCTAssertTrue(status.text.contains("\"last_failure\":{\"reason\":\"connect refused"), status.text)
         let metrics = try h.admin("/metrics").text
         XCTAssertTrue(metrics.contains("peel_reachability_transitions_total{to=\"unreachable\"} 1"), metrics)
         XCTAssertTrue(metrics.contains("peel_reachability_transitions_total{to=\"reachable\"} 2"), metrics)
@@ -212,6 +257,35 @@ final class ReachabilityLiveTests: XCTestCase {
         XCTAssertGreaterThan(seen[200] ?? 0, 30, "\(seen)")
         XCTAssertFalse(everDown.load(ordering: .relaxed), "the state went unreachable")
         XCTAssertGreaterThan(h.upstream.probeCount + h.upstream.requestCount, 0)
+    }
+
+    func testBusyUpstream_probesThatConnectButWait_neverTurnItOffline() throws {
+        // Issue 17's gunicorn report, scaled down: every probe is taken and then waits past the probe
+        // timeout. Before, three such probes made Peel answer every call 503 offline.
+        let h = try RawHarness(configure: { c in
+            c.probeInterval = 0.1
+            c.probeTimeout = 0.15
+            c.fall = 2
+            c.adminListen = HostPort(host: "127.0.0.1", port: 0)
+        }) { r in
+            r.path == "/probe" ? .sendInTwoParts("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n", after: 1, "\r\nok")
+                : .send(RawUpstream.envelope("1"))
+        }
+        defer { h.stop() }
+        let deadline = Date().addingTimeInterval(1.5)
+        var everDown = false
+        while Date() < deadline {
+            if h.gateway.reachability.isDown { everDown = true }
+            usleep(10_000)
+        }
+        XCTAssertFalse(everDown, "a busy upstream was called offline")
+        XCTAssertGreaterThanOrEqual(h.gateway.reachability.probeTotals.busy, 3)
+        XCTAssertEqual(h.gateway.reachability.probeTotals.failed, 0)
+        XCTAssertEqual(try h.request("GET", "/x").status, 200)
+        let status = try XCTUnwrap(BlockingClient.get(host: "127.0.0.1", port: h.gateway.adminPort!, path: "/status", timeout: 5)).text
+        XCTAssertTrue(status.contains("\"busy\":true"), status)
+        let metrics = try XCTUnwrap(BlockingClient.get(host: "127.0.0.1", port: h.gateway.adminPort!, path: "/metrics", timeout: 5)).text
+        XCTAssertTrue(metrics.contains("peel_probes_total{result=\"busy\"}"), metrics)
     }
 
     func testOffline_upstreamSeesNoCallsWhileDown() throws {

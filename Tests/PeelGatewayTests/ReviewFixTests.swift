@@ -128,17 +128,22 @@ final class ReviewFixTests: XCTestCase {
             c.rise = 1
         }) { r in
             if down.withLock({ $0 }) { return .close }
-            if r.path == "/login" { return .send(RawUpstream.envelope("{\"user\":\"alice\"}", fields: ["Set-Cookie: sid=alice-session"])) }
-            return .send(RawUpstream.envelope("{\"plain\":1}"))
+            // Marked public, so that the cookie is what keeps /login out (issue 17: an anonymous answer
+            // is stored only when the upstream says it may be shared).
+            if r.path == "/login" {
+                return .send(RawUpstream.envelope("{\"user\":\"alice\"}", fields: ["Set-Cookie: sid=alice-session", "Cache-Control: public"]))
+            }
+            return .send(RawUpstream.envelope("{\"plain\":1}", fields: ["Cache-Control: public"]))
         }
         defer { h.stop() }
         let login = try h.request("GET", "/login")
         XCTAssertEqual(login.status, 200, login.text)
         XCTAssertNotNil(login.header("Set-Cookie"))
         XCTAssertEqual(try h.request("GET", "/plain").status, 200)
-        XCTAssertEqual(h.gateway.offlineCache?.entries, 1, "only the answer without a cookie is stored")
+        XCTAssertEqual(h.gateway.offlineCache.entries, 1, "only the answer without a cookie is stored")
 
         down.withLock { $0 = true }
+        h.upstream.closeListener()
         let deadline = Date().addingTimeInterval(3)
         while !h.gateway.reachability.isDown && Date() < deadline { usleep(20_000) }
         XCTAssertTrue(h.gateway.reachability.isDown, "not offline within 3 s")
@@ -165,7 +170,8 @@ final class ReviewFixTests: XCTestCase {
         }) { _ in
             if down.withLock({ $0 }) { return .close }
             return .send(RawUpstream.envelope("{\"plain\":1}", fields: ["Access-Control-Allow-Origin: *",
-                                                                        "Access-Control-Expose-Headers: X-Upstream"]))
+                                                                        "Access-Control-Expose-Headers: X-Upstream",
+                                                                        "Cache-Control: public"]))
         }
         defer { h.stop() }
         func get() throws -> BlockingClient.Response {
@@ -179,9 +185,10 @@ final class ReviewFixTests: XCTestCase {
         let fresh = try get()
         XCTAssertEqual(fresh.status, 200, fresh.text)
         XCTAssertEqual(allowOrigin(fresh), ["https://app.example"])
-        XCTAssertEqual(h.gateway.offlineCache?.entries, 1)
+        XCTAssertEqual(h.gateway.offlineCache.entries, 1)
 
         down.withLock { $0 = true }
+        h.upstream.closeListener()
         let deadline = Date().addingTimeInterval(3)
         while !h.gateway.reachability.isDown && Date() < deadline { usleep(20_000) }
         XCTAssertTrue(h.gateway.reachability.isDown, "not offline within 3 s")
