@@ -53,9 +53,11 @@ check "slow upstream under load: never unreachable" "no" "$(grep -q '"to":"unrea
 # for everything else, an SSE transition within 1 s of detection, fresh answers after revival.
 UPO=$(free_port); GWO=$(free_port); ADO=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UPO >/dev/null 2>&1 & UPO_PID=$!; pids+=($UPO_PID)
+# The cache size comes from a config file, so that SIGHUP can turn it off (issue 17).
+echo '{"offline_cache": "1MiB"}' >"$WORK/cache.json"
 "$PEEL" --upstream http://127.0.0.1:$UPO --listen 127.0.0.1:$GWO --admin-listen 127.0.0.1:$ADO --access-log off \
-  --probe-interval 0.2 --probe-timeout 0.2 --connect-timeout 0.2 --fall 2 --rise 1 --offline-cache 1MiB \
-  >/dev/null 2>"$WORK/off.err" & pids+=($!)
+  --probe-interval 0.2 --probe-timeout 0.2 --connect-timeout 0.2 --fall 2 --rise 1 --config "$WORK/cache.json" \
+  >/dev/null 2>"$WORK/off.err" & OFF_PID=$!; pids+=($OFF_PID)
 GO=http://127.0.0.1:$GWO
 for _ in $(seq 1 100); do curl -fs -o /dev/null "$GO/api/user" && break; sleep 0.05; done
 fresh=$(curl -s -H 'Authorization: Bearer alice' "$GO/api/user")
@@ -72,6 +74,13 @@ check "offline: a stored GET gets its stale answer" "$fresh" "$(curl -s -H 'Auth
 check "offline: the stale answer says so (RFC 9211)" "Peel; hit; detail=offline" "$(curl -s -D - -o /dev/null -H 'Authorization: Bearer alice' "$GO/api/user" | tr -d '\r' | awk -F': ' 'tolower($1)=="cache-status"{print $2}')"
 check "offline: another user's GET gets the offline problem" "503 offline" "$(curl -s -w ' %{http_code}' -H 'Authorization: Bearer bob' "$GO/api/user" | python3 -c 'import json,sys;t=sys.stdin.read();b,c=t.rsplit(" ",1);print(c,json.loads(b)["kind"])')"
 check "offline: a POST gets the offline problem" "503" "$(curl -s -o /dev/null -w '%{http_code}' -d x=1 -H 'Authorization: Bearer alice' "$GO/api/user")"
+check "offline: the public reason names no address" "no" "$(curl -s "$GO/_peel/reachability" | grep -q '127.0.0.1' && echo yes || echo no)"
+# An operator turning the cache off after a privacy incident: SIGHUP drops every entry at once.
+echo '{"offline_cache": 0}' >"$WORK/cache.json"
+kill -HUP $OFF_PID
+for _ in $(seq 1 50); do grep -q '"event":"reloaded"' "$WORK/off.err" && break; sleep 0.02; done
+check "SIGHUP with offline_cache 0: nothing needs a restart" "1" "$(grep '"event":"reloaded"' "$WORK/off.err" | grep -c '"needs_restart":\[\]')"
+check "SIGHUP with offline_cache 0: the stored answer is gone" "503" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer alice' "$GO/api/user")"
 "$PEEL" demo-upstream --listen 127.0.0.1:$UPO >/dev/null 2>&1 & pids+=($!)
 for _ in $(seq 1 150); do grep -q '"state":"reachable".*' <(tail -n 3 "$WORK/sse.txt") && break; sleep 0.02; done
 for _ in $(seq 1 150); do curl -s "http://127.0.0.1:$ADO/status" | grep -q '"state":"reachable"' && break; sleep 0.02; done
