@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import PeelDemo
 import PeelGateway
 import PeelIO
@@ -286,6 +287,52 @@ final class ReachabilityLiveTests: XCTestCase {
         XCTAssertTrue(status.contains("\"busy\":true"), status)
         let metrics = try XCTUnwrap(BlockingClient.get(host: "127.0.0.1", port: h.gateway.adminPort!, path: "/metrics", timeout: 5)).text
         XCTAssertTrue(metrics.contains("peel_probes_total{result=\"busy\"}"), metrics)
+    }
+
+    func testAHostThatTakesNoConnection_isOfflineWithinFallProbesPlusAConnectTimeout() throws {
+        // A listener that never accepts, with its accept queue full: Linux drops further SYNs, so a
+        // connect waits for its timeout, as for a black-holed host. Issue 17: found idle within
+        // fall × probe_interval plus a connect timeout (here 2 × 0.1 s + 0.2 s, given slack).
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        defer { close(fd) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        XCTAssertEqual(bound, 0)
+        XCTAssertEqual(listen(fd, 0), 0)
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        let port = Int(UInt16(bigEndian: addr.sin_port))
+        // Fill the queue (backlog 0 holds one); the fillers wait in it, never accepted.
+        var fillers: [Int32] = []
+        for _ in 0..<3 {
+            let c = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(c, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            fillers.append(c)
+        }
+        defer { for c in fillers { close(c) } }
+        usleep(50_000)
+        let started = Date()
+        let h = try Harness { c in
+            c.upstream = try! UpstreamURL.parse("http://127.0.0.1:\(port)").get()
+            c.probeInterval = 0.1
+            c.probeTimeout = 0.2
+            c.connectTimeout = 0.2
+            c.fall = 2
+        }
+        defer { h.stop() }
+        XCTAssertTrue(h.eventually(3) { h.gateway.reachability.isDown }, "a host that takes no connection was not found offline")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1.5)
+        XCTAssertEqual(h.gateway.reachability.snapshot.publicReason, "connect timeout")
+        XCTAssertEqual(h.gateway.reachability.probeTotals.busy, 0, "a connect timeout is not busy")
     }
 
     func testOffline_upstreamSeesNoCallsWhileDown() throws {
