@@ -121,7 +121,7 @@ func ifNoneMatchMatches(_ header: String, etag: String) -> Bool {
 }
 
 /// The opaque part of an entity tag, without `W/`.
-private func opaqueTag(_ tag: String) -> String {
+func opaqueTag(_ tag: String) -> String {
     let t = trimOWS(tag)
     return t.hasPrefix("W/") ? String(t.dropFirst(2)) : t
 }

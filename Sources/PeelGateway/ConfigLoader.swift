@@ -197,6 +197,10 @@ public enum ConfigLoader {
                 guard !lower.isEmpty, lower.utf8.allSatisfy(isTokenByte) else {
                     throw ConfigError(option: o, problem: "\(n) is not a field name")
                 }
+                // The fields the cache reads for its own rules: a key of one would stop them being read.
+                guard !["cache-control", "pragma", "if-none-match", "if-modified-since"].contains(lower) else {
+                    throw ConfigError(option: o, problem: "\(n) is read for the cache's rules and cannot be a key field")
+                }
                 if !names.contains(lower) { names.append(lower) }
             }
             c.offlineCacheKey = names

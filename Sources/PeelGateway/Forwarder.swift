@@ -76,6 +76,12 @@ final class Forwarder {
                                                  d.droppedAndTypeEncoded, d.compression, d.encoder, d.kept)
     }
 
+    /// A request field's value as `Vary` compares it: every line combined (RFC 9111 §4.1), Cookie's
+    /// with `; ` (review of issue 17: the first line alone let bob's second Cookie line pass for alice's).
+    static func varyValue(_ ex: HTTPExchange, _ name: String) -> String? {
+        ex.combinedHeader(name, separator: name == "cookie" ? "; " : ", ")
+    }
+
     /// Request fields the offline cache reads besides the key fields (RFC 9111 §5.2.1, §5.4; RFC
     /// 9110 §13.1.2, §13.1.3).
     private static let cacheRequestFields = ["cache-control", "pragma", "if-none-match", "if-modified-since"]
@@ -165,6 +171,9 @@ final class Forwarder {
         var cacheRequest = CacheRequest()
         /// Whether the request carried Authorization (RFC 9111 §3.5, when it is not a key field).
         var hasAuthorization = false
+        /// Host and target as the cache files them, for every method while the cache is on: an unsafe
+        /// method's success invalidates what is stored for them (RFC 9111 §4.4).
+        var cacheResource: (host: String, target: String)?
         /// The upstream's answer fields, kept for a problem document made from its answer.
         var upstreamHeaders: ResponseHeaders?
         /// The envelope code as the upstream sent it; nil when there was no envelope.
@@ -290,6 +299,9 @@ final class Forwarder {
             return answerReachability(call, events: wantsEvents)
         }
 
+        if cache.isEnabled {
+            call.cacheResource = (host?.lowercased() ?? "", target.path + (target.query.map { "?" + $0 } ?? ""))
+        }
         if caching {
             let keys = keyFieldNames.count
             // The Host as forwarded (issue 17): two tenants behind one Peel never share an entry.
@@ -303,7 +315,7 @@ final class Forwarder {
 
         if reachability.isDown {
             if let key = call.cacheKey {
-                switch cache.lookup(key: key, request: call.cacheRequest, requestField: { ex.header($0) }, now: monotonicNow()) {
+                switch cache.lookup(key: key, request: call.cacheRequest, requestField: { Self.varyValue(ex, $0) }, now: monotonicNow()) {
                 case .hit(let hit), .notModified(let hit): return answerStale(call, hit)
                 case .miss: break
                 }
@@ -382,10 +394,19 @@ final class Forwarder {
         switch result {
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
-            if failure.isTransportFailure { reachability.recordPassiveFailure(failureCause(failure)) }
-            // Issue 17: a broken, oversized, slow or missing answer on a connection the upstream took
-            // is still evidence that it is there; only failing to reach it counts toward fall.
-            if failure.reachedUpstream { reachability.recordLiveAnswer() }
+            // Issue 17: only failing to reach the upstream counts toward fall. A broken or oversized
+            // answer came with a status line: the upstream is there. A timeout or a close before any
+            // status line on a connection it took counts neither way: a client can cause it (a path
+            // whose worker dies), and calls in flight when a host drops off the network end so long
+            // after it went.
+            if failure.isTransportFailure {
+                if case .connectTimeout = failure {
+                    reachability.recordLiveConnectTimeout(failureCause(failure))
+                } else {
+                    reachability.recordPassiveFailure(failureCause(failure))
+                }
+            }
+            if failure.answeredBadly { reachability.recordLiveAnswer() }
             answer(call, Self.outcome(of: failure))
         case .success(let response):
             // Whatever it says, the upstream answered: evidence that it is there (issue 13).
@@ -393,11 +414,14 @@ final class Forwarder {
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
             call.upstreamHeaders = response.headers
+            if let resource = call.cacheResource, response.status < 400, Self.unsafeMethods.contains(call.exchange.method) {
+                invalidate(resource, response)
+            }
             if response.status == 304, call.exchange.method == "GET", let key = call.cacheKey {
                 // RFC 9111 §4.3.4: the stored answer is current again, or its validator is worth keeping.
                 let ex = call.exchange
                 cache.refresh(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization,
-                              requestField: { ex.header($0) }, notModified: response.headers, now: monotonicNow())
+                              requestField: { Self.varyValue(ex, $0) }, notModified: response.headers, now: monotonicNow())
             }
             let contentType = response.headers.first("content-type")
             let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
@@ -418,8 +442,15 @@ final class Forwarder {
                 pass(call, status: status, response, range: range ?? 0..<0, kind: "ok",
                      contentType: range == nil ? nil : "application/json")
             case .passthrough:
+                // A newer answer that is not stored must not leave the older one servable (a 304
+                // refreshed it above; a 5xx is what stale-if-error keeps it for).
+                if let key = call.cacheKey, response.status != 304, response.status < 500 { cache.invalidate(key: key) }
                 pass(call, status: response.status, response, range: nil, kind: "passthrough", contentType: nil)
             case .problem(let p):
+                // An error the upstream chose to answer (a 4xx, a business or auth code) replaces
+                // what was stored: a revoked token's stale `/me`, a deleted resource, must not come
+                // back while offline. A 5xx keeps it: that is what stale answers are for.
+                if let key = call.cacheKey, response.status < 500 { cache.invalidate(key: key) }
                 answerProblem(call, p)
             }
         }
@@ -603,14 +634,29 @@ final class Forwarder {
         [("X-Request-Id", call.requestId)] + (cors?.answerFields(origin: call.origin) ?? [])
     }
 
+    /// Methods whose non-error answers invalidate stored ones (RFC 9111 §4.4; RFC 9110 §9.2.1).
+    private static let unsafeMethods: Set<String> = ["POST", "PUT", "PATCH", "DELETE"]
+
+    /// RFC 9111 §4.4: the target, and the same-host paths Location and Content-Location name.
+    private func invalidate(_ resource: (host: String, target: String), _ response: UpstreamResponse) {
+        var targets = [resource.target]
+        for name in ["location", "content-location"] as [StaticString] {
+            guard let value = response.headers.first(name) else { continue }
+            // A path, or an absolute URL naming the upstream: as Peel's own target, without the base path.
+            let path = rewrite.location(value, publicOrigin: nil)
+            if path.hasPrefix("/") && !path.hasPrefix("//") { targets.append(path) }
+        }
+        cache.invalidate(host: resource.host, targets: targets)
+    }
+
     /// Keeps a successful unwrapped GET answer for while offline, when RFC 9111 and the key rules
     /// allow (OfflineCache.store): the upstream's fields, Peel's Content-Type and the body.
     private func store(_ key: OfflineCacheKey, _ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?) {
-        // Too large for the whole cache: not worth the copy.
-        if (range?.count ?? 0) > cache.capacity { return }
+        // Too large for the whole cache: not worth the copy, and the older answer must go.
+        if (range?.count ?? 0) > cache.capacity { return cache.invalidate(key: key) }
         let body = range.map { Array(response.body[$0]) } ?? []
         let ex = call.exchange
-        cache.store(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization, requestField: { ex.header($0) },
+        cache.store(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization, requestField: { Self.varyValue(ex, $0) },
                     status: status, fields: response.headers, contentType: range == nil ? nil : "application/json", body: body,
                     now: monotonicNow())
     }
@@ -622,13 +668,21 @@ final class Forwarder {
     private func answerStale(_ call: Call, _ hit: OfflineCacheHit) {
         let extra = [("Age", String(hit.age)), ("Cache-Status", "Peel; hit; detail=offline")]
         if hit.status == 304 {
-            // RFC 9110 §15.4.5: the fields a 200 would carry that describe the stored answer, no body.
+            // RFC 9110 §15.4.5: the fields a 200 would carry that describe the stored answer, no body:
+            // its ETag weakened and `Vary: Accept-Encoding` where the 200 would have been compressed.
+            let candidate = hit.contentType != nil
+                && compression.isCandidate(status: 200, contentType: hit.contentType, count: hit.storedBodyCount)
+            let compressed = candidate && CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered) != nil
             // The upstream's own CORS fields too, when it manages CORS (Peel's come with ownFields otherwise).
             let upstreamCORS = cors == nil ? Set(CORSPolicy.upstreamFields) : []
-            let fields = hit.fields.pairs.filter {
+            var fields = hit.fields.pairs.filter {
                 let name = $0.0.lowercased()
                 return Self.keptOnNotModified.contains(name) || upstreamCORS.contains(name)
             }
+            if compressed {
+                fields = fields.map { $0.0.lowercased() == "etag" && !$0.1.hasPrefix("W/") ? ($0.0, "W/" + $0.1) : $0 }
+            }
+            if candidate { fields.append(("Vary", "Accept-Encoding")) }
             let headers = fields + extra + ownFields(call) + (draining ? [("Connection", "close")] : [])
             return send(call, status: 304, headers: headers, body: [], kind: "offline-cache", code: nil)
         }
@@ -653,7 +707,7 @@ final class Forwarder {
         let snap = reachability.snapshot
         // While draining, a new stream would only be cut at once: the document answers instead.
         if events && ex.method == "GET" && !draining {
-            let client = call.exchange.clientAddress
+            let client = streamClient(call.exchange.clientAddress)
             if case .failure(let refusal) = streams.reserve(client: client) {
                 // Peel's own bounds, not the upstream's fault: the problem names which one.
                 return answer(call, .tooManyStreams(perClient: refusal == .clientFull))

@@ -45,6 +45,8 @@ public struct OfflineCacheHit: Sendable {
     public var contentType: String?
     /// The unwrapped body; empty for a 304.
     public var body: [UInt8]
+    /// The stored body's length (a 304's too: whether a 200 would have been compressed).
+    public var storedBodyCount: Int = 0
     /// Seconds since the answer was generated (RFC 9111 §4.2.3: the upstream's own valid `Age`,
     /// plus the time it was stored here), whole seconds for the `Age` field (§5.1).
     public var age: Int
@@ -144,46 +146,95 @@ public final class OfflineCache: Sendable {
     public func store(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
                       status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8], now: Double) -> OfflineCacheStore {
         // A 206 is part of a representation (RFC 9111 §3.3): never replayed as the whole of it.
-        guard (200...299).contains(status), status != 206 else { return .refused("status \(status)") }
+        guard (200...299).contains(status), status != 206 else { return refuse(key, "status \(status)") }
         let answer: Stored
         switch Self.storable(key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
-        case .failure(let why): return .refused(why.text)
+        case .failure(let why): return refuse(key, why.text)
         case .success(let s): answer = s
         }
         return insert(Entry(key: key, vary: answer.vary, varyValues: answer.vary.map(requestField), status: status,
                             fields: answer.kept, contentType: contentType, body: body, storedAt: now - Double(answer.age),
-                            directives: answer.directives, etag: answer.etag, lastModified: answer.lastModified))
+                            directives: answer.directives, etag: answer.etag, lastModified: answer.lastModified), now: now)
     }
 
     /// Takes a 304 answer to a conditional GET (RFC 9111 §4.3.4): a stored answer it validates has
-    /// its age start again and its fields updated; where nothing is stored, or the stored answer has
-    /// another validator, the validator alone is kept, so that while offline the same user's
-    /// conditional request with it still gets 304 (their app's own copy is current).
+    /// its age start again and its fields updated; where nothing is stored, the validator alone is
+    /// kept, so that while offline the same user's conditional request with it still gets 304 (their
+    /// app's own copy is current). A 304 for another validator than the stored one replaces it with
+    /// that validator; one whose Vary values differ leaves the stored answer alone.
     @discardableResult
     public func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
                         notModified fields: ResponseHeaders, now: Double) -> OfflineCacheStore {
         let answer: Stored
         switch Self.storable(key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
-        case .failure(let why): return .refused(why.text)
+        case .failure(let why): return refuse(key, why.text)
         case .success(let s): answer = s
         }
         let varyValues = answer.vary.map(requestField)
-        let existing: Entry? = state.withLock { $0.map[key] }
-        if let e = existing, e.status != 304, zip(e.vary, e.varyValues).allSatisfy({ requestField($0.0) == $0.1 }),
-           answer.etag == nil || answer.etag == e.etag {
-            // §3.2: the 304's fields replace the stored ones of the same name.
-            let names = Set(answer.kept.pairs.map { $0.0.lowercased() })
-            let merged = e.fields.pairs.filter { !names.contains($0.0.lowercased()) } + answer.kept.pairs
-            let mergedFields = ResponseHeaders(merged)
-            let directives = CacheDirectives(mergedFields.pairs.filter { $0.0.lowercased() == "cache-control" }.map { $0.1 })
-            return insert(Entry(key: key, vary: e.vary, varyValues: e.varyValues, status: e.status, fields: mergedFields,
-                                contentType: e.contentType, body: e.body, storedAt: now - Double(answer.age), directives: directives,
-                                etag: e.etag, lastModified: answer.lastModified ?? e.lastModified))
+        // One critical section from reading the stored answer to replacing it, so a newer 200 that
+        // lands meanwhile is not overwritten by an entry merged from the older one.
+        return state.withLock { lru in
+            let entry: Entry
+            if let e = lru.map[key], e.status != 304 {
+                guard zip(e.vary, e.varyValues).allSatisfy({ requestField($0.0) == $0.1 }) else {
+                    return .refused("the stored answer is another variant")
+                }
+                // The 304's own ETag names what it validates; without one, the request's If-None-Match does.
+                let validated = answer.etag.map { tag in e.etag.map { opaqueTag($0) == opaqueTag(tag) } ?? false }
+                    ?? (request.ifNoneMatch.map { inm in e.etag.map { ifNoneMatchMatches(inm, etag: $0) } ?? false } ?? true)
+                if validated {
+                    // §3.2: the 304's fields replace the stored ones of the same name.
+                    let names = Set(answer.kept.pairs.map { $0.0.lowercased() })
+                    let merged = ResponseHeaders(e.fields.pairs.filter { !names.contains($0.0.lowercased()) } + answer.kept.pairs)
+                    let directives = CacheDirectives(merged.pairs.filter { $0.0.lowercased() == "cache-control" }.map { $0.1 })
+                    if directives.noStore {
+                        lru.remove(e)
+                        return .refused("the answer says no-store")
+                    }
+                    entry = Entry(key: key, vary: e.vary, varyValues: e.varyValues, status: e.status, fields: merged,
+                                  contentType: e.contentType, body: e.body, storedAt: now - Double(answer.age),
+                                  directives: directives, etag: e.etag, lastModified: answer.lastModified ?? e.lastModified)
+                } else {
+                    guard answer.etag != nil || answer.lastModified != nil else { return .refused("no validator in the 304") }
+                    entry = Entry(key: key, vary: answer.vary, varyValues: varyValues, status: 304, fields: answer.kept,
+                                  contentType: nil, body: [], storedAt: now - Double(answer.age), directives: answer.directives,
+                                  etag: answer.etag, lastModified: answer.lastModified)
+                }
+            } else {
+                guard answer.etag != nil || answer.lastModified != nil else { return .refused("no validator in the 304") }
+                entry = Entry(key: key, vary: answer.vary, varyValues: varyValues, status: 304, fields: answer.kept,
+                              contentType: nil, body: [], storedAt: now - Double(answer.age), directives: answer.directives,
+                              etag: answer.etag, lastModified: answer.lastModified)
+            }
+            return lru.insertBounded(entry, now: now)
         }
-        guard answer.etag != nil || answer.lastModified != nil else { return .refused("no validator in the 304") }
-        return insert(Entry(key: key, vary: answer.vary, varyValues: varyValues, status: 304, fields: answer.kept,
-                            contentType: nil, body: [], storedAt: now - Double(answer.age), directives: answer.directives,
-                            etag: answer.etag, lastModified: answer.lastModified))
+    }
+
+    /// Drops the entry for `key`: a newer answer to its request that may not be stored (a 4xx, one
+    /// too large, one marked no-store) must not leave the older one servable (review of issue 17:
+    /// a revoked token's stale `/me`, a deleted resource coming back).
+    public func invalidate(key: OfflineCacheKey) {
+        state.withLock { lru in if let e = lru.map[key] { lru.remove(e) } }
+    }
+
+    /// RFC 9111 §4.4: a non-error answer to an unsafe method (POST, PUT, PATCH, DELETE) invalidates
+    /// what is stored for its target, for every user, and for the same-host URLs its Location and
+    /// Content-Location name (`targets`).
+    public func invalidate(host: String, targets: [String]) {
+        state.withLock { lru in
+            for target in targets {
+                guard let keys = lru.byResource[OfflineCache.resource(host, target)] else { continue }
+                for k in keys { if let e = lru.map[k] { lru.remove(e) } }
+            }
+        }
+    }
+
+    /// The index of entries by host and target.
+    static func resource(_ host: String, _ target: String) -> String { host + " " + target }
+
+    private func refuse(_ key: OfflineCacheKey, _ why: String) -> OfflineCacheStore {
+        invalidate(key: key)
+        return .refused(why)
     }
 
     /// What may be served for a GET or HEAD while offline.
@@ -237,12 +288,14 @@ public final class OfflineCache: Sendable {
            request.directives.staleIfError == nil, age > Double(maxAge) {
             return .miss("older than the request's max-age")
         }
-        let hit = OfflineCacheHit(status: e.status, fields: e.fields, contentType: e.contentType, body: e.body, age: Int(age))
+        let hit = OfflineCacheHit(status: e.status, fields: e.fields, contentType: e.contentType, body: e.body,
+                                  storedBodyCount: e.body.count, age: Int(age))
         // RFC 9110 §13.1.2, §13.1.3: If-None-Match takes precedence; If-Modified-Since is compared
         // exactly with the stored Last-Modified (nginx's `if_modified_since exact`).
         var matches = false
         if let inm = request.ifNoneMatch {
-            if let etag = e.etag { matches = ifNoneMatchMatches(inm, etag: etag) }
+            // `*` matches any current representation, with or without an ETag (RFC 9110 §13.1.2).
+            if trimOWS(inm) == "*" { matches = true } else if let etag = e.etag { matches = ifNoneMatchMatches(inm, etag: etag) }
         } else if let ims = request.ifModifiedSince, let lm = e.lastModified {
             matches = trimOWS(ims) == trimOWS(lm)
         }
@@ -291,6 +344,9 @@ public final class OfflineCache: Sendable {
                 for v in CacheDirectives.members(value).map({ $0.0 }) {
                     // §4.1: `Vary: *` never matches a later request.
                     if v == "*" { return .failure(Refusal("Vary: *")) }
+                    // Peel asks the upstream for codings itself and stores the decoded body, so the
+                    // client's Accept-Encoding chooses nothing stored here.
+                    if v == "accept-encoding" { continue }
                     if !vary.contains(v) { vary.append(v) }
                 }
             case "age":
@@ -317,23 +373,15 @@ public final class OfflineCache: Sendable {
             guard d.isPublic || d.sMaxAge != nil else { return .failure(Refusal("not marked public, and no key field")) }
             // An answer that sets a cookie is one user's (a session, a login), whatever it says.
             if setsCookie { return .failure(Refusal("a shared answer that sets a cookie")) }
-            // §3.5: a shared cache keeps an answer to a request with Authorization only when the
-            // upstream allowed it (reached only when Authorization is not a key field).
-            if hasAuthorization && !(d.isPublic || d.sMaxAge != nil || d.mustRevalidate) {
-                return .failure(Refusal("Authorization without a key"))
-            }
+            // §3.5 (a shared cache keeps an answer to a request with Authorization only when the
+            // upstream allowed it with public or s-maxage) holds by the guard above; must-revalidate
+            // alone, which §3.5 also allows, never reaches here.
         }
         return .success(Stored(kept: ResponseHeaders(kept), vary: vary, directives: d, age: age, etag: etag, lastModified: lastModified))
     }
 
-    private func insert(_ entry: Entry) -> OfflineCacheStore {
-        let shared = entry.key.isShared
-        return state.withLock { lru in
-            guard entry.size <= lru.settings.capacity else { return .refused("larger than the cache") }
-            lru.insert(entry)
-            while lru.bytes > lru.settings.capacity, let oldest = lru.oldest { lru.remove(oldest) }
-            return .stored(shared: shared)
-        }
+    private func insert(_ entry: Entry, now: Double) -> OfflineCacheStore {
+        state.withLock { $0.insertBounded(entry, now: now) }
     }
 
     final class Entry {
@@ -366,7 +414,10 @@ public final class OfflineCache: Sendable {
             self.directives = directives
             self.etag = etag
             self.lastModified = lastModified
-            size = key.size + body.count + fields.pairs.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 } + 96
+            // Everything the entry holds counts, the request values its Vary names too (review of
+            // issue 17: 60 KB Accept values on 200 entries held 12 MB in a 1 MiB cache).
+            size = key.size + body.count + fields.pairs.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 }
+                + vary.reduce(0) { $0 + $1.utf8.count } + varyValues.reduce(0) { $0 + ($1?.utf8.count ?? 0) } + 96
         }
     }
 
@@ -374,6 +425,8 @@ public final class OfflineCache: Sendable {
     struct LRU {
         var settings: Settings
         var map: [OfflineCacheKey: Entry] = [:]
+        /// Keys by host and target, for invalidation by unsafe methods (RFC 9111 §4.4).
+        var byResource: [String: Set<OfflineCacheKey>] = [:]
         var bytes = 0
         var oldest: Entry?
         var newest: Entry?
@@ -383,8 +436,25 @@ public final class OfflineCache: Sendable {
         mutating func insert(_ e: Entry) {
             if let old = map[e.key] { remove(old) }
             map[e.key] = e
+            byResource[OfflineCache.resource(e.key.host, e.key.target), default: []].insert(e.key)
             bytes += e.size
             append(e)
+        }
+
+        /// Inserts within the byte budget and the age bound, evicting the least recently used.
+        mutating func insertBounded(_ e: Entry, now: Double) -> OfflineCacheStore {
+            guard e.size <= settings.capacity else {
+                if let old = map[e.key] { remove(old) }
+                return .refused("larger than the cache")
+            }
+            // Already older than may be served (the upstream's Age): it would only take room.
+            guard now - e.storedAt <= settings.maxAge else {
+                if let old = map[e.key] { remove(old) }
+                return .refused("older than offline_cache_max_age")
+            }
+            insert(e)
+            while bytes > settings.capacity, let oldest = oldest { remove(oldest) }
+            return .stored(shared: e.key.isShared)
         }
 
         mutating func touch(_ e: Entry) {
@@ -396,6 +466,9 @@ public final class OfflineCache: Sendable {
         mutating func remove(_ e: Entry) {
             guard map[e.key] === e else { return }
             map[e.key] = nil
+            let r = OfflineCache.resource(e.key.host, e.key.target)
+            byResource[r]?.remove(e.key)
+            if byResource[r]?.isEmpty == true { byResource[r] = nil }
             bytes -= e.size
             unlink(e)
         }

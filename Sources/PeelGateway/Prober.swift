@@ -49,18 +49,20 @@ final class Prober {
                 // The upstream answered, badly or at length: it is there (issue 14: only failing to
                 // connect or to get any answer counts toward fall). Its calls get -100 / -107.
                 report = ProbeReport(ok: true, status: nil, error: nil, latency: latency, at: wallNow())
-            case .failure(let f) where f.reachedUpstream:
-                // Issue 17: connected, then no answer in time or a close without one. Busy, not gone:
-                // gunicorn's sync workers all held by slow calls queue the probe behind them.
-                var detail = failureReason(f)
-                if case .timeout = f { detail = "probe connected, no answer within \(secondsText(timeout))" }
-                report = ProbeReport(ok: false, status: nil, error: detail, latency: latency, at: wallNow(),
-                                     busy: true, coarseError: "busy")
+            case .failure(.timeout):
+                // Issue 17: connected, then no answer in time. Busy, not gone: gunicorn's sync
+                // workers all held by slow calls queue the probe behind them.
+                report = ProbeReport(ok: false, status: nil, error: "probe connected, no answer within \(secondsText(timeout))",
+                                     latency: latency, at: wallNow(), busy: true, coarseError: "busy")
             case .failure(.connectTimeout(let m)):
                 // Excused only while live calls are being answered (Reachability.swift).
                 report = ProbeReport(ok: false, status: nil, error: "connect timeout after \(secondsText(timeout)): " + m,
                                      latency: latency, at: wallNow(), timedOut: true, coarseError: coarseReason(.connectTimeout(m)))
             case .failure(let f):
+                // Refused, DNS, TLS, and also a close before any status line: no client can make the
+                // operator's probe path drop its connection, but a port-forward, docker-proxy or L4
+                // balancer with nothing behind it takes every connection and closes it (review of
+                // issue 17). Live calls' closes stay neutral (Forwarder.upstreamFinished).
                 report = ProbeReport(ok: false, status: nil, error: failureReason(f), latency: latency, at: wallNow(),
                                      coarseError: coarseReason(f))
             }

@@ -83,8 +83,11 @@ public enum ReachabilityEvidence: Sendable, Equatable {
     /// A live call reached the upstream: any HTTP answer, or a connection that was taken and then
     /// answered slowly, badly or not at all.
     case liveAnswer
-    /// A live call could not reach the upstream (refused, DNS, connect timeout, TLS).
+    /// A live call could not reach the upstream (refused, DNS, TLS).
     case liveFailed(FailureCause)
+    /// A live call's connect did not finish within the connect timeout: excused like a probe's while
+    /// other live calls are being answered (an accept queue that is full).
+    case liveConnectTimedOut(FailureCause)
 }
 
 /// The pure state machine: evidence in, transitions out; time is passed in, so tests need no sleeps.
@@ -155,7 +158,10 @@ public struct ReachabilityMachine: Sendable {
         case .probeTimedOut(let why):
             busyProbes = 0
             // A full accept queue is busy, not gone: while live calls are being answered (on
-            // connections already open), a probe whose connect waited in that queue proves nothing.
+            // connections already open), a connect that waited in that queue proves nothing.
+            if let last = lastLiveAnswer, now - last <= liveWindow { return nil }
+            return fail(why, at: now)
+        case .liveConnectTimedOut(let why):
             if let last = lastLiveAnswer, now - last <= liveWindow { return nil }
             return fail(why, at: now)
         }
@@ -312,6 +318,11 @@ public final class Reachability: Sendable {
     /// Records a failure to reach the upstream seen on a live call (counts as a failed probe).
     public func recordPassiveFailure(_ reason: FailureCause) {
         record(.liveFailed(reason))
+    }
+
+    /// Records a live call's connect timeout (counts unless live calls are being answered).
+    public func recordLiveConnectTimeout(_ reason: FailureCause) {
+        record(.liveConnectTimedOut(reason))
     }
 
     /// Records that a live call got an HTTP answer. Called for every answer: while the machine is

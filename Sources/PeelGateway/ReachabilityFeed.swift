@@ -1,3 +1,4 @@
+import Glibc
 import PeelIO
 import Synchronization
 
@@ -6,6 +7,22 @@ import Synchronization
 func reachabilityDocument(state: ReachabilityState, since: Double, reason: String?) -> String {
     let wall = wallNow() - (monotonicNow() - since)
     return "{\"state\":\"\(state)\",\"since\":\"\(rfc3339(wall))\",\"reason\":\(reason.map(jsonEscaped) ?? "null")}"
+}
+
+/// Whose share of the event-stream places a connection takes: its IPv4 address, or the /64 of its
+/// IPv6 one (one host is handed a whole /64 by SLAAC, so counting single addresses would let it
+/// take every place; review of issue 17).
+func streamClient(_ address: String) -> String {
+    guard address.contains(":") else { return address }
+    var raw = in6_addr()
+    guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
+    let bytes = withUnsafeBytes(of: &raw) { Array($0.prefix(8)) }
+    // An IPv4-mapped address (::ffff:a.b.c.d) is that IPv4 client.
+    let full = withUnsafeBytes(of: &raw) { Array($0) }
+    if full[0..<10].allSatisfy({ $0 == 0 }) && full[10] == 0xFF && full[11] == 0xFF {
+        return full[12...].map(String.init).joined(separator: ".")
+    }
+    return bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "::/64"
 }
 
 /// Open event streams across all workers, held to `--max-streams` in all and to

@@ -267,6 +267,13 @@ public final class UpstreamClient {
         case CURLE_COULDNT_RESOLVE_HOST:
             return .dns(text)
         case CURLE_COULDNT_CONNECT:
+            // Review of issue 17: out of local ports toward the one upstream (slow calls piling up)
+            // or out of kernel buffers is Peel's own shortage, not evidence against the upstream.
+            var osErrno = 0
+            peel_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno)
+            if osErrno == Int(EADDRNOTAVAIL) || osErrno == Int(ENOBUFS) || osErrno == Int(ENOMEM) {
+                return .localResources("cannot connect to the upstream: " + String(cString: strerror(Int32(osErrno))))
+            }
             return .refused(text)
         case CURLE_OPERATION_TIMEDOUT:
             var connectTime: curl_off_t = 0

@@ -70,11 +70,13 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
         }
     }
 
-    /// True for failures that prove the upstream took the connection: it is there, however it then
-    /// answered (slowly, badly, at length, or by closing). Evidence for reachability like an answer.
-    public var reachedUpstream: Bool {
+    /// True for failures that came with an answer (a status line, then a broken or oversized body):
+    /// the upstream is there. Evidence for reachability like any answer. A timeout or a close with
+    /// no status line is neither a pass nor a failure (review of issue 17): calls in flight when a
+    /// host drops off the network time out long after it went, and must not bring it back.
+    public var answeredBadly: Bool {
         switch self {
-        case .reset, .timeout, .protocolError, .tooLarge, .notResent: return true
+        case .protocolError, .tooLarge: return true
         default: return false
         }
     }

@@ -273,6 +273,61 @@ final class OfflineCacheTests: XCTestCase {
         XCTAssertNil(get(c, now: 11), "the new max age was not applied")
     }
 
+    func testVaryAcceptEncoding_isNotCompared_andIfNoneMatchStarMatchesWithoutAnETag() {
+        // Peel asks the upstream for codings itself and stores the decoded body.
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        put(c, key(), [("Vary", "Accept-Encoding")], requestField: { $0 == "accept-encoding" ? "gzip" : nil })
+        XCTAssertNotNil(get(c, requestField: { $0 == "accept-encoding" ? "br" : nil }))
+        guard case .notModified = c.lookup(key: key(), request: CacheRequest(ifNoneMatch: "*"), requestField: none, now: 1) else {
+            return XCTFail("If-None-Match: * matches any stored representation (RFC 9110 §13.1.2)")
+        }
+    }
+
+    func testAnEntryAlreadyOlderThanMaxAge_isNotStored_andReplacesNothing() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 60)
+        put(c, key(), [], now: 0)
+        XCTAssertEqual(put(c, key(), [("Age", "61")], now: 1), .refused("older than offline_cache_max_age"))
+        XCTAssertNil(get(c, now: 2), "the older entry stayed behind a newer one that could not be stored")
+    }
+
+    func testInvalidation_byHostAndTarget_forEveryUser() {
+        // RFC 9111 §4.4: an unsafe method's success invalidates the target for everyone.
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        put(c, key("/items/1"))
+        put(c, key("/items/1", auth: "Bearer bob"))
+        put(c, key("/items/2"))
+        put(c, key("/items/1", host: "other.example"))
+        c.invalidate(host: "api.example", targets: ["/items/1"])
+        XCTAssertNil(get(c, key("/items/1")))
+        XCTAssertNil(get(c, key("/items/1", auth: "Bearer bob")))
+        XCTAssertNotNil(get(c, key("/items/2")))
+        XCTAssertNotNil(get(c, key("/items/1", host: "other.example")))
+        XCTAssertEqual(c.entries, 2)
+    }
+
+    func testA304WithoutAnETag_refreshesOnlyWhatTheRequestsValidatorNamed() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 100)
+        put(c, key(), [("ETag", "\"v1\"")], now: 0)
+        // Another replica's client asked about v2 and got a bare 304: that says nothing of v1.
+        c.refresh(key: key(), request: CacheRequest(ifNoneMatch: "\"v2\""), hasAuthorization: true, requestField: none,
+                  notModified: fields([("Last-Modified", "Tue, 01 Dec 2026 10:00:00 GMT")]), now: 90)
+        XCTAssertNil(get(c, now: 150)?.body.first, "v1 was refreshed by a 304 for v2")
+        put(c, key("/b"), [("ETag", "\"v1\"")], now: 0)
+        c.refresh(key: key("/b"), request: CacheRequest(ifNoneMatch: "\"v1\""), hasAuthorization: true, requestField: none,
+                  notModified: fields([]), now: 90)
+        XCTAssertEqual(get(c, key("/b"), now: 150)?.age, 60)
+    }
+
+    func testKeyFields_theCachesOwnRuleFieldsAreRefused() throws {
+        for bad in ["Cache-Control", "pragma", "If-None-Match", "if-modified-since", "bad name"] {
+            XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--upstream", "http://127.0.0.1:1", "--offline-cache-key", bad],
+                                                       environment: [:]), bad)
+        }
+        let c = try ConfigLoader.load(arguments: ["--upstream", "http://127.0.0.1:1", "--offline-cache-key", "X-Token, authorization"],
+                                      environment: [:])
+        XCTAssertEqual(c.offlineCacheKey, ["x-token", "authorization"])
+    }
+
     func testDirectives_parseQuotedValuesAndCase() {
         let d = CacheDirectives(["Public, MAX-AGE=30", "no-cache=\"a, b\", stale-if-error=x, s-maxage=abc"])
         XCTAssertTrue(d.isPublic)

@@ -78,6 +78,18 @@ final class RawUpstream: @unchecked Sendable {
         while !done.withLock({ $0 }) { usleep(1000) }
     }
 
+    /// Closes the listener only: connections already taken stay open and keep being served, as when
+    /// a host drops off the network with calls in flight; every new connect is refused.
+    func closeListenerOnly() {
+        let done = Locked(false)
+        loop.execute { [self] in
+            server?.close()
+            server = nil
+            done.withLock { $0 = true }
+        }
+        while !done.withLock({ $0 }) { usleep(1000) }
+    }
+
     /// Closes the listener and every connection, then stops the loop thread.
     func stop() {
         let loop = self.loop

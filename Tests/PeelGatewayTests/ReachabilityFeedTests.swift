@@ -1,5 +1,5 @@
 import Foundation
-import PeelGateway
+@testable import PeelGateway
 import PeelIO
 import XCTest
 
@@ -137,6 +137,14 @@ final class ReachabilityFeedTests: XCTestCase {
         let fifth = try openStream(h)
         XCTAssertTrue(try fifth.readUntil("event: reachability").hasPrefix("HTTP/1.1 200"))
         withExtendedLifetime(held) {}
+    }
+
+    func testStreamClient_isTheIPv4Address_orTheIPv6Slash64() {
+        XCTAssertEqual(streamClient("127.0.0.1"), "127.0.0.1")
+        XCTAssertEqual(streamClient("2001:db8:1:2:aaaa::1"), streamClient("2001:db8:1:2:bbbb::9"), "one /64, one share")
+        XCTAssertNotEqual(streamClient("2001:db8:1:2::1"), streamClient("2001:db8:1:3::1"))
+        XCTAssertEqual(streamClient("::ffff:192.0.2.7"), "192.0.2.7")
+        XCTAssertEqual(streamClient("not an address"), "not an address")
     }
 
     func testPublicDocument_givesACoarseReason_neverCurlsTextOrAnAddress() throws {

@@ -75,6 +75,17 @@ public final class HTTPExchange {
         return found
     }
 
+    /// Every line of header `name` (case-insensitive) combined in order (RFC 9110 §5.3), joined with
+    /// `separator` (`, `, or `; ` for Cookie, RFC 6265 §5.4); nil when absent.
+    public func combinedHeader(_ name: String, separator: String = ", ") -> String? {
+        let set = HeaderNameSet([name])
+        var found: String?
+        forEachField { f in
+            if f.isIn(set) { found = found.map { $0 + separator + f.valueString } ?? f.valueString }
+        }
+        return found
+    }
+
     /// Request body length in bytes (chunked bodies arrive de-chunked).
     public var bodyCount: Int { request?.body.count ?? 0 }
 
