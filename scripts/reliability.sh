@@ -208,5 +208,51 @@ check "upstream killed and restarted under load: 200 again once it is back" "yes
 check "the outage and the recovery are logged" "yes" "$(grep -q '"to":"unreachable"' "$WORK/restart.err" && grep -q '"to":"reachable"' "$WORK/restart.err" && echo yes || echo no)"
 kill $RESTART_PID
 
+echo "== probes timing out on connect (a full accept queue) while clients poll"
+# Issue 18: curl closed a socket whose connect timed out without its close callback; the next
+# client connection on that descriptor number was shut down with no answer (1 to 10 polls of
+# about 10000 here before the fix). 2 workers, a probe every 0.1 s with a 10 ms connect limit, 3 pollers for 3 s.
+python3 - >"$WORK/fullq.port" <<'PY' & FULLQ_PID=$!; pids+=($FULLQ_PID)
+import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)   # never accepts
+fill = []
+for _ in range(8):                                           # fill the accept queue
+    c = socket.socket(); c.setblocking(False)
+    try: c.connect(s.getsockname())
+    except BlockingIOError: pass
+    fill.append(c)
+print(s.getsockname()[1], flush=True)
+time.sleep(60)
+PY
+for _ in $(seq 1 50); do [ -s "$WORK/fullq.port" ] && break; sleep 0.05; done
+GW7=$(free_port)
+"$PEEL" --upstream "http://127.0.0.1:$(cat "$WORK/fullq.port")" --listen 127.0.0.1:$GW7 --admin-listen off --workers 2 \
+  --access-log off --probe-interval 0.1 --probe-timeout 0.01 >/dev/null 2>"$WORK/fullq.err" & FULLQ_PEEL=$!; pids+=($FULLQ_PEEL)
+for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$GW7/_peel/reachability" >/dev/null 2>&1 && break; sleep 0.05; done
+python3 - "$GW7" >"$WORK/fullq.txt" <<'PY'
+import http.client, sys, threading, time
+port = int(sys.argv[1]); lock = threading.Lock(); seen = {"answered": 0, "no_answer": 0}
+def poll():
+    end = time.time() + 3
+    while time.time() < end:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            c.request("GET", "/_peel/reachability"); c.getresponse().read(); k = "answered"
+        except Exception:
+            k = "no_answer"
+        finally:
+            c.close()
+        with lock: seen[k] += 1
+ts = [threading.Thread(target=poll) for _ in range(3)]
+for t in ts: t.start()
+for t in ts: t.join()
+for k, v in seen.items(): print(k, v)
+PY
+cat "$WORK/fullq.txt"
+check "probes timing out on connect: every poll answered" "0" "$(awk '$1=="no_answer"{print $2}' "$WORK/fullq.txt")"
+check_le "probes timing out on connect: thousands of polls (at least 2000)" "$(awk '$1=="answered"{print $2}' "$WORK/fullq.txt")" 2000
+check "probes timing out on connect: the probes did time out" "yes" "$(grep -q 'connect timeout' "$WORK/fullq.err" && echo yes || echo no)"
+kill $FULLQ_PEEL $FULLQ_PID 2>/dev/null
+
 echo "reliability: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -204,6 +204,7 @@ public final class UpstreamTransfer {
         paused = false
         // CURLPAUSE_CONT is 0; curl may deliver the held bytes from inside this call.
         let rc = curl_easy_pause(h.easy, 0)
+        client?.settle()
         if rc != CURLE_OK { client?.record(curlError(rc, "curl_easy_pause(CURLPAUSE_CONT)")) }
     }
 
