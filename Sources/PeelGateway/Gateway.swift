@@ -172,6 +172,8 @@ public final class Gateway: @unchecked Sendable {
         serving.store(false, ordering: .relaxed)
         admin?.stop()
         EventLog.emit("stopped", [("clean", clean ? "true" : "false"), ("inflight", "\(inflight)")])
+        // The log writers' threads end with the process: what they still hold goes out first.
+        LogSinks.flush()
         return clean
     }
 
