@@ -10,6 +10,14 @@ check "bad option exits 2" "2" "$rc"
 check "bad option names the option in one line" "1 --timeout" "$(echo "$out" | wc -l) $(echo "$out" | grep -o -- '--timeout' | head -1)"
 check "missing upstream is named" "yes" "$( { "$PEEL" 2>&1 || true; } | grep -q -- '--upstream' && echo yes || echo no)"
 check "check-config prints the effective configuration" "12.5" "$(PEEL_UPSTREAM=http://u.example "$PEEL" check-config --timeout 12.5 | python3 -c 'import json,sys;print(json.load(sys.stdin)["timeout"])')"
+# Issue 18: values that would silently mean "forever" or "always" exit 2 with one line naming the option.
+for bad in "--timeout 0.0009" "--connect-timeout 0.0009" "--probe-timeout 0.0009" "--client-timeout 0.0001" \
+           "--probe-interval 0.0001" "--probe-path /health check" "--probe-path /a%zz"; do
+  opt=${bad%% *}; val=${bad#* }
+  rc=0; out=$("$PEEL" check-config --upstream http://127.0.0.1:1 "$opt" "$val" 2>&1) || rc=$?
+  check "$opt $val: exit 2, one line naming it" "2 1 $opt" "$rc $(echo "$out" | wc -l) $(echo "$out" | grep -o -- "$opt" | head -1)"
+done
+check "check-config output parses with control characters in values" "urn:a\u0001b" "$(PEEL_UPSTREAM=http://u.example "$PEEL" check-config --problem-type-base "$(printf 'urn:a\001b')" | python3 -c 'import json,sys;print(json.dumps(json.load(sys.stdin)["problem_type_base"])[1:-1])')"
 check "--version" "yes" "$("$PEEL" --version | grep -q '^peel [0-9]' && echo yes || echo no)"
 
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
