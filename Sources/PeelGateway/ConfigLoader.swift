@@ -88,6 +88,25 @@ public enum ConfigLoader {
         OptionSpec(name: "connect-timeout", help: "seconds for TCP+TLS connect", value: "SEC", show: { c in num(c.connectTimeout) }) { c, v, o throws(ConfigError) in
             c.connectTimeout = try seconds(v, o)
         },
+        OptionSpec(name: "trusted-proxies", help: "CIDRs (IPv4 or IPv6) of proxies whose X-Forwarded-* and Forwarded fields are believed",
+                   value: "LIST", show: { c in strs(c.trustedProxies.map(\.description)) }) { c, v, o throws(ConfigError) in
+            var networks: [IPNetwork] = []
+            for t in try list(v, o) {
+                guard let n = IPNetwork(t) else { throw ConfigError(option: o, problem: "\(t) is not an address or CIDR (10.0.0.0/8, fd00::/8)") }
+                networks.append(n)
+            }
+            c.trustedProxies = networks
+        },
+        OptionSpec(name: "upstream-idle-timeout", help: "seconds a streamed answer may wait between two reads from the upstream",
+                   value: "SEC", show: { c in num(c.upstreamIdleTimeout) }) { c, v, o throws(ConfigError) in
+            c.upstreamIdleTimeout = try seconds(v, o)
+        },
+        OptionSpec(name: "worker-stall-timeout", help: "seconds a worker's event loop may go without turning before /healthz and /readyz answer 503",
+                   value: "SEC", show: { c in num(c.workerStallTimeout) }) { c, v, o throws(ConfigError) in
+            // The loops' heartbeat ticks every quarter of it (at most 1 s): under 1 s, scheduling
+            // noise on a loaded machine would read as a stuck worker.
+            c.workerStallTimeout = try seconds(v, o, minimum: 1)
+        },
         OptionSpec(name: "probe-path", help: "reachability probe path, relative to the upstream", value: "PATH", show: { c in q(c.probePath) }) { c, v, o throws(ConfigError) in
             let t = try text(v, o)
             guard t.hasPrefix("/") else { throw ConfigError(option: o, problem: "must start with /") }

@@ -195,6 +195,7 @@ final class Forwarder {
         var requestHeaders: String? = nil
         var forwardedProto: String? = nil
         var forwardedHost: String? = nil
+        var forwarded: String? = nil
         var acceptEncoding: String? = nil
         var connectionTokens: [String] = []
         var badHeader: String? = nil
@@ -218,8 +219,23 @@ final class Forwarder {
             // Whose answer it is: part of the offline cache's key (issue 13).
             case 11: if caching && authorization == nil { authorization = field.valueString }
             case 12: if caching { cookie = cookie.map { $0 + "; " + field.valueString } ?? field.valueString }
+            case 13: forwarded = forwarded.map { $0 + ", " + field.valueString } ?? field.valueString
             default: break
             }
+        }
+        // Forwarded fields are believed only from a trusted proxy (issue 18): from anyone else they
+        // are dropped, Peel writes its own, and redirects are rewritten from Host alone; a client
+        // could otherwise steer rewritten Locations (redirect poisoning behind a shared cache) and
+        // forge the chain the upstream sees.
+        let peer = ex.peerAddress
+        let fromTrustedProxy = IPNetwork.any(config.trustedProxies, contain: peer)
+        if fromTrustedProxy {
+            ex.clientAddress = Self.realClient(peer: peer, forwardedFor: xff, trusted: config.trustedProxies)
+        } else {
+            xff = nil
+            forwardedProto = nil
+            forwardedHost = nil
+            forwarded = nil
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, rules: rules, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
@@ -293,10 +309,12 @@ final class Forwarder {
                 }
                 lines.append(field)
             }
-            let client = ex.clientAddress
-            lines.append("X-Forwarded-For", xff.map { $0 + ", " + client } ?? client)
-            lines.append("X-Forwarded-Proto", "http")
-            if let host { lines.append("X-Forwarded-Host", host) }
+            // The hop that connected to Peel is appended; from a trusted proxy the chain it sent is
+            // kept before it, as are the proto and host it saw the request with.
+            lines.append("X-Forwarded-For", xff.map { $0 + ", " + peer } ?? peer)
+            lines.append("X-Forwarded-Proto", forwardedProto ?? "http")
+            if let h = forwardedHost ?? host { lines.append("X-Forwarded-Host", h) }
+            lines.append("Forwarded", Self.forwardedElement(kept: forwarded, peer: peer, host: host))
             lines.append("X-Request-Id", id)
             // curl would invent these when the client sent none; an empty value tells it not to.
             if !sawAccept { lines.append("Accept", "") }
@@ -323,7 +341,36 @@ final class Forwarder {
     private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
                                                   "connection", "origin", "access-control-request-method",
                                                   "access-control-request-headers", "x-forwarded-proto",
-                                                  "x-forwarded-host", "accept-encoding", "authorization", "cookie"])
+                                                  "x-forwarded-host", "accept-encoding", "authorization", "cookie",
+                                                  "forwarded"])
+    /// The client behind a trusted `peer`: X-Forwarded-For walked from the right past every trusted
+    /// hop, the first untrusted one (nginx realip with `real_ip_recursive on`). All trusted: the
+    /// leftmost. An entry that is not an address ends the walk at the hop after it, which a trusted
+    /// proxy vouched for, so no forged text ever becomes the client.
+    static func realClient(peer: String, forwardedFor: String?, trusted: [IPNetwork]) -> String {
+        guard let forwardedFor else { return peer }
+        var client = peer
+        for hop in forwardedFor.split(separator: ",").reversed() {
+            let a = trimOWS(hop)
+            guard IPNetwork.address(a) != nil else { return client }
+            client = a
+            if !IPNetwork.any(trusted, contain: a) { return a }
+        }
+        return client
+    }
+
+    /// The Forwarded field sent upstream (RFC 7239 §4): `kept` (a trusted proxy's), then Peel's own
+    /// element for the hop that connected to it. IPv6 nodes and hosts are quoted (§6, §5.3).
+    static func forwardedElement(kept: String?, peer: String, host: String?) -> String {
+        let node = peer.contains(":") ? "\"[\(peer)]\"" : peer
+        var own = "for=\(node)"
+        if let host, !host.isEmpty, !host.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x21 || $0 > 0x7E }) {
+            own += ";host=\"\(host)\""
+        }
+        own += ";proto=http"
+        return kept.map { $0 + ", " + own } ?? own
+    }
+
     /// Fields curl would add itself when the client sent none.
     private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
     private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)

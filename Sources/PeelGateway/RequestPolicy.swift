@@ -12,7 +12,7 @@ enum RequestPolicy {
     static let droppedRequestHeaders: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
         "proxy-authorization", "host", "content-length", "expect", "accept-encoding",
-        "x-forwarded-proto", "x-forwarded-host", "x-forwarded-for", "x-request-id",
+        "x-forwarded-proto", "x-forwarded-host", "x-forwarded-for", "x-request-id", "forwarded",
     ]
 
     /// Upstream response fields not passed to the client: hop-by-hop, and those describing the envelope bytes.
