@@ -505,7 +505,8 @@ final class Forwarder {
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
             stream.abort()
-            record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil)
+            record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil,
+                   cut: failure.reason)
         }
     }
 
@@ -521,6 +522,8 @@ final class Forwarder {
         case .overloaded: return .overloaded
         case .notResent(let why): return .notResent(why)
         case .overBudget: return .upstreamOverBudget
+        // Only a flowing stream is cut for idleness, and its head is long sent: never a problem document.
+        case .streamIdle: return .timedOut
         }
     }
 
@@ -719,7 +722,7 @@ final class Forwarder {
 
     /// Counts the answer and writes its access-log line: `code` is the one Peel answered with (a
     /// problem's), `upstream_code` the envelope code as the upstream sent it, null when it sent none.
-    private func record(_ call: Call, status: Int, kind: String, bytes: Int, code: Int64?) {
+    private func record(_ call: Call, status: Int, kind: String, bytes: Int, code: Int64?, cut: String? = nil) {
         guard !call.done else { return }
         call.done = true
         let duration = monotonicNow() - call.started
@@ -732,7 +735,10 @@ final class Forwarder {
         line += ",\"upstream_status\":" + (call.upstreamStatus.map(String.init) ?? "null")
         line += ",\"upstream_code\":" + (call.upstreamCode.map { String($0) } ?? "null")
         line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
-        line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))}"
+        line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))"
+        // Why a streamed answer was cut short (`upstream_idle`, `reset`, …), on those lines only.
+        if let cut { line += ",\"cut\":\(jsonEscaped(cut))" }
+        line += "}"
         accessLog.append(line)
     }
 }

@@ -95,6 +95,7 @@ func failureReason(_ f: UpstreamFailure) -> String {
     case .timeout(let m): return "timeout: " + m
     case .protocolError(let m): return "protocol: " + m
     case .notResent(let m): return "connection died after the request: " + m
+    case .streamIdle(let m): return m
     case .other(let m): return m
     case .tooLarge, .overloaded, .localResources, .overBudget: return f.message
     }

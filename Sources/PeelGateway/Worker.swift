@@ -72,6 +72,7 @@ final class Worker: @unchecked Sendable {
         o.caFile = config.caFile
         o.maxInFlight = config.maxInFlight
         o.origin = config.upstream.origin
+        o.idleTimeout = config.upstreamIdleTimeout
         return o
     }
 
