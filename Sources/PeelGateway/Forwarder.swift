@@ -196,6 +196,8 @@ final class Forwarder {
         var forwardedProto: String? = nil
         var forwardedHost: String? = nil
         var forwarded: String? = nil
+        var sawTraceparent = false
+        var traceOK = true
         var acceptEncoding: String? = nil
         var connectionTokens: [String] = []
         var badHeader: String? = nil
@@ -220,6 +222,8 @@ final class Forwarder {
             case 11: if caching && authorization == nil { authorization = field.valueString }
             case 12: if caching { cookie = cookie.map { $0 + "; " + field.valueString } ?? field.valueString }
             case 13: forwarded = forwarded.map { $0 + ", " + field.valueString } ?? field.valueString
+            // W3C Trace Context §3.2: one traceparent in its exact form, else it goes, with tracestate.
+            case 14: traceOK = !sawTraceparent && RequestPolicy.isTraceparent(Array(field.valueString.utf8)); sawTraceparent = true
             default: break
             }
         }
@@ -302,6 +306,7 @@ final class Forwarder {
             ex.forEachField { field in
                 if field.isIn(Self.droppedRequest) { return }
                 if let connectionNamed, field.isIn(connectionNamed) { return }
+                if !traceOK && field.isIn(Self.traceFields) { return }
                 switch field.index(in: Self.curlDefaults) {
                 case 0: sawAccept = true
                 case 1: sawContentType = true
@@ -342,7 +347,9 @@ final class Forwarder {
                                                   "connection", "origin", "access-control-request-method",
                                                   "access-control-request-headers", "x-forwarded-proto",
                                                   "x-forwarded-host", "accept-encoding", "authorization", "cookie",
-                                                  "forwarded"])
+                                                  "forwarded", "traceparent"])
+    /// Trace Context fields, dropped together when traceparent is not in its W3C form.
+    private static let traceFields = HeaderNameSet(["traceparent", "tracestate"])
     /// The client behind a trusted `peer`: X-Forwarded-For walked from the right past every trusted
     /// hop, the first untrusted one (nginx realip with `real_ip_recursive on`). All trusted: the
     /// leftmost. An entry that is not an address ends the walk at the hop after it, which a trusted
