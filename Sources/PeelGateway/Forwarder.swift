@@ -315,10 +315,12 @@ final class Forwarder {
                 lines.append(field)
             }
             // The hop that connected to Peel is appended; from a trusted proxy the chain it sent is
-            // kept before it, as are the proto and host it saw the request with.
+            // kept before it. Proto and host are always this hop's (http, the Host Peel was sent):
+            // absolute URLs the upstream builds from them name its own origin, which Peel rewrites
+            // to the public one (a trusted proxy's X-Forwarded-Host/-Proto, see publicOrigin).
             lines.append("X-Forwarded-For", xff.map { $0 + ", " + peer } ?? peer)
-            lines.append("X-Forwarded-Proto", forwardedProto ?? "http")
-            if let h = forwardedHost ?? host { lines.append("X-Forwarded-Host", h) }
+            lines.append("X-Forwarded-Proto", "http")
+            if let host { lines.append("X-Forwarded-Host", host) }
             lines.append("Forwarded", Self.forwardedElement(kept: forwarded, peer: peer, host: host))
             lines.append("X-Request-Id", id)
             // curl would invent these when the client sent none; an empty value tells it not to.

@@ -57,7 +57,9 @@ public final class LogWriter: @unchecked Sendable {
             started = true
             OSThread.detach { [self] in run() }
         }
-        pthread_cond_signal(cond)
+        // Broadcast: a flush() waiter shares the condition, and a signal could wake it instead of
+        // the writer.
+        pthread_cond_broadcast(cond)
         pthread_mutex_unlock(mutex)
         return true
     }
