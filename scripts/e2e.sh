@@ -121,6 +121,25 @@ print("ok" if len(lines) > 20000 and not bad else f"{len(lines)} lines, {len(bad
 PY
 )"
 
+# Issue 18: a streamed answer whose upstream goes silent is cut after --upstream-idle-timeout
+# (no last chunk: curl reports a partial transfer), and its access-log line says why.
+GW10=$(free_port)
+"$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW10 --admin-listen off --upstream-idle-timeout 0.5 \
+  >"$WORK/idle.out" 2>/dev/null & IDLE_PID=$!; pids+=($IDLE_PID)
+for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$GW10/api/user" >/dev/null 2>&1 && break; sleep 0.05; done
+start=$(date +%s%N)
+rc=0; body=$(curl -s --max-time 10 "http://127.0.0.1:$GW10/fault/stall-mid-stream") || rc=$?
+took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+check "stalled upstream stream: cut short after the first chunk (curl exit 18)" "18 hello" "$rc $body"
+check "stalled upstream stream: cut after the idle timeout, not before" "yes" "$([ "$took_ms" -ge 450 ] && [ "$took_ms" -le 3000 ] && echo yes || echo "no ($took_ms ms)")"
+sleep 0.3
+check "stalled upstream stream: the access log says why" "passthrough-cut upstream_idle" "$(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["path"] == "/fault/stall-mid-stream": print(e["kind"], e.get("cut"))' "$WORK/idle.out")"
+kill $IDLE_PID
+
 # Signals: SIGUSR1 and SIGUSR2 are logged and ignored; SIGHUP re-reads the config file and applies
 # it to new requests (under load, without a failed request), and an invalid one keeps the running
 # configuration; each signal is a JSON event on stderr.
