@@ -103,8 +103,8 @@ public enum ConfigLoader {
         },
         OptionSpec(name: "worker-stall-timeout", help: "seconds a worker's event loop may go without turning before /healthz and /readyz answer 503",
                    value: "SEC", show: { c in num(c.workerStallTimeout) }) { c, v, o throws(ConfigError) in
-            // The loops' heartbeat ticks every quarter of it (at most 1 s): under 1 s, scheduling
-            // noise on a loaded machine would read as a stuck worker.
+            // The loops' heartbeat ticks every 0.25 s: under 1 s, scheduling noise on a loaded
+            // machine would read as a stuck worker.
             c.workerStallTimeout = try seconds(v, o, minimum: 1)
         },
         OptionSpec(name: "probe-path", help: "reachability probe path, relative to the upstream", value: "PATH", show: { c in q(c.probePath) }) { c, v, o throws(ConfigError) in

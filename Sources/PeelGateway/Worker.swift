@@ -49,8 +49,9 @@ final class Worker: @unchecked Sendable {
             timer.arm(seconds: 0.1)
             flushTimer = timer
         }
-        // A quarter of the stall bound (at most 1 s): a loop blocked for the bound misses several beats.
-        let beat = min(1, config.workerStallTimeout / 4)
+        // Every 0.25 s, a quarter of the smallest stall bound: a loop blocked for the bound misses
+        // several beats, and a reload may lower the bound without the beat being too slow for it.
+        let beat = Worker.heartbeatInterval
         let heartbeatTimer = LoopTimer(loop: loop) { [weak self] in
             guard let self else { return }
             self.heartbeat.store(Int(monotonicNow() * 1000), ordering: .relaxed)
@@ -59,6 +60,9 @@ final class Worker: @unchecked Sendable {
         heartbeatTimer.arm(seconds: beat)
         self.heartbeatTimer = heartbeatTimer
     }
+
+    /// Seconds between heartbeats.
+    static let heartbeatInterval = 0.25
 
     /// Seconds since this worker's loop last turned.
     var sinceHeartbeat: Double { monotonicNow() - Double(heartbeat.load(ordering: .relaxed)) / 1000 }
