@@ -147,7 +147,7 @@ else
 fi
 
 # The promises the issue makes about the manifests, read from the files.
-check "manifest rules (probes, preStop, grace period, security, HPA, PDB)" "ok" "$("$PY" - "$DEPLOY/k8s" <<'PYEOF' 2>&1
+check "manifest rules (probes, preStop, grace period, security, HPA, PDB, NetworkPolicy)" "ok" "$("$PY" - "$DEPLOY/k8s" <<'PYEOF' 2>&1
 import os, sys, yaml
 d = sys.argv[1]
 docs = {}
@@ -193,6 +193,14 @@ need(docs["PodDisruptionBudget"]["spec"]["minAvailable"] == 1, "PDB minAvailable
 sel = dep["selector"]["matchLabels"]
 need(docs["Service"]["spec"]["selector"] == sel, "Service selects the pods")
 need(docs["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"] == sel, "PDB selects the pods")
+# Issue 18: the admin port is admitted only from monitoring pods; the client port from anyone.
+np = docs["NetworkPolicy"]["spec"]
+need(np["podSelector"]["matchLabels"] == sel and np["policyTypes"] == ["Ingress"], "NetworkPolicy selects the pods, Ingress")
+admin_rules = [r for r in np["ingress"] if any(p["port"] in ("admin", ports["admin"]) for p in r.get("ports", []))]
+need(len(admin_rules) == 1 and admin_rules[0].get("from") == [{"podSelector": {"matchLabels": {"peel.example/monitoring": "true"}}}],
+     "admin port only from pods labelled peel.example/monitoring=true")
+need(all("from" in r or all(p["port"] in ("http", ports["http"]) for p in r.get("ports", [])) for r in np["ingress"]),
+     "only the client port is open to everyone")
 print("ok" if not problems else "missing: " + "; ".join(problems))
 PYEOF
 )"

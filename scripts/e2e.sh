@@ -10,6 +10,14 @@ check "bad option exits 2" "2" "$rc"
 check "bad option names the option in one line" "1 --timeout" "$(echo "$out" | wc -l) $(echo "$out" | grep -o -- '--timeout' | head -1)"
 check "missing upstream is named" "yes" "$( { "$PEEL" 2>&1 || true; } | grep -q -- '--upstream' && echo yes || echo no)"
 check "check-config prints the effective configuration" "12.5" "$(PEEL_UPSTREAM=http://u.example "$PEEL" check-config --timeout 12.5 | python3 -c 'import json,sys;print(json.load(sys.stdin)["timeout"])')"
+# Issue 18: values that would silently mean "forever" or "always" exit 2 with one line naming the option.
+for bad in "--timeout 0.0009" "--connect-timeout 0.0009" "--probe-timeout 0.0009" "--client-timeout 0.0001" \
+           "--probe-interval 0.0001" "--probe-path /health check" "--probe-path /a%zz"; do
+  opt=${bad%% *}; val=${bad#* }
+  rc=0; out=$("$PEEL" check-config --upstream http://127.0.0.1:1 "$opt" "$val" 2>&1) || rc=$?
+  check "$opt $val: exit 2, one line naming it" "2 1 $opt" "$rc $(echo "$out" | wc -l) $(echo "$out" | grep -o -- "$opt" | head -1)"
+done
+check "check-config output parses with control characters in values" "urn:a\u0001b" "$(PEEL_UPSTREAM=http://u.example "$PEEL" check-config --problem-type-base "$(printf 'urn:a\001b')" | python3 -c 'import json,sys;print(json.dumps(json.load(sys.stdin)["problem_type_base"])[1:-1])')"
 check "--version" "yes" "$("$PEEL" --version | grep -q '^peel [0-9]' && echo yes || echo no)"
 
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
@@ -121,6 +129,25 @@ bad = [l for l in lines if not need <= set(json.loads(l))]
 print("ok" if len(lines) > 20000 and not bad else f"{len(lines)} lines, {len(bad)} bad")
 PY
 )"
+
+# Issue 18: a streamed answer whose upstream goes silent is cut after --upstream-idle-timeout
+# (no last chunk: curl reports a partial transfer), and its access-log line says why.
+GW10=$(free_port)
+"$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW10 --admin-listen off --upstream-idle-timeout 0.5 \
+  >"$WORK/idle.out" 2>/dev/null & IDLE_PID=$!; pids+=($IDLE_PID)
+for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$GW10/api/user" >/dev/null 2>&1 && break; sleep 0.05; done
+start=$(date +%s%N)
+rc=0; body=$(curl -s --max-time 10 "http://127.0.0.1:$GW10/fault/stall-mid-stream") || rc=$?
+took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+check "stalled upstream stream: cut short after the first chunk (curl exit 18)" "18 hello" "$rc $body"
+check "stalled upstream stream: cut after the idle timeout, not before" "yes" "$([ "$took_ms" -ge 450 ] && [ "$took_ms" -le 3000 ] && echo yes || echo "no ($took_ms ms)")"
+sleep 0.3
+check "stalled upstream stream: the access log says why" "passthrough-cut upstream_idle" "$(python3 -c '
+import json, sys
+for l in open(sys.argv[1]):
+    e = json.loads(l)
+    if e["path"] == "/fault/stall-mid-stream": print(e["kind"], e.get("cut"))' "$WORK/idle.out")"
+kill $IDLE_PID
 
 # Signals: SIGUSR1 and SIGUSR2 are logged and ignored; SIGHUP re-reads the config file and applies
 # it to new requests (under load, without a failed request), and an invalid one keeps the running

@@ -25,7 +25,8 @@ UP=$(free_port); GW=$(free_port); CGW=$(free_port)
 pids+=($UP_PID)
 wait_ready "http://127.0.0.1:$UP/api/v1/user" || exit 1
 common=(--upstream "http://127.0.0.1:$UP/api/v1" --admin-listen off --workers 1 --probe-path /user)
-"$PEEL" "${common[@]}" --listen 127.0.0.1:$GW >"$WORK/access.log" 2>"$WORK/peel.err" & PEEL_PID=$!
+# The main gateway plays one behind a trusted proxy on loopback; the CORS one trusts no one (the default).
+"$PEEL" "${common[@]}" --listen 127.0.0.1:$GW --trusted-proxies 127.0.0.1/32 >"$WORK/access.log" 2>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$CGW --cors-origins http://app.example --access-log off 2>"$WORK/peel-cors.err" & pids+=($!)
 wait_ready "http://127.0.0.1:$GW/user" && wait_ready "http://127.0.0.1:$CGW/user" || exit 1

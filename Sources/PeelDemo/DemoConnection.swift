@@ -123,6 +123,9 @@ final class DemoConnection {
         case .raw(let bytes, .close):
             tcp.write(bytes)
             end()
+        case .raw(let bytes, .hold):
+            tcp.write(bytes)
+            job = .stalled
         case .raw(let bytes, .reset(let seconds)):
             tcp.write(bytes)
             job = .resetting

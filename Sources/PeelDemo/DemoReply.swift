@@ -22,4 +22,6 @@ enum RawEnding {
     case close
     /// A TCP RST after `seconds`, long enough for the bytes to leave first.
     case reset(afterSeconds: Double)
+    /// None: the connection stays open and silent (an upstream stalled mid-answer).
+    case hold
 }

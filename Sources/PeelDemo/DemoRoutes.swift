@@ -140,6 +140,10 @@ enum DemoRoutes {
                         ending: .close)
         case "/fault/reset":
             return .reset
+        case "/fault/stall-mid-stream":
+            // A streamed answer (chunked, passthrough) whose upstream goes silent after one chunk.
+            return .raw(Array("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n".utf8),
+                        ending: .hold)
         case "/fault/reset-mid-body":
             return .raw(Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"code\":0,".utf8),
                         ending: .reset(afterSeconds: 0.05))

@@ -37,7 +37,11 @@ final class AdminServer: @unchecked Sendable {
             return
         }
         let json = ("Content-Type", "application/json")
+        let stalled = path == "/healthz" || path == "/readyz" ? gateway.stalledWorkers() : []
         switch path {
+        case _ where !stalled.isEmpty:
+            let list = stalled.map { "{\"worker\":\($0.index),\"seconds\":\(($0.seconds * 10).rounded() / 10)}" }.joined(separator: ",")
+            ex.respond(status: 503, headers: [json], body: Array("{\"status\":\"stalled\",\"stalled\":[\(list)]}".utf8))
         case "/healthz":
             ex.respond(status: 200, headers: [json], body: Array("{\"status\":\"ok\"}".utf8))
         case "/readyz":

@@ -88,6 +88,12 @@ public struct GatewayConfig: Sendable {
     public var timeout: Double = 30
     /// TCP+TLS connect in seconds (default 5).
     public var connectTimeout: Double = 5
+    /// Peers whose X-Forwarded-For/-Host/-Proto and Forwarded fields are believed (default none).
+    public var trustedProxies: [IPNetwork] = []
+    /// Seconds a streamed answer may wait between two reads from the upstream (default 60).
+    public var upstreamIdleTimeout: Double = 60
+    /// Seconds a worker's loop may go without turning before /healthz and /readyz answer 503 (default 5).
+    public var workerStallTimeout: Double = 5
     /// Reachability probe path relative to the upstream (default `/`).
     public var probePath: String = "/"
     /// Seconds between probes (default 2).

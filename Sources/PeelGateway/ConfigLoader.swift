@@ -88,13 +88,36 @@ public enum ConfigLoader {
         OptionSpec(name: "connect-timeout", help: "seconds for TCP+TLS connect", value: "SEC", show: { c in num(c.connectTimeout) }) { c, v, o throws(ConfigError) in
             c.connectTimeout = try seconds(v, o)
         },
+        OptionSpec(name: "trusted-proxies", help: "CIDRs (IPv4 or IPv6) of proxies whose X-Forwarded-* and Forwarded fields are believed",
+                   value: "LIST", show: { c in strs(c.trustedProxies.map(\.description)) }) { c, v, o throws(ConfigError) in
+            var networks: [IPNetwork] = []
+            for t in try list(v, o) {
+                guard let n = IPNetwork(t) else { throw ConfigError(option: o, problem: "\(t) is not an address or CIDR (10.0.0.0/8, fd00::/8)") }
+                networks.append(n)
+            }
+            c.trustedProxies = networks
+        },
+        OptionSpec(name: "upstream-idle-timeout", help: "seconds a streamed answer may wait between two reads from the upstream",
+                   value: "SEC", show: { c in num(c.upstreamIdleTimeout) }) { c, v, o throws(ConfigError) in
+            c.upstreamIdleTimeout = try seconds(v, o)
+        },
+        OptionSpec(name: "worker-stall-timeout", help: "seconds a worker's event loop may go without turning before /healthz and /readyz answer 503",
+                   value: "SEC", show: { c in num(c.workerStallTimeout) }) { c, v, o throws(ConfigError) in
+            // The loops' heartbeat ticks every 0.25 s: under 1 s, scheduling noise on a loaded
+            // machine would read as a stuck worker.
+            c.workerStallTimeout = try seconds(v, o, minimum: 1)
+        },
         OptionSpec(name: "probe-path", help: "reachability probe path, relative to the upstream", value: "PATH", show: { c in q(c.probePath) }) { c, v, o throws(ConfigError) in
             let t = try text(v, o)
             guard t.hasPrefix("/") else { throw ConfigError(option: o, problem: "must start with /") }
+            // curl refuses a URL with a space or a control character in it, so every probe would fail
+            // and a healthy upstream would be offline for good (issue 18).
+            if let why = originFormProblem(t) { throw ConfigError(option: o, problem: why) }
             c.probePath = t
         },
         OptionSpec(name: "probe-interval", help: "seconds between probes", value: "SEC", show: { c in num(c.probeInterval) }) { c, v, o throws(ConfigError) in
-            c.probeInterval = try seconds(v, o)
+            // A floor: 0.0001 s was accepted and made about 270 probes a second (issue 18).
+            c.probeInterval = try seconds(v, o, minimum: 0.1)
         },
         OptionSpec(name: "probe-timeout", help: "seconds one probe may take", value: "SEC", show: { c in num(c.probeTimeout) }) { c, v, o throws(ConfigError) in
             c.probeTimeout = try seconds(v, o)
@@ -487,10 +510,15 @@ public enum ConfigLoader {
         return bytes
     }
 
-    static func seconds(_ v: ConfigValue, _ o: String, allowZero: Bool = false) throws(ConfigError) -> Double {
+    /// Seconds, at least `minimum` (1 ms unless said otherwise), or exactly 0 when `allowZero`. Below
+    /// 1 ms a time would become 0 ms, which curl and libevent read as "no limit" (issue 18).
+    static func seconds(_ v: ConfigValue, _ o: String, allowZero: Bool = false, minimum: Double = 0.001) throws(ConfigError) -> Double {
         let t = try text(v, o)
         guard let d = Double(t), d.isFinite else { throw ConfigError(option: o, problem: "\(t) is not a number of seconds") }
-        guard allowZero ? d >= 0 : d > 0 else { throw ConfigError(option: o, problem: "must be \(allowZero ? "0 or more" : "more than 0") seconds") }
+        if allowZero && d == 0 { return 0 }
+        guard d >= minimum else {
+            throw ConfigError(option: o, problem: "must be \(allowZero ? "0 or " : "")at least \(num(minimum)) seconds")
+        }
         guard d <= 86_400 else { throw ConfigError(option: o, problem: "must be at most 86400 seconds") }
         return d
     }
@@ -537,8 +565,36 @@ public enum ConfigLoader {
 
     // MARK: showing values (JSON fragments)
 
-    static func q(_ s: String) -> String {
-        "\"" + s.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    /// A JSON string (RFC 8259 §7): control characters are escaped too, so check-config output parses.
+    static func q(_ s: String) -> String { JSONString.quoted(s) }
+
+    /// Why `t` is not an origin-form request target (RFC 9112 §3.2.1, RFC 3986 §3.3 and §3.4:
+    /// pchar, "/" and "?", `%` only before two hex digits); nil when it is one.
+    static func originFormProblem(_ t: String) -> String? {
+        let bytes = Array(t.utf8)
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            if b == UInt8(ascii: "%") {
+                guard i + 2 < bytes.count, isHex(bytes[i + 1]), isHex(bytes[i + 2]) else {
+                    return "% must be followed by two hex digits"
+                }
+                i += 3
+                continue
+            }
+            let allowed = (b >= 0x61 && b <= 0x7A) || (b >= 0x41 && b <= 0x5A) || (b >= 0x30 && b <= 0x39)
+                || "-._~!$&'()*+,;=:@/?".utf8.contains(b)
+            guard allowed else {
+                return b < 0x20 || b == 0x7F ? "has a control character: not an origin-form target"
+                    : "has \(b == 0x20 ? "a space" : "'\(String(decoding: [b], as: UTF8.self))'"): not an origin-form target (percent-encode it)"
+            }
+            i += 1
+        }
+        return nil
+    }
+
+    private static func isHex(_ b: UInt8) -> Bool {
+        (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x66) || (b >= 0x41 && b <= 0x46)
     }
     static func num(_ d: Double) -> String { "\(d)" }
     static func codes(_ s: Set<Int64>) -> String { "[" + s.sorted().map(String.init).joined(separator: ",") + "]" }

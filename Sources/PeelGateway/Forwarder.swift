@@ -223,6 +223,9 @@ final class Forwarder {
         var requestHeaders: String? = nil
         var forwardedProto: String? = nil
         var forwardedHost: String? = nil
+        var forwarded: String? = nil
+        var sawTraceparent = false
+        var traceOK = true
         var acceptEncoding: String? = nil
         var connectionTokens: [String] = []
         var badHeader: String? = nil
@@ -257,8 +260,25 @@ final class Forwarder {
             case 9: forwardedHost = field.valueString
             case 10: acceptEncoding = acceptEncoding.map { $0 + ", " + field.valueString } ?? field.valueString
             case 11: hasAuthorization = true
+            case 12: forwarded = forwarded.map { $0 + ", " + field.valueString } ?? field.valueString
+            // W3C Trace Context §3.2: one traceparent in its exact form, else it goes, with tracestate.
+            case 13: traceOK = !sawTraceparent && RequestPolicy.isTraceparent(Array(field.valueString.utf8)); sawTraceparent = true
             default: break
             }
+        }
+        // Forwarded fields are believed only from a trusted proxy (issue 18): from anyone else they
+        // are dropped, Peel writes its own, and redirects are rewritten from Host alone; a client
+        // could otherwise steer rewritten Locations (redirect poisoning behind a shared cache) and
+        // forge the chain the upstream sees.
+        let peer = ex.peerAddress
+        let fromTrustedProxy = IPNetwork.any(config.trustedProxies, contain: peer)
+        if fromTrustedProxy {
+            ex.clientAddress = Self.realClient(peer: peer, forwardedFor: xff, trusted: config.trustedProxies)
+        } else {
+            xff = nil
+            forwardedProto = nil
+            forwardedHost = nil
+            forwarded = nil
         }
         let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, rules: rules, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
@@ -300,12 +320,14 @@ final class Forwarder {
         }
 
         if cache.isEnabled {
-            call.cacheResource = (host?.lowercased() ?? "", target.path + (target.query.map { "?" + $0 } ?? ""))
+            // The Host as forwarded (issue 17): a trusted proxy's X-Forwarded-Host, else the request's
+            // own; two tenants behind one Peel never share an entry.
+            call.cacheResource = ((forwardedHost ?? host)?.lowercased() ?? "", target.path + (target.query.map { "?" + $0 } ?? ""))
         }
         if caching {
             let keys = keyFieldNames.count
-            // The Host as forwarded (issue 17): two tenants behind one Peel never share an entry.
-            call.cacheKey = OfflineCacheKey(host: host?.lowercased() ?? "", target: target.path + (target.query.map { "?" + $0 } ?? ""),
+            let resource = call.cacheResource ?? ("", "")
+            call.cacheKey = OfflineCacheKey(host: resource.host, target: resource.target,
                                             acceptLanguage: acceptLanguage, fieldNames: keyFieldNames,
                                             user: Array(cacheValues[0..<keys]))
             call.cacheRequest = CacheRequest(cacheControl: cacheControl, pragma: cacheValues[keys + 1],
@@ -336,6 +358,7 @@ final class Forwarder {
             ex.forEachField { field in
                 if field.isIn(Self.droppedRequest) { return }
                 if let connectionNamed, field.isIn(connectionNamed) { return }
+                if !traceOK && field.isIn(Self.traceFields) { return }
                 switch field.index(in: Self.curlDefaults) {
                 case 0: sawAccept = true
                 case 1: sawContentType = true
@@ -343,10 +366,14 @@ final class Forwarder {
                 }
                 lines.append(field)
             }
-            let client = ex.clientAddress
-            lines.append("X-Forwarded-For", xff.map { $0 + ", " + client } ?? client)
+            // The hop that connected to Peel is appended; from a trusted proxy the chain it sent is
+            // kept before it. Proto and host are always this hop's (http, the Host Peel was sent):
+            // absolute URLs the upstream builds from them name its own origin, which Peel rewrites
+            // to the public one (a trusted proxy's X-Forwarded-Host/-Proto, see publicOrigin).
+            lines.append("X-Forwarded-For", xff.map { $0 + ", " + peer } ?? peer)
             lines.append("X-Forwarded-Proto", "http")
             if let host { lines.append("X-Forwarded-Host", host) }
+            lines.append("Forwarded", Self.forwardedElement(kept: forwarded, peer: peer, host: host))
             lines.append("X-Request-Id", id)
             // curl would invent these when the client sent none; an empty value tells it not to.
             if !sawAccept { lines.append("Accept", "") }
@@ -373,7 +400,38 @@ final class Forwarder {
     private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
                                                   "connection", "origin", "access-control-request-method",
                                                   "access-control-request-headers", "x-forwarded-proto",
-                                                  "x-forwarded-host", "accept-encoding", "authorization"])
+                                                  "x-forwarded-host", "accept-encoding", "authorization", "forwarded",
+                                                  "traceparent"])
+    /// Trace Context fields, dropped together when traceparent is not in its W3C form.
+    private static let traceFields = HeaderNameSet(["traceparent", "tracestate"])
+    /// The client behind a trusted `peer`: X-Forwarded-For walked from the right past every trusted
+    /// hop, the first untrusted one (nginx realip with `real_ip_recursive on`). All trusted: the
+    /// leftmost. An entry that is not an address ends the walk at the hop after it, which a trusted
+    /// proxy vouched for, so no forged text ever becomes the client.
+    static func realClient(peer: String, forwardedFor: String?, trusted: [IPNetwork]) -> String {
+        guard let forwardedFor else { return peer }
+        var client = peer
+        for hop in forwardedFor.split(separator: ",").reversed() {
+            let a = trimOWS(hop)
+            guard IPNetwork.address(a) != nil else { return client }
+            client = a
+            if !IPNetwork.any(trusted, contain: a) { return a }
+        }
+        return client
+    }
+
+    /// The Forwarded field sent upstream (RFC 7239 §4): `kept` (a trusted proxy's), then Peel's own
+    /// element for the hop that connected to it. IPv6 nodes and hosts are quoted (§6, §5.3).
+    static func forwardedElement(kept: String?, peer: String, host: String?) -> String {
+        let node = peer.contains(":") ? "\"[\(peer)]\"" : peer
+        var own = "for=\(node)"
+        if let host, !host.isEmpty, !host.utf8.contains(where: { $0 == 0x22 || $0 == 0x5C || $0 < 0x21 || $0 > 0x7E }) {
+            own += ";host=\"\(host)\""
+        }
+        own += ";proto=http"
+        return kept.map { $0 + ", " + own } ?? own
+    }
+
     /// Fields curl would add itself when the client sent none.
     private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
     private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
@@ -534,7 +592,8 @@ final class Forwarder {
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
             stream.abort()
-            record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil)
+            record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil,
+                   cut: failure.reason)
         }
     }
 
@@ -550,6 +609,8 @@ final class Forwarder {
         case .overloaded: return .overloaded
         case .notResent(let why): return .notResent(why)
         case .overBudget: return .upstreamOverBudget
+        // Only a flowing stream is cut for idleness, and its head is long sent: never a problem document.
+        case .streamIdle: return .timedOut
         }
     }
 
@@ -785,7 +846,7 @@ final class Forwarder {
 
     /// Counts the answer and writes its access-log line: `code` is the one Peel answered with (a
     /// problem's), `upstream_code` the envelope code as the upstream sent it, null when it sent none.
-    private func record(_ call: Call, status: Int, kind: String, bytes: Int, code: Int64?) {
+    private func record(_ call: Call, status: Int, kind: String, bytes: Int, code: Int64?, cut: String? = nil) {
         guard !call.done else { return }
         call.done = true
         let duration = monotonicNow() - call.started
@@ -798,7 +859,10 @@ final class Forwarder {
         line += ",\"upstream_status\":" + (call.upstreamStatus.map(String.init) ?? "null")
         line += ",\"upstream_code\":" + (call.upstreamCode.map { String($0) } ?? "null")
         line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
-        line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))}"
+        line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))"
+        // Why a streamed answer was cut short (`upstream_idle`, `reset`, …), on those lines only.
+        if let cut { line += ",\"cut\":\(jsonEscaped(cut))" }
+        line += "}"
         accessLog.append(line)
     }
 }

@@ -14,7 +14,7 @@ public final class Gateway: @unchecked Sendable {
     public let reachability: Reachability
     /// The body budget every worker shares (`max_buffered`).
     public let budget: MemoryBudget
-    private var workers: [Worker] = []
+    private(set) var workers: [Worker] = []
     private var admin: AdminServer?
     /// The workers transitions are broadcast to, set once they exist.
     private let listeners: Locked<[Worker]>
@@ -137,6 +137,18 @@ public final class Gateway: @unchecked Sendable {
                                    ("needs_restart", "[" + kept.map(jsonEscaped).joined(separator: ",") + "]")])
     }
 
+    /// Workers whose event loop has not turned for `worker_stall_timeout`, with how long (issue 18):
+    /// a blocked loop answers nobody, so /healthz and /readyz must not say all is well. None while
+    /// starting or draining (loops that ended are not stuck).
+    func stalledWorkers() -> [(index: Int, seconds: Double)] {
+        guard isServing && !isDraining else { return [] }
+        let bound = config.workerStallTimeout
+        return workers.compactMap { w in
+            let s = w.sinceHeartbeat
+            return s > bound ? (w.index, s) : nil
+        }
+    }
+
     /// True once listeners are up.
     public var isServing: Bool { serving.load(ordering: .relaxed) }
     /// True after a stop signal.
@@ -180,6 +192,8 @@ public final class Gateway: @unchecked Sendable {
         serving.store(false, ordering: .relaxed)
         admin?.stop()
         EventLog.emit("stopped", [("clean", clean ? "true" : "false"), ("inflight", "\(inflight)")])
+        // The log writers' threads end with the process: what they still hold goes out first.
+        LogSinks.flush()
         return clean
     }
 

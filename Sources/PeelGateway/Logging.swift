@@ -1,5 +1,7 @@
-import PeelEnvelope
 import Glibc
+import PeelEnvelope
+import PeelIO
+import Synchronization
 
 /// JSON-string escaping for log lines and small documents (RFC 8259 §7).
 func jsonEscaped(_ s: String) -> String { JSONString.quoted(s) }
@@ -29,6 +31,28 @@ func rfc3339(_ t: Double) -> String {
     return "\(tmv.tm_year + 1900)-\(two(tmv.tm_mon + 1))-\(two(tmv.tm_mday))T\(two(tmv.tm_hour)):\(two(tmv.tm_min)):\(two(tmv.tm_sec)).\(msText)Z"
 }
 
+/// The two logs' writers (issue 18): lines go to a thread of their own through a bounded queue, so a
+/// stalled stdout or stderr never blocks an event loop; lines that do not fit are dropped and counted.
+public enum LogSinks {
+    /// Bytes a log may hold while its sink does not take them (README, Limits).
+    public static let capacity = 1 << 20
+    /// The access log's writer (stdout).
+    public static let access = LogWriter(fd: 1, capacity: capacity)
+    /// The event log's writer (stderr), or the access log's when both are one open file (`2>&1`),
+    /// so that one thread writes every line of that file and lines never interleave.
+    public static let event: LogWriter = LogWriter.sameFile(1, 2) ? access : LogWriter(fd: 2, capacity: capacity)
+    /// Event lines dropped: counted on their own even when both logs share a writer.
+    static let eventDropped = Atomic<Int>(0)
+    /// Access lines dropped.
+    static var accessDropped: Int { access.dropped - (event === access ? eventDropped.load(ordering: .relaxed) : 0) }
+
+    /// Waits up to `timeout` seconds for both logs to be written out (before the process exits).
+    public static func flush(timeout: Double = 2) {
+        access.flush(timeout: timeout)
+        if event !== access { event.flush(timeout: timeout) }
+    }
+}
+
 /// Lifecycle events (start, transitions, shutdown) as JSON lines on stderr.
 public enum EventLog {
     /// Writes one event line; `fields` values must already be JSON.
@@ -36,43 +60,30 @@ public enum EventLog {
         var line = "{\"time\":\"\(rfc3339(wallNow()))\",\"event\":\(jsonEscaped(event))"
         for (k, v) in fields { line += ",\(jsonEscaped(k)):\(v)" }
         line += "}\n"
-        writeAll(2, Array(line.utf8))
+        if !LogSinks.event.submit(Array(line.utf8), lines: 1) { LogSinks.eventDropped.add(1, ordering: .relaxed) }
     }
 }
 
-func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-    bytes.withUnsafeBytes { raw in
-        var off = 0
-        while off < raw.count {
-            let n = write(fd, raw.baseAddress! + off, raw.count - off)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return
-            }
-            off += n
-        }
-    }
-}
-
-/// One worker's access log: lines gather in a buffer written to stdout in whole-line writes of at
-/// most PIPE_BUF bytes, so lines from different workers never interleave.
+/// One worker's access log: lines gather in a buffer handed to the access log's writer in batches of
+/// whole lines (at the latest every 0.1 s, Worker's timer), so a call costs no lock or syscall.
 final class AccessLog {
     private var buffer: [UInt8] = []
+    private var lines = 0
     private let limit = 4096
 
     init() { buffer.reserveCapacity(limit) }
 
     func append(_ line: String) {
-        let bytes = line.utf8
-        if buffer.count + bytes.count + 1 > limit { flush() }
-        buffer.append(contentsOf: bytes)
+        buffer.append(contentsOf: line.utf8)
         buffer.append(0x0A)
+        lines += 1
         if buffer.count >= limit { flush() }
     }
 
     func flush() {
         guard !buffer.isEmpty else { return }
-        writeAll(1, buffer)
+        LogSinks.access.submit(buffer, lines: lines)
         buffer.removeAll(keepingCapacity: true)
+        lines = 0
     }
 }

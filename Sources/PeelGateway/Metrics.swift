@@ -136,6 +136,10 @@ enum MetricsRenderer {
         out += "# HELP peel_inflight_requests Requests being handled now.\n"
         out += "# TYPE peel_inflight_requests gauge\n"
         out += "peel_inflight_requests \(inflight)\n"
+        out += "# HELP peel_log_lines_dropped_total Log lines dropped because their sink (stdout, stderr) did not take them in time.\n"
+        out += "# TYPE peel_log_lines_dropped_total counter\n"
+        out += "peel_log_lines_dropped_total{log=\"access\"} \(LogSinks.accessDropped)\n"
+        out += "peel_log_lines_dropped_total{log=\"event\"} \(LogSinks.eventDropped.load(ordering: .relaxed))\n"
         return out
     }
 

@@ -106,6 +106,7 @@ func failureReason(_ f: UpstreamFailure) -> String {
     case .timeout(let m): return "timeout: " + m
     case .protocolError(let m): return "protocol: " + m
     case .notResent(let m): return "connection died after the request: " + m
+    case .streamIdle(let m): return m
     case .other(let m): return m
     case .tooLarge, .overloaded, .localResources, .overBudget: return f.message
     }
@@ -120,7 +121,7 @@ func coarseReason(_ f: UpstreamFailure) -> String {
     case .tls: return "tls"
     case .connectTimeout: return "connect timeout"
     case .reset, .notResent: return "connection closed"
-    case .timeout: return "timeout"
+    case .timeout, .streamIdle: return "timeout"
     case .protocolError: return "protocol error"
     case .tooLarge, .overloaded, .localResources, .overBudget, .other: return "upstream error"
     }

@@ -12,7 +12,7 @@ enum RequestPolicy {
     static let droppedRequestHeaders: Set<String> = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
         "proxy-authorization", "host", "content-length", "expect", "accept-encoding",
-        "x-forwarded-proto", "x-forwarded-host", "x-forwarded-for", "x-request-id",
+        "x-forwarded-proto", "x-forwarded-host", "x-forwarded-for", "x-request-id", "forwarded",
     ]
 
     /// Upstream response fields not passed to the client: hop-by-hop, and those describing the envelope bytes.
@@ -20,6 +20,24 @@ enum RequestPolicy {
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
         "proxy-authenticate", "content-length", "content-encoding", "content-md5", "x-request-id",
     ]
+
+    /// True for a traceparent in the W3C Trace Context form (§3.2.2): `00-` 32 lowercase hex (not all
+    /// zeros) `-` 16 lowercase hex (not all zeros) `-` 2 lowercase hex, exactly 55 bytes for version 00;
+    /// a later version (not `ff`) may carry more after a `-` at byte 55 (§3.2.4). Anything else, a
+    /// 60 KB value included, is dropped rather than passed on.
+    static func isTraceparent(_ v: [UInt8]) -> Bool {
+        guard v.count >= 55 else { return false }
+        func hex(_ range: Range<Int>) -> Bool {
+            range.allSatisfy { (v[$0] >= 0x30 && v[$0] <= 0x39) || (v[$0] >= 0x61 && v[$0] <= 0x66) }
+        }
+        func zeros(_ range: Range<Int>) -> Bool { range.allSatisfy { v[$0] == 0x30 } }
+        guard hex(0..<2), v[2] == 0x2D, hex(3..<35), v[35] == 0x2D, hex(36..<52), v[52] == 0x2D, hex(53..<55) else { return false }
+        guard !zeros(3..<35), !zeros(36..<52) else { return false }
+        let version = (v[0], v[1])
+        if version == (0x66, 0x66) { return false }
+        if version == (0x30, 0x30) { return v.count == 55 }
+        return v.count == 55 || (v[55] == 0x2D && v.count <= 512)
+    }
 
     /// Checks method and target; returns the path and query to forward or why to refuse.
     static func check(method: String, target: String, selfAuthorities: Set<String>) -> RequestCheck {

@@ -1,5 +1,6 @@
 import PeelEnvelope
 import PeelIO
+import Synchronization
 
 /// One event-loop thread: its own SO_REUSEPORT listener, curl multi handle, pool and counters.
 final class Worker: @unchecked Sendable {
@@ -13,6 +14,10 @@ final class Worker: @unchecked Sendable {
     private(set) var streams: ReachabilityStreams!
     private let accessLog: AccessLog?
     private var flushTimer: LoopTimer?
+    /// Milliseconds on the monotonic clock when this worker's loop last turned (its heartbeat timer
+    /// fired); read by /healthz and /readyz from the admin thread (issue 18).
+    let heartbeat = Atomic<Int>(Int(monotonicNow() * 1000))
+    private var heartbeatTimer: LoopTimer?
     private var drainTimer: LoopTimer?
     var prober: Prober?
 
@@ -44,7 +49,23 @@ final class Worker: @unchecked Sendable {
             timer.arm(seconds: 0.1)
             flushTimer = timer
         }
+        // Every 0.25 s, a quarter of the smallest stall bound: a loop blocked for the bound misses
+        // several beats, and a reload may lower the bound without the beat being too slow for it.
+        let beat = Worker.heartbeatInterval
+        let heartbeatTimer = LoopTimer(loop: loop) { [weak self] in
+            guard let self else { return }
+            self.heartbeat.store(Int(monotonicNow() * 1000), ordering: .relaxed)
+            self.heartbeatTimer?.arm(seconds: beat)
+        }
+        heartbeatTimer.arm(seconds: beat)
+        self.heartbeatTimer = heartbeatTimer
     }
+
+    /// Seconds between heartbeats.
+    static let heartbeatInterval = 0.25
+
+    /// Seconds since this worker's loop last turned.
+    var sinceHeartbeat: Double { monotonicNow() - Double(heartbeat.load(ordering: .relaxed)) / 1000 }
 
     private static func upstreamOptions(_ config: GatewayConfig, _ budget: MemoryBudget) -> UpstreamOptions {
         var o = UpstreamOptions()
@@ -55,6 +76,7 @@ final class Worker: @unchecked Sendable {
         o.caFile = config.caFile
         o.maxInFlight = config.maxInFlight
         o.origin = config.upstream.origin
+        o.idleTimeout = config.upstreamIdleTimeout
         return o
     }
 
@@ -93,6 +115,7 @@ final class Worker: @unchecked Sendable {
 
     /// Starts the loop thread.
     func start() {
+        heartbeat.store(Int(monotonicNow() * 1000), ordering: .relaxed)
         if prober != nil { loop.execute { [self] in self.prober?.start() } }
         loop.startThread()
     }
@@ -127,6 +150,7 @@ final class Worker: @unchecked Sendable {
         if server.pending == 0 {
             accessLog?.flush()
             flushTimer?.cancel()
+            heartbeatTimer?.cancel()
             server.close()
             loop.stop()
         } else {

@@ -100,12 +100,17 @@ final class EasyHandle {
                         // events): the whole-exchange timeout no longer applies once it flows.
                         _ = peel_easy_setopt_long(h.easy, CURLOPT_TIMEOUT_MS, 0)
                         h.timeoutLifted = true
+                        // ... but an upstream that goes silent mid-stream is cut after idleTimeout
+                        // (issue 18: one was held 40 s with a 5 s timeout).
+                        if let c = t.client { t.watchIdle(loop: c.loop, seconds: c.options.idleTimeout) }
                     }
                 }
             }
             if let sink = t.sink {
                 switch sink(UnsafeRawBufferPointer(start: data, count: n)) {
-                case .taken: return n
+                case .taken:
+                    if t.idleTimer != nil { t.lastRead = monotonicSeconds() }
+                    return n
                 case .pause:
                     t.paused = true
                     return 0x1000_0001  // CURL_WRITEFUNC_PAUSE

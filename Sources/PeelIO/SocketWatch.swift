@@ -1,4 +1,5 @@
 import CEvent
+import Glibc
 
 /// One socket curl asked us to watch; found by fd.
 final class SocketWatch {
@@ -16,12 +17,27 @@ final class SocketWatch {
     var parked = false
     /// Parked because its transfer is paused (back-pressure), not because the connection is idle.
     var pausedTransfer = false
+    /// The socket's inode (sockfs), read when our open callback made it: tells our socket from
+    /// another one that reuses its number after curl closed ours without telling us.
+    var inode: UInt = 0
+    /// True once curl asked to read from it: a socket still connecting has only been asked for writes.
+    var connected = false
 
     /// Watches nothing yet.
     init(fd: Int32, owned: Bool) {
         self.fd = fd
         self.owned = owned
+        if owned { inode = SocketWatch.inode(of: fd) ?? 0 }
     }
+
+    /// The inode behind `fd`, nil when `fd` is not open.
+    static func inode(of fd: Int32) -> UInt? {
+        var st = stat()
+        return fstat(fd, &st) == 0 ? UInt(st.st_ino) : nil
+    }
+
+    /// False when `fd` was closed, or now names another socket than the one we opened.
+    var stillOurs: Bool { SocketWatch.inode(of: fd) == inode }
 
     /// (Re)registers the event for `flags`, calling `cb` with `arg`.
     func arm(base: OpaquePointer, flags: Int16, arg: UnsafeMutableRawPointer,

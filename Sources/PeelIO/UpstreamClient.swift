@@ -22,6 +22,8 @@ public final class UpstreamClient {
     var freeHandles: [EasyHandle] = []
     /// The sockets curl asked us to watch, by fd.
     private var sockets: [Int32: SocketWatch] = [:]
+    /// Owned sockets curl stopped watching before they ever connected, checked once curl returns.
+    private var unsettled: [SocketWatch] = []
     /// Where header lines and request targets are assembled.
     let scratch = LineScratch()
     /// Transfers in flight.
@@ -95,10 +97,30 @@ public final class UpstreamClient {
     func removeFromMulti(_ easy: UnsafeMutableRawPointer) -> Bool {
         do throws(PeelIOError) {
             try curlCheck(curl_multi_remove_handle(multi, easy), "curl_multi_remove_handle")
+            settle()
             return true
         } catch {
+            settle()
             record(error)
             return false
+        }
+    }
+
+    /// Frees the watches of sockets curl closed behind our back. libcurl 7.88 closes a socket whose
+    /// connect timed out without CURLOPT_CLOSESOCKETFUNCTION (only the CURL_POLL_REMOVE before it
+    /// comes): its watch stayed parked and registered, the next client connection accepted on the
+    /// same number inherited the event (libevent's epoll MOD fails with ENOENT and is re-done as an
+    /// ADD with both flags), and the parked watch's callback shut that client's socket down with no
+    /// answer (issue 18). Run after every call into curl that can close sockets, on the loop thread,
+    /// so nothing on this loop can reuse the number first; another worker's thread can, which is why
+    /// the socket is told by its inode, not by whether the number is open.
+    func settle() {
+        guard !unsettled.isEmpty else { return }
+        let watches = unsettled
+        unsettled.removeAll(keepingCapacity: true)
+        for w in watches where sockets[w.fd] === w && !w.stillOurs {
+            sockets.removeValue(forKey: w.fd)
+            w.free()
         }
     }
 
@@ -114,6 +136,7 @@ public final class UpstreamClient {
         } catch {
             record(error)
         }
+        settle()
         drainDone()
     }
 
@@ -139,6 +162,9 @@ public final class UpstreamClient {
             if w.owned {
                 // Parked: stays registered for reads so the next request on this connection costs no epoll_ctl.
                 w.parked = true
+                // A connection that never connected is not kept by curl: it is closing it, maybe
+                // without our close callback (see settle).
+                if !w.connected { unsettled.append(w) }
                 // Unless its transfer is only paused by its sink (back-pressure): then the connection is
                 // not idle, and bytes arriving are the rest of that answer, not bytes nobody asked for.
                 w.pausedTransfer = false
@@ -160,7 +186,7 @@ public final class UpstreamClient {
         }
         w.parked = false
         var flags: Int16 = Int16(EV_PERSIST)
-        if what & CURL_POLL_IN != 0 { flags |= Int16(EV_READ) }
+        if what & CURL_POLL_IN != 0 { flags |= Int16(EV_READ); w.connected = true }
         if what & CURL_POLL_OUT != 0 { flags |= Int16(EV_WRITE) }
         if w.event != nil && w.flags == flags && w.registered { return }
         w.arm(base: loop.base, flags: flags, arg: Unmanaged.passUnretained(self).toOpaque()) { fd, events, arg in
@@ -174,6 +200,13 @@ public final class UpstreamClient {
             // The rest of a paused answer: it waits in the kernel until the transfer resumes and curl
             // watches the socket again.
             w.disarm()
+            return
+        }
+        if let w = sockets[fd], w.parked, !w.stillOurs {
+            // Closed by curl without our close callback and the number reused (see settle): not
+            // ours to touch.
+            sockets.removeValue(forKey: fd)
+            w.free()
             return
         }
         if let w = sockets[fd], w.parked {

@@ -142,6 +142,15 @@ extension UpstreamClient {
         }
     }
 
+    /// Takes a transfer out of the multi and completes it with `failure` (a stream gone idle); loop
+    /// thread, never from inside a curl callback.
+    func expire(_ t: UpstreamTransfer, _ failure: UpstreamFailure) {
+        guard let h = t.handle else { return }
+        guard removeFromMulti(h.easy) else { return }
+        inFlight -= 1
+        finish(t, handle: h, result: .failure(failure))
+    }
+
     /// Takes a cancelled transfer out of the multi; its completion does not run.
     func abort(_ t: UpstreamTransfer) {
         guard let h = t.handle else { return }
@@ -166,6 +175,8 @@ extension UpstreamClient {
     private func unhook(_ t: UpstreamTransfer, handle h: EasyHandle, stillInMulti: Bool = false) {
         t.handle = nil
         t.sink = nil
+        t.idleTimer?.cancel()
+        t.idleTimer = nil
         t.onHead = nil
         // The body is the completion's now (or dropped); it stops counting against the budget.
         t.budget?.release(t.budgetHeld)

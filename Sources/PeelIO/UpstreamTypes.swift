@@ -22,6 +22,9 @@ public struct UpstreamOptions: Sendable {
     /// `scheme://host[:port]` that `send(method:path:query:…)` talks to (default none: `send(url:…)` only).
     /// Each pooled handle keeps it pre-parsed, so a call only changes the path and query.
     public var origin: String? = nil
+    /// Longest wait in seconds between two reads from the upstream once a streamed answer flows
+    /// (nginx's proxy_read_timeout); 0 is none (default 60).
+    public var idleTimeout: Double = 60
     /// Creates the defaults.
     public init() {}
 }
@@ -54,6 +57,8 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     /// The connection died after the request went out, and it was not sent again: the method is
     /// not idempotent (RFC 9110 §9.2.2), or an idempotent one already had its one retry.
     case notResent(String)
+    /// A streamed answer's upstream sent nothing for `idleTimeout`: the transfer was cut.
+    case streamIdle(String)
     /// Anything else curl reported.
     case other(String)
 
@@ -96,6 +101,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
         case .overloaded: return "overloaded"
         case .localResources: return "local_resources"
         case .notResent: return "not_resent"
+        case .streamIdle: return "upstream_idle"
         case .other: return "other"
         }
     }
@@ -104,7 +110,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     public var message: String {
         switch self {
         case .dns(let m), .refused(let m), .connectTimeout(let m), .timeout(let m), .reset(let m), .tls(let m),
-             .protocolError(let m), .other(let m), .localResources(let m), .notResent(let m): return m
+             .protocolError(let m), .other(let m), .localResources(let m), .notResent(let m), .streamIdle(let m): return m
         case .tooLarge: return "upstream body too large"
         case .overBudget: return "the upstream body would pass Peel's memory budget (max_buffered)"
         case .overloaded: return "too many upstream transfers in flight"
@@ -210,14 +216,46 @@ public final class UpstreamTransfer {
     var headSeen = false
     /// Whether the sink paused the transfer (it waits for `resume()`).
     var paused = false
+    /// Monotonic seconds of the last body bytes a streamed answer's sink took (or of its resume).
+    var lastRead = 0.0
+    /// Cuts a streamed answer whose upstream goes silent (`UpstreamOptions.idleTimeout`); nil until
+    /// a stream flows.
+    var idleTimer: LoopTimer?
+
+    /// Starts the idle watch for a stream that just began flowing; loop thread, no curl calls.
+    func watchIdle(loop: EventLoop, seconds: Double) {
+        guard seconds > 0 else { return }
+        lastRead = monotonicSeconds()
+        let timer = LoopTimer(loop: loop) { [weak self] in self?.idleCheck(seconds) }
+        idleTimer = timer
+        timer.arm(seconds: seconds)
+    }
+
+    private func idleCheck(_ seconds: Double) {
+        guard handle != nil, let client else { return }
+        // Paused by the client's back-pressure: the upstream is not the one being slow (the client's
+        // write timeout bounds that side).
+        if paused {
+            idleTimer?.arm(seconds: seconds)
+            return
+        }
+        let quiet = monotonicSeconds() - lastRead
+        if quiet < seconds {
+            idleTimer?.arm(seconds: seconds - quiet)
+            return
+        }
+        client.expire(self, .streamIdle("the upstream sent nothing for \(seconds) s (upstream_idle_timeout)"))
+    }
 
     /// Lets a transfer its sink paused deliver again (curl_easy_pause, CURLPAUSE_CONT). Never call
     /// it from inside the sink.
     public func resume() {
         guard paused, let h = handle else { return }
         paused = false
+        lastRead = monotonicSeconds()
         // CURLPAUSE_CONT is 0; curl may deliver the held bytes from inside this call.
         let rc = curl_easy_pause(h.easy, 0)
+        client?.settle()
         if rc != CURLE_OK { client?.record(curlError(rc, "curl_easy_pause(CURLPAUSE_CONT)")) }
     }
 

@@ -77,6 +77,8 @@ enum Output {
 
 /// Prints a one-line error on stderr and exits.
 func fail(_ message: String, code: Int32 = 2) -> Never {
+    // Events already queued (a start that failed half-way) go out before this line.
+    LogSinks.flush(timeout: 1)
     let line = Array((message + "\n").utf8)
     line.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
     exit(code)

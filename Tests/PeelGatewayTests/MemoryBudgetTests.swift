@@ -73,15 +73,42 @@ final class MemoryBudgetTests: XCTestCase {
         XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 0\n") == true })
     }
 
-    func testUpstreamBodyOverTheBudget_is502() throws {
+    func testUpstreamBodyOverTheBudget_isServerBusy() throws {
         let h = try Harness(workers: 1) { c in c.maxBody = 1000; c.maxBuffered = 100_000 }
         defer { h.stop() }
         let r = try h.request("GET", "/api/large?kb=512")
-        XCTAssertEqual(r.status, 502, r.text)
+        XCTAssertEqual(r.status, 503, r.text)
         let p = problem(r)
-        XCTAssertEqual(p["kind"] as? String, "upstream-too-large")
-        XCTAssertEqual(p["detail"] as? String, "The upstream body would pass Peel's memory budget (max_buffered)")
+        XCTAssertEqual(p["kind"] as? String, "server-busy")
+        XCTAssertEqual(r.header("Retry-After"), "1")
+        XCTAssertEqual(p["detail"] as? String, "Peel's memory budget (max_buffered) is held by other calls; try again shortly")
         XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 0\n") == true })
         XCTAssertEqual(try h.request("GET", "/api/user").status, 200)
+    }
+
+    /// Issue 18: slow readers holding the budget make Peel busy; the others' judged answers get 503
+    /// server-busy with Retry-After, not 502 upstream-too-large (the upstream did nothing wrong).
+    func testSlowReadersExhaustingTheBudget_othersGetServerBusy() throws {
+        let h = try Harness(workers: 1) { c in c.maxBody = 1000; c.maxBuffered = 24 << 20 }
+        defer { h.stop() }
+        // Three clients ask for 7 MiB judged answers and do not read them: each answer's bytes stay
+        // held until written, which a full socket buffer stops.
+        var slow: [BlockingClient] = []
+        for _ in 0..<3 {
+            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 10)
+            try c.send("GET /api/large?kb=7168 HTTP/1.1\r\nHost: x\r\n\r\n")
+            slow.append(c)
+        }
+        XCTAssertTrue(h.eventually(5) {
+            let held = (try? h.admin("/metrics").text)?.split(separator: "\n").first { $0.hasPrefix("peel_buffered_bytes ") }
+            return held.flatMap { Int($0.split(separator: " ")[1]) }.map { $0 > 18 << 20 } ?? false
+        }, "the slow readers hold most of the budget")
+        let r = try h.request("GET", "/api/large?kb=4096")
+        XCTAssertEqual(r.status, 503, r.text)
+        XCTAssertEqual(problem(r)["kind"] as? String, "server-busy")
+        XCTAssertEqual(r.header("Retry-After"), "1")
+        // Once they read (here: leave), the budget is free and the same call is answered.
+        slow.removeAll()
+        XCTAssertTrue(h.eventually(5) { (try? h.request("GET", "/api/large?kb=4096").status) == 200 })
     }
 }

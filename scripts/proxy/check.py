@@ -101,7 +101,10 @@ check("absolute 302 names Peel", (302, f"{G}/user"), (r.status_code, r.headers.g
 check("an empty 302 is not labelled application/json", False, "json" in r.headers.get("content-type", ""))
 r = requests.get(G + "/redirect-absolute", headers={"X-Forwarded-Proto": "https", "X-Forwarded-Host": "api.example.com"},
                  allow_redirects=False)
-check("absolute 302 names Peel's forwarded address", "https://api.example.com/user", r.headers.get("location"))
+check("absolute 302 names Peel's forwarded address (from a trusted proxy)", "https://api.example.com/user", r.headers.get("location"))
+r = requests.get(C + "/redirect-absolute", headers={"X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil.example"},
+                 allow_redirects=False)
+check("a client outside --trusted-proxies cannot steer the rewritten 302", f"{C}/user", r.headers.get("location"))
 r = requests.get(G + "/redirect-relative", allow_redirects=False)
 check("relative 302 loses the base path", "/user", r.headers.get("location"))
 for name in ["absolute", "relative"]:
@@ -204,6 +207,9 @@ check("three events arrive", 3, len(times))
 check("events arrive one by one, as sent (0.4 s apart)", True,
       len(times) == 3 and times[1] - times[0] > 0.25 and times[2] - times[1] > 0.25)
 
+# Behind a trusted proxy the client is the last untrusted hop of X-Forwarded-For (issue 18).
+requests.get(G + "/user/behind-proxy", headers={"X-Forwarded-For": "198.51.100.9, 203.0.113.9"})
+
 # Access log: upstream_code as sent (0 included), Peel's own code apart.
 time.sleep(0.4)  # the access log is flushed every 100 ms
 lines = {}
@@ -213,6 +219,9 @@ with open(LOG) as f:
         lines.setdefault(e["path"], e)
 pick = lambda p: (lines.get(p, {}).get("upstream_code", "absent"), lines.get(p, {}).get("code", "absent"))
 check("access log /user: upstream_code 0, no Peel code", (0, None), pick("/user"))
+check("access log: the client behind a trusted proxy is the last untrusted hop", "203.0.113.9",
+      lines.get("/user/behind-proxy", {}).get("client"))
+check("access log: a direct client is its peer", "127.0.0.1", lines.get("/user", {}).get("client"))
 check("access log /business: upstream_code 1001", (1001, 1001), pick("/business"))
 check("access log /report.csv: no envelope", (None, None), pick("/report.csv"))
 kinds = {}

@@ -178,9 +178,12 @@ final class ClientConnection {
         let closing = machine.replyStarted(closing: head.closes || server.draining, now: monotonicSeconds())
         // RFC 9110 §6.4.1: 1xx, 204 and 304 answers have no body; HEAD gets the length GET would.
         let bodyless = status < 200 || status == 204 || status == 304
+        // RFC 9110 §15.3.6: a 205 has no content either, but unlike 204 it must say so (Content-Length:
+        // 0), or an HTTP/1.1 client would read it until the connection closes (RFC 9112 §6.3).
+        let resetContent = status == 205
         let connection: StaticString? = closing ? "close" : (ex.version.minor == 0 ? "keep-alive" : nil)
-        server.withDate { head.end(date: $0, contentLength: bodyless ? nil : range.count, connection: connection) }
-        if !bodyless && !ex.isHead && !range.isEmpty {
+        server.withDate { head.end(date: $0, contentLength: bodyless ? nil : (resetContent ? 0 : range.count), connection: connection) }
+        if !bodyless && !resetContent && !ex.isHead && !range.isEmpty {
             self.body = body
             bodyRange = range
             bodyOwner = keeping
@@ -198,9 +201,13 @@ final class ClientConnection {
         // HTTP/1.0 has no chunked coding: its body ends with the connection (RFC 9112 §6.3).
         let http10 = ex.version.minor == 0
         let closing = machine.replyStarted(closing: head.closes || server.draining || http10, now: monotonicSeconds())
-        streamBodyless = status < 200 || status == 204 || status == 304 || ex.isHead
-        streamChunked = !http10 && !(status < 200 || status == 204 || status == 304)
-        server.withDate { head.end(date: $0, contentLength: nil, connection: closing ? "close" : nil, chunked: streamChunked) }
+        // A 205 streams nothing and says so with Content-Length: 0 (RFC 9110 §15.3.6), as `reply` does.
+        let resetContent = status == 205
+        streamBodyless = status < 200 || status == 204 || status == 304 || resetContent || ex.isHead
+        streamChunked = !http10 && !(status < 200 || status == 204 || status == 304 || resetContent)
+        server.withDate {
+            head.end(date: $0, contentLength: resetContent ? 0 : nil, connection: closing ? "close" : nil, chunked: streamChunked)
+        }
         let s = ReplyStream(connection: self)
         stream = s
         replying = true

@@ -107,6 +107,9 @@ struct ConnectionMachine {
     /// True while the current request is HTTP/1.0 (no 1xx may be sent to it, RFC 9110 §15.2).
     private var http10 = false
     private var probed = false
+    /// Empty lines dropped before the current request line: they count toward `maxHead` (issue 18:
+    /// 1.16 GB of CRLF was accepted while the README said they counted).
+    private var droppedBlank = 0
 
     init(limits: ConnectionLimits, now: Double) {
         self.limits = limits
@@ -322,13 +325,16 @@ struct ConnectionMachine {
                 // Empty lines alone (RFC 9112 §2.2) do not start a request; drop them, but not a CR
                 // whose LF is still to come (a reset parser would take that LF for a bare one).
                 if buffer.count > 0 && !parser.inHead && !parser.awaitingLF {
+                    droppedBlank += buffer.count
                     buffer.count = 0
                     parser.reset()
+                    if droppedBlank > limits.maxHead { return refuse(.headTooLarge) }
                 }
                 if phase != .idle { phase = .idle; since = now }
                 return .none
             }
             if !parser.headComplete {
+                if droppedBlank > 0 && droppedBlank + buffer.count > limits.maxHead { return refuse(.headTooLarge) }
                 if phase != .head { phase = .head; since = now }
                 return .none
             }
@@ -370,6 +376,8 @@ struct ConnectionMachine {
 
     private mutating func dispatch(_ now: Double) -> Action {
         let p = parser
+        if droppedBlank > 0 && droppedBlank + p.headEnd > limits.maxHead { return refuse(.headTooLarge) }
+        droppedBlank = 0
         let request = ParsedRequest(
             buffer: buffer, method: p.methodRange, target: p.targetRange, minorVersion: p.minorVersion,
             fields: p.fields, body: p.headEnd..<p.bodyEnd, keepAlive: Self.keepAlive(p, buffer))

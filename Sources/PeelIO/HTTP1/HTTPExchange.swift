@@ -20,9 +20,14 @@ public final class HTTPExchange {
     public let target: String
     /// HTTP major and minor version.
     public let version: (major: Int, minor: Int)
-    /// The peer's address.
-    public var clientAddress: String { connection?.clientAddress ?? lastClientAddress }
+    /// The TCP peer's address (a proxy's, when one is in front).
+    public var peerAddress: String { connection?.clientAddress ?? lastClientAddress }
     private let lastClientAddress: String
+    /// The client's address, the one place it is decided (issue 18): the peer, or, when the peer is a
+    /// trusted proxy, the last untrusted hop of X-Forwarded-For. Set once by the handler at request
+    /// start (before that it is the peer); the access log, X-Forwarded-For and per-client bounds
+    /// read it.
+    public var clientAddress: String
     /// True for HEAD: the answer is written without its body. A refusal keeps its body: the request
     /// was not accepted as anything, the connection closes after it, and the body says why.
     public var isHead: Bool { refusal == nil && method == "HEAD" }
@@ -36,6 +41,7 @@ public final class HTTPExchange {
         target = request.buffer.string(request.target)
         version = (1, request.minorVersion)
         lastClientAddress = connection.clientAddress
+        clientAddress = connection.clientAddress
     }
 
     init(connection: ClientConnection, refusal: RequestError, method: String, target: String, minorVersion: Int,
@@ -48,6 +54,7 @@ public final class HTTPExchange {
         self.target = target
         version = (1, minorVersion)
         lastClientAddress = connection.clientAddress
+        clientAddress = connection.clientAddress
     }
 
     /// Calls `body` with each request header field, in order, as sent, without copying it.
