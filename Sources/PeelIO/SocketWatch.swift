@@ -14,8 +14,10 @@ final class SocketWatch {
     var registered = false
     /// True while curl is not watching an owned socket (an idle keep-alive connection).
     var parked = false
-    /// Parked because its transfer is paused (back-pressure), not because the connection is idle.
-    var pausedTransfer = false
+    /// The transfer that last told curl to watch (or stop watching) this owned socket. While it
+    /// runs, the connection is its own and not idle, whatever curl's watch says (a paused transfer,
+    /// back-pressure); once it has finished (or gone), a parked socket is an idle pooled connection.
+    weak var owner: UpstreamTransfer?
 
     /// Watches nothing yet.
     init(fd: Int32, owned: Bool) {

@@ -139,15 +139,7 @@ public final class UpstreamClient {
             if w.owned {
                 // Parked: stays registered for reads so the next request on this connection costs no epoll_ctl.
                 w.parked = true
-                // Unless its transfer is only paused by its sink (back-pressure): then the connection is
-                // not idle, and bytes arriving are the rest of that answer, not bytes nobody asked for.
-                w.pausedTransfer = false
-                if let easy {
-                    var priv: UnsafeMutableRawPointer? = nil
-                    if peel_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &priv) == CURLE_OK, let priv {
-                        w.pausedTransfer = Unmanaged<UpstreamTransfer>.fromOpaque(priv).takeUnretainedValue().paused
-                    }
-                }
+                noteOwner(w, easy)
             } else {
                 sockets.removeValue(forKey: fd)?.free()
             }
@@ -159,6 +151,7 @@ public final class UpstreamClient {
             sockets[fd] = w
         }
         w.parked = false
+        if w.owned { noteOwner(w, easy) }
         var flags: Int16 = Int16(EV_PERSIST)
         if what & CURL_POLL_IN != 0 { flags |= Int16(EV_READ) }
         if what & CURL_POLL_OUT != 0 { flags |= Int16(EV_WRITE) }
@@ -168,11 +161,21 @@ public final class UpstreamClient {
         }
     }
 
+    /// Remembers which transfer `easy` runs (CURLOPT_PRIVATE) as the owner of `w`'s connection.
+    private func noteOwner(_ w: SocketWatch, _ easy: UnsafeMutableRawPointer?) {
+        guard let easy else { return }
+        var priv: UnsafeMutableRawPointer? = nil
+        guard peel_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &priv) == CURLE_OK, let priv else { return }
+        w.owner = Unmanaged<UpstreamTransfer>.fromOpaque(priv).takeUnretainedValue()
+    }
+
     /// A watched socket is ready: tell curl, then collect finished transfers.
     private func socketReady(_ fd: Int32, _ events: Int16) {
-        if let w = sockets[fd], w.parked, w.pausedTransfer {
-            // The rest of a paused answer: it waits in the kernel until the transfer resumes and curl
-            // watches the socket again.
+        if let w = sockets[fd], w.parked, let owner = w.owner, owner.handle != nil {
+            // Not idle: its transfer still runs (paused by its sink, back-pressure). The bytes are the
+            // rest of that answer; they wait in the kernel until the transfer resumes and curl watches
+            // the socket again. (Issue 19: a flag taken when curl stopped watching could be stale by
+            // the time bytes came; the transfer's own state now is what counts.)
             w.disarm()
             return
         }
