@@ -78,6 +78,8 @@ final class Forwarder {
     ) {
         let cors = CORSPolicy(config: config)
         var dropped = RequestPolicy.droppedResponseHeaders
+        // Vary is written once by Peel, the upstream's names merged with its own (see `varyValue`).
+        dropped.insert("vary")
         if config.rewriteRedirects { dropped.formUnion(["location", "content-location", "refresh"]) }
         if config.rewriteCookies { dropped.insert("set-cookie") }
         if cors != nil { dropped.formUnion(CORSPolicy.upstreamFields) }
@@ -170,6 +172,8 @@ final class Forwarder {
         var done = false
         /// `passesUnjudged` as decided when the head arrived (nil when no body byte came).
         var passesUnjudged: Bool?
+        /// The upstream's Content-Encoding when its body passes in that coding (the client takes it).
+        var keptCoding: String?
 
         init(exchange: HTTPExchange, rules: Rules, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
@@ -279,8 +283,11 @@ final class Forwarder {
         // HEAD answers what GET would (status, fields, the unwrapped length): it goes upstream as GET,
         // is judged like one, and the server writes the answer without its body.
         let method = ex.method == "HEAD" ? "GET" : ex.method
+        // Codings follow the client (issue 19): the upstream is asked for what the client accepts and
+        // Peel can decode, and for none when the client named none.
+        let upstreamCodings = CompressionPolicy.upstreamAcceptEncoding(acceptEncoding, decodable: UpstreamClient.decodableCodings)
         let transfer = upstream.send(method: method, path: basePath + target.path, query: target.query, body: .exchange(ex),
-                                     headers: { lines in
+                                     acceptEncoding: upstreamCodings, headers: { lines in
             var sawAccept = false
             var sawContentType = false
             ex.forEachField { field in
@@ -311,6 +318,7 @@ final class Forwarder {
         call.transfer = transfer
         waiting[ObjectIdentifier(call)] = call
         transfer.onHead = { [self] status, head in self.headArrived(call, status: status, head: head) }
+        transfer.keepsCoding = { [self] status, head in self.keepsCoding(call, status: status, head: head) }
         ex.onClientGone = { [self] in
             waiting[ObjectIdentifier(call)] = nil
             call.transfer?.cancel()
@@ -380,6 +388,22 @@ final class Forwarder {
         }
     }
 
+    /// Decides, when the final head is whole, whether the body passes in the coding it came in: a
+    /// passthrough answer whose Content-Encoding the client accepts is relayed as it came, with its
+    /// length; judged answers and codings the client cannot take are decoded. Inside curl's header
+    /// callback: nothing here may call curl.
+    private func keepsCoding(_ call: Call, status: Int, head: ResponseHeadView) -> Bool {
+        guard let coding = head.first("content-encoding").map({ trimOWS($0) }), !coding.isEmpty,
+              coding.lowercased() != "identity",
+              CompressionPolicy.accepts(call.acceptEncoding, contentEncoding: coding) else { return false }
+        let answer = UpstreamAnswer(status: status, contentType: head.first("content-type"), path: call.path, isHead: false,
+                                    isOptions: call.exchange.method == "OPTIONS",
+                                    contentDisposition: head.first("content-disposition"))
+        guard passesUnjudged(answer, config: call.rules.envelope) else { return false }
+        call.keptCoding = coding
+        return true
+    }
+
     /// Decides, when the first body bytes arrive, whether the answer streams: a passthrough answer
     /// (decided from status and fields alone) of unknown length, declared over `stream_threshold`, or
     /// an event stream is sent as it arrives, pausing the upstream transfer while the client is slow;
@@ -395,10 +419,13 @@ final class Forwarder {
         call.passesUnjudged = passes
         guard passes else { return nil }
         let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
-        // An encoded answer's Content-Length says nothing of its decoded size (curl decodes it), so
-        // such an answer streams like one of unknown length rather than meet max_upstream_body.
-        if !isEventStream, head.first("content-encoding") == nil,
-           let length = head.first("content-length").flatMap({ Int(trimOWS($0)) }), length <= config.streamThreshold {
+        // An answer curl decodes has a Content-Length that says nothing of its decoded size, so it
+        // streams like one of unknown length (chunked) rather than meet max_upstream_body. Any other
+        // declared length is the body's, and is kept (issue 19: downloads keep their length).
+        let coding = head.first("content-encoding").map { trimOWS($0) }
+        let decoded = call.keptCoding == nil && coding.map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
+        let declared = decoded ? nil : head.first("content-length").flatMap { Int(trimOWS($0)) }.flatMap { $0 >= 0 ? $0 : nil }
+        if !isEventStream, let length = declared, length <= config.streamThreshold {
             return nil
         }
         guard let transfer = call.transfer, !call.exchange.answered else { return nil }
@@ -407,11 +434,15 @@ final class Forwarder {
         call.upstreamHeaders = headers
         let corsFields = cors?.answerFields(origin: call.origin) ?? []
         let draining = self.draining
-        guard let stream = call.exchange.startStream(status: status, headers: { [self] out in
+        let kept = call.keptCoding
+        let vary = Self.varyValue(headers, adding: (kept != nil ? ["Accept-Encoding"] : []) + Self.varyNames(corsFields))
+        guard let stream = call.exchange.startStream(status: status, contentLength: declared, headers: { [self] out in
             out.add(headers, dropping: droppedResponse)
             addRewritten(headers, call, to: &out)
             out.add("X-Request-Id", call.requestId)
-            for (name, value) in corsFields { out.add(name, value) }
+            for (name, value) in corsFields where !Self.isVary(name) { out.add(name, value) }
+            if let vary { out.add("Vary", vary) }
+            if let kept { out.add("Content-Encoding", kept) }
             if draining { out.add("Connection", "close") }
         }) else {
             return { _ in .abort }
@@ -487,8 +518,10 @@ final class Forwarder {
         let corsFields = cors?.answerFields(origin: call.origin) ?? []
         let slice = range ?? 0..<response.body.count
         let effectiveType = contentType ?? response.headers.first("content-type")
+        // A body kept in the upstream's coding is not compressed again.
+        let kept = call.keptCoding
         // A candidate's representation depends on Accept-Encoding, whether or not this client sent one.
-        let candidate = compression.isCandidate(status: status, contentType: effectiveType, count: slice.count)
+        let candidate = kept == nil && compression.isCandidate(status: status, contentType: effectiveType, count: slice.count)
             && response.headers.first("content-range") == nil
         var encoded: (coding: ContentCoding, body: [UInt8])? = nil
         if candidate, let coding = CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered) {
@@ -497,7 +530,10 @@ final class Forwarder {
             }
             if let body { encoded = (coding, body) }
         }
-        let dropping = switch (contentType != nil, encoded != nil) {
+        // A 204 has no content, so no Content-Type (RFC 9110 §15.3.5, §8.3): not the envelope's either.
+        let dropsType = contentType != nil || status == 204
+        let vary = Self.varyValue(response.headers, adding: (candidate || kept != nil ? ["Accept-Encoding"] : []) + Self.varyNames(corsFields))
+        let dropping = switch (dropsType, encoded != nil) {
         case (false, false): droppedResponse
         case (true, false): droppedResponseAndType
         case (false, true): droppedResponseEncoded
@@ -507,10 +543,11 @@ final class Forwarder {
             out.add(response.headers, dropping: dropping)
             addRewritten(response.headers, call, to: &out)
             out.add("X-Request-Id", call.requestId)
-            for (name, value) in corsFields { out.add(name, value) }
+            for (name, value) in corsFields where !Self.isVary(name) { out.add(name, value) }
             if draining { out.add("Connection", "close") }
             if let contentType { out.add("Content-Type", contentType) }
-            if candidate { out.add("Vary", "Accept-Encoding") }
+            if let vary { out.add("Vary", vary) }
+            if let kept { out.add("Content-Encoding", kept) }
             if let encoded {
                 out.add("Content-Encoding", encoded.coding.rawValue)
                 // A strong validator names one exact representation; the encoded one differs from the
@@ -661,8 +698,55 @@ final class Forwarder {
                 sent = encoded
             }
         }
-        send(call, status: p.status, headers: headers, body: sent, kind: p.kind.rawValue, code: p.code)
+        send(call, status: p.status, headers: Self.foldingVary(headers), body: sent, kind: p.kind.rawValue, code: p.code)
     }
+
+    /// Whether a field name is Vary.
+    static func isVary(_ name: String) -> Bool { name.utf8.count == 4 && name.lowercased() == "vary" }
+
+    /// The names listed by the Vary fields among `fields`.
+    static func varyNames(_ fields: [(String, String)]) -> [String] {
+        fields.filter { isVary($0.0) }.flatMap { $0.1.split(separator: ",").map { trimOWS($0) } }
+    }
+
+    /// One Vary value: the upstream's names, then `adding`, each once whatever its case (RFC 9110
+    /// §12.5.5; two Vary fields, or a name twice, confuse caches); `*` alone when anyone said `*`.
+    static func varyValue(_ upstream: ResponseHeaders, adding: [String]) -> String? {
+        var names: [String] = []
+        upstream.forEachField { f in
+            if f.isIn(varyField) { names += f.valueString.split(separator: ",").map { trimOWS($0) } }
+        }
+        return mergedVary(names + adding)
+    }
+
+    /// `names` without empty ones and repeats (case-insensitive), joined; `*` when one is `*`.
+    static func mergedVary(_ names: [String]) -> String? {
+        var seen: Set<String> = []
+        var out: [String] = []
+        for name in names where !name.isEmpty {
+            if name == "*" { return "*" }
+            if seen.insert(name.lowercased()).inserted { out.append(name) }
+        }
+        return out.isEmpty ? nil : out.joined(separator: ", ")
+    }
+
+    /// `headers` with every Vary field folded into one, where the first one was.
+    static func foldingVary(_ headers: [(String, String)]) -> [(String, String)] {
+        let names = varyNames(headers)
+        guard let merged = mergedVary(names) else { return headers.filter { !isVary($0.0) } }
+        var out: [(String, String)] = []
+        var placed = false
+        for (name, value) in headers {
+            if isVary(name) {
+                if !placed { out.append(("Vary", merged)); placed = true }
+            } else {
+                out.append((name, value))
+            }
+        }
+        return out
+    }
+
+    private static let varyField = HeaderNameSet(["vary"])
 
     private func send(_ call: Call, status: Int, headers: [(String, String)], body: [UInt8], kind: String, code: Int64?) {
         guard !call.exchange.answered else { return }

@@ -82,6 +82,17 @@ public final class UpstreamClient {
         freeHandles = []
     }
 
+    /// Content codings the linked libcurl decodes and Peel asks upstreams for: gzip and deflate with
+    /// zlib, br with brotli (zstd and others are never asked for: Peel does not offer them).
+    public static let decodableCodings: [String] = {
+        guard let info = curl_version_info(CURLVERSION_TENTH) else { return [] }
+        let features = info.pointee.features
+        var out: [String] = []
+        if features & (1 << 3) != 0 { out += ["gzip", "deflate"] }  // CURL_VERSION_LIBZ
+        if features & (1 << 23) != 0 { out.append("br") }  // CURL_VERSION_BROTLI
+        return out
+    }()
+
     /// curl_global_init's result, run once per process.
     private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
 
