@@ -285,6 +285,7 @@ final class Forwarder {
         let method = ex.method == "HEAD" ? "GET" : ex.method
         // Codings follow the client (issue 19): the upstream is asked for what the client accepts and
         // Peel can decode, and for none when the client named none.
+        let preserveHost = config.preserveHost
         let upstreamCodings = CompressionPolicy.upstreamAcceptEncoding(acceptEncoding, decodable: UpstreamClient.decodableCodings)
         let transfer = upstream.send(method: method, path: basePath + target.path, query: target.query, body: .exchange(ex),
                                      acceptEncoding: upstreamCodings, headers: { lines in
@@ -304,6 +305,8 @@ final class Forwarder {
             lines.append("X-Forwarded-For", xff.map { $0 + ", " + client } ?? client)
             lines.append("X-Forwarded-Proto", "http")
             if let host { lines.append("X-Forwarded-Host", host) }
+            // nginx's `proxy_set_header Host $host`: curl sends this one instead of the upstream's.
+            if preserveHost, let host { lines.append("Host", host) }
             lines.append("X-Request-Id", id)
             // curl would invent these when the client sent none; an empty value tells it not to.
             if !sawAccept { lines.append("Accept", "") }
@@ -432,7 +435,7 @@ final class Forwarder {
         let headers = head.copy()
         call.upstreamStatus = status
         call.upstreamHeaders = headers
-        let corsFields = cors?.answerFields(origin: call.origin) ?? []
+        let corsFields = cors?.answerFields(origin: call.origin, upstreamExposed: Self.exposedNames(headers)) ?? []
         let draining = self.draining
         let kept = call.keptCoding
         let vary = Self.varyValue(headers, adding: (kept != nil ? ["Accept-Encoding"] : []) + Self.varyNames(corsFields))
@@ -515,7 +518,7 @@ final class Forwarder {
                       contentType: String?) {
         guard !call.exchange.answered else { return }
         let draining = self.draining
-        let corsFields = cors?.answerFields(origin: call.origin) ?? []
+        let corsFields = cors?.answerFields(origin: call.origin, upstreamExposed: Self.exposedNames(response.headers)) ?? []
         let slice = range ?? 0..<response.body.count
         let effectiveType = contentType ?? response.headers.first("content-type")
         // A body kept in the upstream's coding is not compressed again.
@@ -687,7 +690,7 @@ final class Forwarder {
         if p.kind == .offline { headers.append(("Retry-After", retryAfter)) }
         // Bodies held now are answered within seconds; a client may try again after one.
         if p.kind == .serverBusy { headers.append(("Retry-After", "1")) }
-        if let cors { headers += cors.answerFields(origin: call.origin) }
+        if let cors { headers += cors.answerFields(origin: call.origin, upstreamExposed: call.upstreamHeaders.map(Self.exposedNames) ?? []) }
         if draining || p.kind == .badRequest { headers.append(("Connection", "close")) }
         var sent = body
         if compression.isCandidate(status: p.status, contentType: "application/problem+json", count: body.count) {
@@ -747,6 +750,18 @@ final class Forwarder {
     }
 
     private static let varyField = HeaderNameSet(["vary"])
+
+    /// The names in the upstream's Access-Control-Expose-Headers fields (Express's pagination list),
+    /// merged into Peel's own when it manages CORS.
+    static func exposedNames(_ headers: ResponseHeaders) -> [String] {
+        var names: [String] = []
+        headers.forEachField { f in
+            if f.isIn(exposeField) { names += f.valueString.split(separator: ",").map { trimOWS($0) } }
+        }
+        return names
+    }
+
+    private static let exposeField = HeaderNameSet(["access-control-expose-headers"])
 
     private func send(_ call: Call, status: Int, headers: [(String, String)], body: [UInt8], kind: String, code: Int64?) {
         guard !call.exchange.answered else { return }

@@ -123,4 +123,16 @@ final class EnvelopeOnlyTests: XCTestCase {
         let vary = r.headers.filter { $0.0.lowercased() == "vary" }.map(\.1)
         XCTAssertEqual(vary, ["accept-encoding, Origin, Cookie"])
     }
+
+    func testPreserveHost_forwardsTheClientsHost() throws {
+        for preserve in [false, true] {
+            let h = try RawHarness(configure: { $0.preserveHost = preserve }) { _ in .send(RawUpstream.envelope("1")) }
+            defer { h.stop() }
+            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+            try c.send("GET /h HTTP/1.1\r\nHost: app.example.com\r\nConnection: close\r\n\r\n")
+            XCTAssertEqual(try c.readResponse().status, 200)
+            let hosts = h.seen("/h").first?.headers.filter { $0.0.lowercased() == "host" }.map(\.1)
+            XCTAssertEqual(hosts, [preserve ? "app.example.com" : "127.0.0.1:\(h.upstream.port)"], "preserve-host \(preserve)")
+        }
+    }
 }
