@@ -174,6 +174,10 @@ final class Forwarder {
         var passesUnjudged: Bool?
         /// The upstream's Content-Encoding when its body passes in that coding (the client takes it).
         var keptCoding: String?
+        /// Why the answer was refused or cut (Peel's diagnosis), for the access log.
+        var reason: String?
+        /// The start of a non-envelope upstream body that was refused, escaped, for the access log only.
+        var excerpt: String?
 
         init(exchange: HTTPExchange, rules: Rules, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
@@ -386,6 +390,11 @@ final class Forwarder {
             case .passthrough:
                 pass(call, status: response.status, response, range: nil, kind: "passthrough", contentType: nil)
             case .problem(let p):
+                // A body that is not an envelope: its start goes to the log (never to the client), so
+                // a developer sees the CSRF page or the plain-text error that was refused.
+                if p.kind == .badUpstreamFormat || (p.kind == .upstreamError && judged.upstreamCode == nil) {
+                    call.excerpt = Self.excerpt(response.body)
+                }
                 answerProblem(call, p)
             }
         }
@@ -491,6 +500,7 @@ final class Forwarder {
             record(call, status: call.upstreamStatus ?? 200, kind: "passthrough", bytes: call.streamedBytes, code: nil)
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
+            call.reason = failure.message
             stream.abort()
             record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil)
         }
@@ -502,7 +512,7 @@ final class Forwarder {
         case .dns, .refused, .reset, .tls, .other: return .unreachable
         case .timeout, .connectTimeout: return .timedOut
         case .tooLarge: return .upstreamTooLarge
-        case .protocolError: return .brokenFraming
+        case .protocolError(let why): return .brokenFraming(reason: why)
         // Peel's own shortage; reachability never hears of it (it is not a transport failure).
         case .localResources(let why): return .shortOfResources(why)
         case .overloaded: return .overloaded
@@ -669,6 +679,7 @@ final class Forwarder {
 
     private func answerProblem(_ call: Call, _ problem: Problem) {
         var p = problem
+        if let reason = p.reason { call.reason = reason }
         if p.upstreamStatus == nil { p.upstreamStatus = call.upstreamStatus }
         let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.rules.envelope.problemTypeBase)
         var headers: [(String, String)] = [("Content-Type", "application/problem+json"), ("X-Request-Id", call.requestId)]
@@ -702,6 +713,29 @@ final class Forwarder {
             }
         }
         send(call, status: p.status, headers: Self.foldingVary(headers), body: sent, kind: p.kind.rawValue, code: p.code)
+    }
+
+    /// Longest excerpt of a refused upstream body in the access log, in bytes of the body.
+    static let excerptBytes = 120
+
+    /// The first `excerptBytes` of `body` as text with control characters (C0, DEL, C1) and
+    /// backslashes escaped (`\x0a`), so one log line stays one line whatever the upstream sent.
+    static func excerpt(_ body: [UInt8]) -> String? {
+        guard !body.isEmpty else { return nil }
+        let text = String(decoding: body.prefix(excerptBytes), as: UTF8.self)
+        var out = ""
+        for scalar in text.unicodeScalars {
+            let v = scalar.value
+            if v < 0x20 || (v >= 0x7F && v <= 0x9F) {
+                let hex = String(v, radix: 16)
+                out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+            } else if scalar == "\\" {
+                out += "\\\\"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return body.count > excerptBytes ? out + "…" : out
     }
 
     /// Whether a field name is Vary.
@@ -784,7 +818,10 @@ final class Forwarder {
         line += ",\"upstream_status\":" + (call.upstreamStatus.map(String.init) ?? "null")
         line += ",\"upstream_code\":" + (call.upstreamCode.map { String($0) } ?? "null")
         line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
-        line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))}"
+        line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))"
+        if let reason = call.reason { line += ",\"reason\":" + jsonEscaped(reason) }
+        if let excerpt = call.excerpt { line += ",\"excerpt\":" + jsonEscaped(excerpt) }
+        line += "}"
         accessLog.append(line)
     }
 }

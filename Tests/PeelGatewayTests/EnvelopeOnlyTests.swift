@@ -135,4 +135,25 @@ final class EnvelopeOnlyTests: XCTestCase {
             XCTAssertEqual(hosts, [preserve ? "app.example.com" : "127.0.0.1:\(h.upstream.port)"], "preserve-host \(preserve)")
         }
     }
+
+    func testRefusals_carryPeelsReason_neverTheBody() throws {
+        let h = try RawHarness { r in
+            switch r.path {
+            case "/html": return .send(RawUpstream.answer("<html>oops</html>", fields: []))
+            case "/csrf": return .send(RawUpstream.answer("<html>CSRF verification failed. secret=42</html>", status: "403 Forbidden"))
+            default: return .sendThenClose("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{\"code\":0")
+            }
+        }
+        defer { h.stop() }
+        let html = problem(try h.request("GET", "/html"))
+        XCTAssertEqual(html["kind"] as? String, "bad-upstream-format")
+        XCTAssertEqual(html["reason"] as? String, "not JSON at byte 0 (0x3c '<')")
+        let csrf = try h.request("GET", "/csrf")
+        XCTAssertEqual(csrf.status, 403)
+        XCTAssertEqual(problem(csrf)["reason"] as? String, "upstream 403 application/json")
+        XCTAssertFalse(csrf.text.contains("secret"), "the upstream's body reached the client: \(csrf.text)")
+        let cut = problem(try h.request("GET", "/cut"))
+        XCTAssertEqual(cut["kind"] as? String, "bad-upstream-format")
+        XCTAssertTrue((cut["reason"] as? String)?.contains("bytes remaining") == true, "\(cut)")
+    }
 }
