@@ -237,6 +237,8 @@ final class Forwarder {
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
         if let refusal = ex.refusal {
+            // The log says why, whatever the wire says (an HTTP/2 or TLS client gets no HTTP/1.1 answer).
+            call.reason = refusal.detail
             if refusal == .overBudget { return answer(call, .serverBusy(refusal.detail)) }
             return answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
         }

@@ -172,6 +172,14 @@ final class ClientConnection {
     func reply(_ ex: HTTPExchange, status: Int, body: [UInt8], range: Range<Int>, keeping: AnyObject? = nil,
                headers: (inout ReplyHeaders) -> Void) {
         guard !closed, exchange === ex else { return }
+        if let foreign = ex.refusal?.foreignReply {
+            // A client speaking HTTP/2 or TLS: its own protocol's goodbye (or nothing), never an HTTP/1.1 head.
+            _ = machine.replyStarted(closing: true, now: monotonicSeconds())
+            foreign.withUnsafeBytes { head.raw($0) }
+            replying = true
+            flush()
+            return
+        }
         // The range is the caller's; never let it reach past the array it names.
         let range = range.clamped(to: 0..<body.count)
         head.begin(status: status)
