@@ -156,4 +156,27 @@ final class EnvelopeOnlyTests: XCTestCase {
         XCTAssertEqual(cut["kind"] as? String, "bad-upstream-format")
         XCTAssertTrue((cut["reason"] as? String)?.contains("bytes remaining") == true, "\(cut)")
     }
+
+    func testAPausedDownloadOnAReusedConnection_isNeverCutByTheIdleGuard() throws {
+        // 8 MiB at once, then 1 MiB more while the client is not reading: the transfer pauses, curl
+        // stops watching the socket, and the rest arrives while it is parked. The idle-connection
+        // guard must see a running transfer there, on a fresh and on a reused upstream connection.
+        let first = String(repeating: "a", count: 8 << 20), second = String(repeating: "b", count: 1 << 20)
+        let h = try RawHarness(configure: { $0.streamThreshold = 16 }) { _ in
+            .sendInTwoParts("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(9 << 20)\r\n\r\n" + first,
+                            after: 0.3, second)
+        }
+        defer { h.stop() }
+        for round in 1...2 {
+            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 20)
+            try c.send("GET /big HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            usleep(900_000)  // not reading: Peel's output fills and the upstream transfer pauses
+            let r = try c.readResponse()
+            XCTAssertEqual(r.body.count, 9 << 20, "round \(round) was cut")
+            XCTAssertEqual(r.body.last, UInt8(ascii: "b"))
+        }
+        let connections = h.seen("/big").map(\.connection)
+        XCTAssertEqual(connections.count, 2)
+        XCTAssertEqual(Set(connections).count, 1, "the second download did not reuse the connection: \(connections)")
+    }
 }
