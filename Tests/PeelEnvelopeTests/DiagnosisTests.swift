@@ -1,3 +1,4 @@
+import Foundation
 @testable import PeelEnvelope
 import XCTest
 
@@ -90,5 +91,22 @@ final class DiagnosisTests: XCTestCase {
             let diagnosed = bytes.withUnsafeBufferPointer { ScanDiagnosis.diagnose($0, maxDepth: 512, names: nil) }
             XCTAssertEqual(scanned, diagnosed == .valid, "\(s): scanner \(scanned), diagnosis \(diagnosed)")
         }
+    }
+
+    func testTheDiagnosisAgreesWithTheScanner_onTheJSONTestSuiteCorpus() throws {
+        // The shared corpus (see JSONTestSuiteConformanceTests); without it the samples above stand.
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("../shared/testdata/JSONTestSuite/test_parsing").standardizedFileURL
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: corpus.path))?.sorted() ?? []
+        guard !names.isEmpty else { return print("DiagnosisTests: corpus absent at \(corpus.path); samples still ran") }
+        var disagree: [String] = []
+        for name in names where name.hasSuffix(".json") {
+            let bytes = [UInt8](try Data(contentsOf: corpus.appendingPathComponent(name)))
+            let scanned = JSONScanner.validate(bytes)
+            let diagnosed = bytes.withUnsafeBufferPointer { ScanDiagnosis.diagnose($0, maxDepth: 512, names: nil) }
+            if scanned != (diagnosed == .valid) { disagree.append("\(name): scanner \(scanned), diagnosis \(diagnosed)") }
+        }
+        XCTAssertEqual(disagree, [], "the diagnosis must explain exactly the bodies the scanner refuses")
+        XCTAssertGreaterThan(names.count, 300)
     }
 }
