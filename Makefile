@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e http1 proxy reliability fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e http1 proxy browser reliability fuzz bench bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -31,10 +31,14 @@ http1: release
 proxy: release
 	scripts/proxy.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
+# Headless Chromium (Debian) against Peel over the DevTools protocol: about 5 s once installed.
+browser: release
+	scripts/browser.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
 reliability: release
 	scripts/reliability.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
-test: unit e2e http1 proxy reliability
+test: unit e2e http1 proxy browser reliability
 
 fuzz: deps
 	scripts/fuzz.sh

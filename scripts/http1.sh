@@ -397,5 +397,25 @@ check "/status after the exhaustion: upstream reachable" "reachable" "$(res stat
 check "no transition to unreachable during the exhaustion" "['0']" "$(res to-unreachable "$WORK/fd.txt")"
 check "normal request after the connections close: 200" "200" "$(res after "$WORK/fd.txt")"
 
+# Issue 19: a client speaking another protocol to the plain HTTP/1.1 port hears why.
+rc=0; out=$(curl -sv --max-time 5 --http2-prior-knowledge "http://127.0.0.1:$GW/api/user" 2>&1) || rc=$?
+# curl 7.88 says "recveived GOAWAY, error=13" (HTTP_1_1_REQUIRED) and exits 16 (HTTP/2 framing).
+check "curl --http2-prior-knowledge gets an HTTP/2 GOAWAY (HTTP_1_1_REQUIRED), not an empty reply" "16 yes" \
+  "$rc $(echo "$out" | grep -q 'GOAWAY, error=13' && echo yes || echo "no: $(echo "$out" | tail -3)")"
+"$PY" - "$GW" >"$WORK/tls.txt" 2>&1 <<'PY'
+import socket, ssl, sys
+ctx = ssl.create_default_context(); ctx.check_hostname = False; ctx.verify_mode = ssl.CERT_NONE
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+try:
+    ctx.wrap_socket(s, server_hostname="localhost"); print("handshake completed")
+except ssl.SSLError as e: print("closed", type(e).__name__)
+except OSError as e: print("closed", type(e).__name__)
+PY
+check "a TLS ClientHello on the plain port is closed without an HTTP answer" "closed SSLEOFError" "$(cat "$WORK/tls.txt")"
+sleep 0.3  # the access log is flushed every 100 ms
+check "the access log says tls handshake on a plain-HTTP listener" "1" \
+  "$(grep -c '"reason":"tls handshake on a plain-HTTP listener"' "$WORK/peel.out")"
+check "the access log names the HTTP/2 preface" "1" "$(grep -c '"method":"PRI".*HTTP/2 connection preface' "$WORK/peel.out")"
+
 echo "http1: $pass passed, $fail failed ($(( ($(date +%s%N) - START) / 1000000 )) ms)"
 [ "$fail" -eq 0 ]

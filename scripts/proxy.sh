@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Peel in front of real upstream frameworks from PyPI, in this script's own venv. FastAPI + uvicorn
 # under a base path, checked with requests, httpx and aiohttp: CORS with and without
-# --cors-origins, kept fields on problems, redirects, cookies, downloads, gzip and br answers, a
+# --cors-origins (a subdomain wildcard, exposed fields), kept fields on problems, redirects, cookies,
+# downloads (declared lengths kept, many slow ones at once on reused connections), codings that
+# follow the client (a GZip-middleware sub-app), reasons in the log and the problem, gzip and br answers, a
 # 200 MiB streamed download (RSS sampled, first byte early), server-sent events, the access log.
 # Flask under gunicorn sync workers: busy is not offline, a dying worker takes nobody offline.
 # Loopback only; every wait is bounded.
@@ -28,7 +30,8 @@ common=(--upstream "http://127.0.0.1:$UP/api/v1" --admin-listen off --workers 1 
 # The main gateway plays one behind a trusted proxy on loopback; the CORS one trusts no one (the default).
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$GW --trusted-proxies 127.0.0.1/32 >"$WORK/access.log" 2>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)
-"$PEEL" "${common[@]}" --listen 127.0.0.1:$CGW --cors-origins http://app.example --access-log off 2>"$WORK/peel-cors.err" & pids+=($!)
+"$PEEL" "${common[@]}" --listen 127.0.0.1:$CGW --cors-origins 'http://app.example,http://*.apps.example' \
+  --cors-expose-headers Content-Disposition --access-log off 2>"$WORK/peel-cors.err" & pids+=($!)
 wait_ready "http://127.0.0.1:$GW/user" && wait_ready "http://127.0.0.1:$CGW/user" || exit 1
 
 timeout 120 "$PY" "$HERE/proxy/check.py" "$UP" "$GW" "$CGW" "$WORK/access.log" "$PEEL_PID"

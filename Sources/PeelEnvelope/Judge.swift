@@ -16,13 +16,19 @@ public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UI
 {
     if known ?? passesThrough(answer, config) { return (.passthrough, nil) }
     let envelope = Envelope.read(body, config: config)
-    return (verdict(answer.status, envelope, config), envelope?.code)
+    return (verdict(answer, envelope, body, config), envelope?.code)
 }
 
 /// The verdict on an answer that is not passed through, from its status and envelope (nil when malformed).
-private func verdict(_ status: Int, _ envelope: Envelope?, _ config: EnvelopeConfig) -> Verdict {
+private func verdict(_ answer: UpstreamAnswer, _ envelope: Envelope?, _ body: UnsafeBufferPointer<UInt8>,
+                     _ config: EnvelopeConfig) -> Verdict {
+    let status = answer.status
     if status >= 200 && status <= 299 {
-        guard let envelope else { return .problem(problem(for: .malformedEnvelope(upstreamStatus: status), config: config)) }
+        guard let envelope else {
+            // Only now, on the refusal, is the body walked again to say why (the fast scan only decides).
+            let reason = Envelope.diagnose(body, config: config)
+            return .problem(problem(for: .malformedEnvelope(upstreamStatus: status, reason: reason), config: config))
+        }
         // Success is checked first, so a code listed as both success and auth still succeeds.
         if config.successCodes.contains(envelope.code) {
             // No data means nothing to send: 204 whatever 2xx the upstream used (RFC 9110 §15.3.5).
@@ -37,7 +43,22 @@ private func verdict(_ status: Int, _ envelope: Envelope?, _ config: EnvelopeCon
     if let envelope, config.authCodes.contains(envelope.code) {
         return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status), config: config))
     }
-    return .problem(problem(for: .upstreamStatus(status, code: envelope?.code, message: envelope?.message), config: config))
+    return .problem(problem(for: .upstreamStatus(status, code: envelope?.code, message: envelope?.message,
+                                                 reason: upstreamErrorReason(answer, envelope)), config: config))
+}
+
+/// `upstream 403 text/html`, or `upstream 500, envelope code 1001`: what Peel saw of a non-2xx answer.
+func upstreamErrorReason(_ answer: UpstreamAnswer, _ envelope: Envelope?) -> String {
+    if let envelope { return "upstream \(answer.status), envelope code \(envelope.code)" }
+    guard let type = answer.contentType, let media = type.split(separator: ";").first else {
+        return "upstream \(answer.status) without Content-Type"
+    }
+    // The media type alone: parameters are the upstream's text and say nothing more here.
+    // Token characters and the slash only (RFC 9110 §8.3.1), at most 80: a field value is the upstream's.
+    let name = String(String.UnicodeScalarView(media.unicodeScalars.filter { s in
+        s.isASCII && (s.properties.isAlphabetic || ("0"..."9").contains(s) || "!#$%&'*+-.^_`|~/".unicodeScalars.contains(s))
+    }).prefix(80)).lowercased()
+    return "upstream \(answer.status) " + (name.isEmpty ? "without Content-Type" : name)
 }
 
 /// Whether the answer goes to the client untouched: decided from its status and fields alone, so a

@@ -4,13 +4,13 @@
 public enum Outcome: Sendable, Equatable {
     // What the upstream's answer said (decided by `judge`).
     /// A 2xx whose body is not a well-formed envelope.
-    case malformedEnvelope(upstreamStatus: Int)
+    case malformedEnvelope(upstreamStatus: Int, reason: String? = nil)
     /// The envelope code is an auth code: the client's token expired.
     case authCode(Int64, message: String?, upstreamStatus: Int)
     /// The envelope code is neither a success nor an auth code.
     case businessCode(Int64, message: String?, upstreamStatus: Int)
     /// The upstream answered a status outside 2xx (with an envelope's code and message when it sent one).
-    case upstreamStatus(Int, code: Int64?, message: String?)
+    case upstreamStatus(Int, code: Int64?, message: String?, reason: String? = nil)
 
     // What happened to the upstream exchange itself.
     /// DNS, refused, reset, TLS or any other transport failure.
@@ -21,8 +21,8 @@ public enum Outcome: Sendable, Equatable {
     case upstreamTooLarge
     /// The upstream's body would pass Peel's memory budget (`max_buffered`).
     case upstreamOverBudget
-    /// The upstream's answer broke HTTP framing or its content coding.
-    case brokenFraming
+    /// The upstream's answer broke HTTP framing or its content coding (`reason`: how).
+    case brokenFraming(reason: String? = nil)
     /// Peel itself ran out of a resource (descriptors, memory) opening the upstream socket.
     case shortOfResources(String)
     /// Peel's own in-flight limit was reached.
@@ -46,18 +46,19 @@ public enum Outcome: Sendable, Equatable {
 /// The one place an outcome becomes a status and problem document.
 public func problem(for outcome: Outcome, config: EnvelopeConfig) -> Problem {
     switch outcome {
-    case .malformedEnvelope(let upstreamStatus):
-        return Problem(kind: .badUpstreamFormat, upstreamStatus: upstreamStatus)
+    case .malformedEnvelope(let upstreamStatus, let reason):
+        return Problem(kind: .badUpstreamFormat, upstreamStatus: upstreamStatus, reason: reason)
     case .authCode(let code, let message, let upstreamStatus):
         return Problem(kind: .authExpired, code: code, detail: message, upstreamStatus: upstreamStatus)
     case .businessCode(let code, let message, let upstreamStatus):
         let status = config.codeStatus[code] ?? config.businessStatus
         return Problem(kind: .businessError, status: status, code: code, detail: message, upstreamStatus: upstreamStatus)
-    case .upstreamStatus(let status, let code, let message):
+    case .upstreamStatus(let status, let code, let message, let reason):
         // A 4xx is the client's own fault and keeps its status; anything else (5xx, or a status outside
         // 100...599) is a bad gateway from the client's point of view (RFC 9110 §15.6.3).
         let clientStatus = status >= 400 && status <= 499 ? status : 502
-        return Problem(kind: .upstreamError, status: clientStatus, code: code, detail: message, upstreamStatus: status)
+        return Problem(kind: .upstreamError, status: clientStatus, code: code, detail: message, upstreamStatus: status,
+                       reason: reason)
     case .unreachable:
         return Problem(kind: .upstreamUnreachable)
     case .timedOut:
@@ -70,8 +71,8 @@ public func problem(for outcome: Outcome, config: EnvelopeConfig) -> Problem {
         return Problem(kind: .serverBusy, detail: "Peel's memory budget (max_buffered) is held by other calls; try again shortly")
     case .serverBusy(let why):
         return Problem(kind: .serverBusy, detail: why)
-    case .brokenFraming:
-        return Problem(kind: .badUpstreamFormat)
+    case .brokenFraming(let reason):
+        return Problem(kind: .badUpstreamFormat, reason: reason)
     case .shortOfResources(let why):
         // Peel's own shortage: 503 like the in-flight limit (RFC 9110 §15.6.4); the upstream is not to blame.
         return Problem(kind: .upstreamUnreachable, status: 503, detail: "Peel is short of resources: \(why)")

@@ -10,9 +10,14 @@ public struct Problem: Sendable, Equatable {
     public var detail: String?
     /// Status the upstream answered with, when one answered.
     public var upstreamStatus: Int?
+    /// Peel's own diagnosis for `bad-upstream-format` and `upstream-error` (SPEC): why the answer was
+    /// refused, never the upstream's body.
+    public var reason: String?
 
     /// Creates a problem; a nil status or code takes the kind's default.
-    public init(kind: ProblemKind, status: Int? = nil, code: Int64? = nil, detail: String? = nil, upstreamStatus: Int? = nil) {
+    public init(kind: ProblemKind, status: Int? = nil, code: Int64? = nil, detail: String? = nil, upstreamStatus: Int? = nil,
+                reason: String? = nil) {
+        self.reason = reason
         self.kind = kind
         self.status = status ?? kind.defaultStatus
         self.code = code ?? kind.defaultCode

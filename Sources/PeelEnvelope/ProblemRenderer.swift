@@ -21,6 +21,10 @@ public func renderProblem(_ problem: Problem, requestId: String, language: Langu
         out.member("upstream_status")
         out.integer(Int64(upstreamStatus))
     }
+    if let reason = problem.reason {
+        out.member("reason")
+        out.string(reason)
+    }
     out.bytes.append(UInt8(ascii: "}"))
     return out.bytes
 }

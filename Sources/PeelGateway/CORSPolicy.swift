@@ -3,6 +3,14 @@
 struct CORSPolicy: Sendable {
     /// Allowed origins as browsers serialise them (`https://app.example.com`), compared exactly.
     let origins: Set<String>
+    /// Allowed subdomain wildcards (`https://*.example.com`).
+    let patterns: [OriginPattern]
+    /// `Access-Control-Expose-Headers` names besides the upstream's: Peel's own fields, then
+    /// `--cors-expose-headers`.
+    let exposed: [String]
+    /// Peel's own fields a browser app needs to read (RFC 9111 §5.1 Age and RFC 9211 Cache-Status on
+    /// stale answers, RFC 9110 §10.2.3 Retry-After, the request id on every answer).
+    static let ownExposed = ["X-Request-Id", "Retry-After", "Age", "Cache-Status"]
     /// `*` was configured: any origin is allowed, and answers say `*` (no credentials, see ConfigLoader).
     let anyOrigin: Bool
     /// Adds `Access-Control-Allow-Credentials: true`.
@@ -19,7 +27,13 @@ struct CORSPolicy: Sendable {
     init?(config: GatewayConfig) {
         guard !config.corsOrigins.isEmpty else { return nil }
         anyOrigin = config.corsOrigins.contains("*")
-        origins = Set(config.corsOrigins.filter { $0 != "*" })
+        origins = Set(config.corsOrigins.filter { $0 != "*" && !$0.contains("*") })
+        patterns = config.corsOrigins.compactMap(OriginPattern.init(wildcard:))
+        var names = Self.ownExposed
+        for name in config.corsExposeHeaders where !names.contains(where: { $0.lowercased() == name.lowercased() }) {
+            names.append(name)
+        }
+        exposed = names
         credentials = config.corsCredentials
         maxAge = config.corsMaxAge
     }
@@ -32,20 +46,29 @@ struct CORSPolicy: Sendable {
     /// Whether `origin` may read answers.
     func allows(_ origin: String?) -> Bool {
         guard let origin else { return false }
-        return anyOrigin || origins.contains(origin)
+        return anyOrigin || origins.contains(origin) || patterns.contains { $0.matches(origin) }
     }
 
     /// Fields for an actual (non-preflight) answer to a request from `origin`: success, problem,
-    /// offline and refusals alike, so apps can read errors too.
-    func answerFields(origin: String?) -> [(String, String)] {
+    /// offline and refusals alike, so apps can read errors too. `upstreamExposed` is the upstream's
+    /// own Access-Control-Expose-Headers list (its pagination fields, say), merged into Peel's.
+    func answerFields(origin: String?, upstreamExposed: [String] = []) -> [(String, String)] {
         // The answer depends on Origin whenever origins are listed (Fetch §3.2.5, "CORS protocol and HTTP caches").
         var out: [(String, String)] = anyOrigin ? [] : [("Vary", "Origin")]
         guard let origin, allows(origin) else { return out }
         out.append(("Access-Control-Allow-Origin", anyOrigin ? "*" : origin))
         if credentials { out.append(("Access-Control-Allow-Credentials", "true")) }
         // Not CORS-safelisted response fields, so scripts can only read them when exposed.
-        out.append(("Access-Control-Expose-Headers", "X-Request-Id, Retry-After"))
+        out.append(("Access-Control-Expose-Headers", exposeList(upstreamExposed)))
         return out
+    }
+
+    /// Peel's exposed names followed by the upstream's, each once (field names are case-insensitive).
+    func exposeList(_ upstream: [String]) -> String {
+        var names = exposed
+        var seen = Set(names.map { $0.lowercased() })
+        for name in upstream where !name.isEmpty && seen.insert(name.lowercased()).inserted { names.append(name) }
+        return names.joined(separator: ", ")
     }
 
     /// Fields for Peel's 204 answer to a preflight: what was asked for, when the origin is allowed;
@@ -73,5 +96,76 @@ struct CORSPolicy: Sendable {
             return nil
         }
         return sawToken ? trimOWS(value) : nil
+    }
+}
+
+/// An allowed origin naming every subdomain of a host: `https://*.example.com` or
+/// `http://*.example.com:8080`. `*` stands for one or more whole leading labels; the scheme and port
+/// must be the same; the bare domain and lookalikes (`https://example.com.evil.net`,
+/// `https://badexample.com`) never match.
+struct OriginPattern: Sendable {
+    /// `https://`, lowercased.
+    let scheme: String
+    /// `.example.com`, lowercased, with its leading dot.
+    let suffix: String
+    /// `:8080`, or empty.
+    let port: String
+
+    /// The pattern when `text` is a subdomain wildcard; nil for anything else.
+    init?(wildcard text: String) {
+        guard OriginPattern.problem(text) == nil, let r = text.range(of: "://*.") else { return nil }
+        scheme = text[..<r.lowerBound].lowercased() + "://"
+        let rest = text[r.upperBound...].lowercased()
+        if let colon = rest.lastIndex(of: ":") {
+            suffix = "." + rest[..<colon]
+            port = String(rest[colon...])
+        } else {
+            suffix = "." + rest
+            port = ""
+        }
+    }
+
+    /// Whether `origin` (as a browser sends it) is a subdomain of this pattern's host.
+    func matches(_ origin: String) -> Bool {
+        let o = origin.lowercased()
+        guard o.hasPrefix(scheme) else { return false }
+        var authority = o.dropFirst(scheme.count)
+        if !port.isEmpty {
+            guard authority.hasSuffix(port) else { return false }
+            authority = authority.dropLast(port.count)
+        }
+        // A port the pattern does not name, or any other character, is not this host.
+        guard authority.hasSuffix(suffix), !authority.contains(":") else { return false }
+        let labels = authority.dropLast(suffix.count)
+        // One or more whole labels before the suffix: never empty, never starting or ending with a dot.
+        return !labels.isEmpty && !labels.hasPrefix(".") && !labels.hasSuffix(".") && !labels.contains("..")
+            && labels.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "." }
+    }
+
+    /// Why `text` is not an allowed origin entry (exact origin, or a subdomain wildcard), or nil.
+    static func problem(_ text: String) -> String? {
+        let stars = text.filter { $0 == "*" }.count
+        if stars == 0 {
+            return ConfigLoader.isOrigin(text) ? nil : "\(text) is not an origin like https://app.example.com or *"
+        }
+        let wildcardHelp = "\(text): * is allowed only alone or as the leading labels of a host, like https://*.example.com"
+        guard stars == 1, let r = text.range(of: "://*.") else { return wildcardHelp }
+        let scheme = text[..<r.lowerBound]
+        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }) else { return wildcardHelp }
+        var host = Substring(text[r.upperBound...])
+        if let colon = host.lastIndex(of: ":") {
+            let port = host[host.index(after: colon)...]
+            guard !port.isEmpty, port.allSatisfy(\.isNumber), let n = Int(port), (1...65535).contains(n) else {
+                return "\(text): the port must be a number 1-65535"
+            }
+            host = host[..<colon]
+        }
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } }) else {
+            return "\(text): \(host) is not a host name"
+        }
+        // `*.com` would allow every site under a top-level domain.
+        guard labels.count >= 2 else { return "\(text): a wildcard needs a domain of at least two labels (like *.example.com)" }
+        return nil
     }
 }

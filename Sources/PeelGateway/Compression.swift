@@ -13,6 +13,20 @@ struct CompressionPolicy: Sendable {
     /// and wins only when the client ranks it explicitly above every offered coding.
     static func negotiate(_ acceptEncoding: String?, offered: [ContentCoding]) -> ContentCoding? {
         guard let acceptEncoding, !offered.isEmpty else { return nil }
+        let (explicit, star) = parse(acceptEncoding)
+        var best: (coding: ContentCoding, q: Double)? = nil
+        for coding in offered {
+            let q = explicit[coding.rawValue] ?? star ?? 0
+            if q > 0 && q > (best?.q ?? 0) { best = (coding, q) }
+        }
+        guard let best else { return nil }
+        if let identity = explicit["identity"], identity > best.q { return nil }
+        return best.coding
+    }
+
+    /// An Accept-Encoding value's codings with their q-values (RFC 9110 §12.5.3), lowercased,
+    /// `x-gzip` read as gzip (§8.4.1.3), and the q of `*`; elements with a bad qvalue are ignored.
+    static func parse(_ acceptEncoding: String) -> (explicit: [String: Double], star: Double?) {
         var explicit: [String: Double] = [:]
         var star: Double? = nil
         for element in acceptEncoding.split(separator: ",") {
@@ -20,7 +34,6 @@ struct CompressionPolicy: Sendable {
             guard let first = parts.first else { continue }
             var name = trimOWS(first).lowercased()
             if name.isEmpty { continue }
-            // RFC 9110 §8.4.1.3: x-gzip is gzip.
             if name == "x-gzip" { name = "gzip" }
             var q = 1.0
             var valid = true
@@ -33,14 +46,41 @@ struct CompressionPolicy: Sendable {
             guard valid else { continue }
             if name == "*" { star = max(star ?? 0, q) } else { explicit[name] = max(explicit[name] ?? 0, q) }
         }
-        var best: (coding: ContentCoding, q: Double)? = nil
-        for coding in offered {
-            let q = explicit[coding.rawValue] ?? star ?? 0
-            if q > 0 && q > (best?.q ?? 0) { best = (coding, q) }
+        return (explicit, star)
+    }
+
+    /// The Accept-Encoding Peel sends upstream for a client's: the client's own codings, limited to
+    /// those Peel can decode (`decodable`, in that order when q-values tie), highest q first. A
+    /// client that sent none, or accepts none of them, gets `identity`: the upstream is asked for no
+    /// coding rather than one compressed behind the client's back (issue 19).
+    static func upstreamAcceptEncoding(_ acceptEncoding: String?, decodable: [String]) -> String {
+        guard let acceptEncoding else { return "identity" }
+        let (explicit, star) = parse(acceptEncoding)
+        var picked: [(name: String, q: Double)] = []
+        for coding in decodable {
+            let q = explicit[coding] ?? star ?? 0
+            if q > 0 { picked.append((coding, q)) }
         }
-        guard let best else { return nil }
-        if let identity = explicit["identity"], identity > best.q { return nil }
-        return best.coding
+        if picked.isEmpty { return "identity" }
+        // A stable sort: ties keep `decodable`'s order.
+        let ordered = picked.enumerated().sorted { a, b in a.element.q != b.element.q ? a.element.q > b.element.q : a.offset < b.offset }
+        return ordered.map(\.element.name).joined(separator: ", ")
+    }
+
+    /// Whether the client takes an answer in `contentEncoding` (the upstream's field value, codings
+    /// in the order applied) as it is: every coding named is acceptable to it (q above 0).
+    static func accepts(_ acceptEncoding: String?, contentEncoding: String) -> Bool {
+        guard let acceptEncoding else { return false }
+        let (explicit, star) = parse(acceptEncoding)
+        var any = false
+        for element in contentEncoding.split(separator: ",") {
+            var name = trimOWS(element).lowercased()
+            if name == "x-gzip" { name = "gzip" }
+            if name.isEmpty || name == "identity" { continue }
+            guard (explicit[name] ?? star ?? 0) > 0 else { return false }
+            any = true
+        }
+        return any
     }
 
     /// Whether a media type is text that compresses well: JSON (also `+json`, such as

@@ -155,6 +155,11 @@ public struct GatewayConfig: Sendable {
     public var corsCredentials: Bool = false
     /// Seconds a browser may cache Peel's preflight answer (default 600).
     public var corsMaxAge: Int = 600
+    /// Fields browsers may read besides Peel's own (X-Request-Id, Retry-After, Age, Cache-Status) and
+    /// the upstream's Access-Control-Expose-Headers (`--cors-expose-headers`).
+    public var corsExposeHeaders: [String] = []
+    /// Forwards the client's Host instead of the upstream's (nginx `proxy_set_header Host $host`).
+    public var preserveHost: Bool = false
     /// Passthrough answers of unknown length or declared longer than this many bytes are streamed as
     /// they arrive, with back-pressure, instead of buffered (default 1 MiB); event streams always are.
     public var streamThreshold: Int = 1_048_576

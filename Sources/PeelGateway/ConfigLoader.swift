@@ -129,10 +129,10 @@ public enum ConfigLoader {
             c.rise = try integer(v, o, 1...1000)
         },
         OptionSpec(name: "success-codes", help: "envelope codes that mean success", value: "LIST", show: { c in codes(c.envelope.successCodes) }) { c, v, o throws(ConfigError) in
-            c.envelope.successCodes = try codes(v, o)
+            c.envelope.successCodes = try codes(v, o, default: GatewayConfig().envelope.successCodes)
         },
         OptionSpec(name: "auth-codes", help: "envelope codes that mean token expired", value: "LIST", show: { c in codes(c.envelope.authCodes) }) { c, v, o throws(ConfigError) in
-            c.envelope.authCodes = try codes(v, o)
+            c.envelope.authCodes = try codes(v, o, default: GatewayConfig().envelope.authCodes)
         },
         OptionSpec(name: "code-field", help: "envelope code member", value: "NAME", show: { c in q(c.envelope.codeField) }) { c, v, o throws(ConfigError) in
             c.envelope.codeField = try nonEmpty(v, o)
@@ -236,10 +236,10 @@ public enum ConfigLoader {
             c.envelope.problemTypeBase = try nonEmpty(v, o)
         },
         OptionSpec(name: "passthrough-content-types", help: "media types passed through unwrapped", value: "LIST", show: { c in strs(c.envelope.passthroughContentTypes) }) { c, v, o throws(ConfigError) in
-            c.envelope.passthroughContentTypes = try list(v, o)
+            c.envelope.passthroughContentTypes = try list(v, o, default: GatewayConfig().envelope.passthroughContentTypes)
         },
         OptionSpec(name: "passthrough-paths", help: "path prefixes passed through unwrapped", value: "LIST", show: { c in strs(c.envelope.passthroughPaths) }) { c, v, o throws(ConfigError) in
-            let l = try list(v, o)
+            let l = try list(v, o, default: GatewayConfig().envelope.passthroughPaths)
             for p in l where !p.hasPrefix("/") { throw ConfigError(option: o, problem: "\(p) must start with /") }
             c.envelope.passthroughPaths = l
         },
@@ -272,12 +272,17 @@ public enum ConfigLoader {
             }
             c.envelope.codeStatus = m
         },
-        OptionSpec(name: "cors-origins", help: "origins (exact, or *) whose CORS Peel answers itself, preflights included", value: "LIST", show: { c in strs(c.corsOrigins) }) { c, v, o throws(ConfigError) in
-            let l = try list(v, o)
-            for origin in l where origin != "*" && !isOrigin(origin) {
-                throw ConfigError(option: o, problem: "\(origin) is not an origin like https://app.example.com or *")
+        OptionSpec(name: "cors-origins", help: "origins (exact, https://*.example.com for its subdomains, or *) whose CORS Peel answers itself, preflights included", value: "LIST", show: { c in strs(c.corsOrigins) }) { c, v, o throws(ConfigError) in
+            let l = try list(v, o, default: GatewayConfig().corsOrigins)
+            for origin in l where origin != "*" {
+                if let why = OriginPattern.problem(origin) { throw ConfigError(option: o, problem: why) }
             }
             c.corsOrigins = l
+        },
+        OptionSpec(name: "cors-expose-headers", help: "fields browsers may read besides X-Request-Id, Retry-After, Age, Cache-Status and the upstream's own list", value: "LIST", show: { c in strs(c.corsExposeHeaders) }) { c, v, o throws(ConfigError) in
+            let l = try list(v, o, default: GatewayConfig().corsExposeHeaders)
+            for name in l where !isToken(name) { throw ConfigError(option: o, problem: "\(name) is not a field name") }
+            c.corsExposeHeaders = l
         },
         OptionSpec(name: "cors-credentials", help: "on or off: allow credentialed cross-origin calls (never with --cors-origins *)", value: "on|off", show: { c in q(c.corsCredentials ? "on" : "off") }) { c, v, o throws(ConfigError) in
             c.corsCredentials = try onOff(v, o)
@@ -288,6 +293,9 @@ public enum ConfigLoader {
         OptionSpec(name: "rewrite-redirects", help: "on or off: Location, Content-Location and Refresh naming the upstream name Peel", value: "on|off", show: { c in q(c.rewriteRedirects ? "on" : "off") }) { c, v, o throws(ConfigError) in
             c.rewriteRedirects = try onOff(v, o)
         },
+        OptionSpec(name: "preserve-host", help: "on or off: forward the client's Host instead of the upstream's (nginx proxy_set_header Host $host)", value: "on|off", show: { c in q(c.preserveHost ? "on" : "off") }) { c, v, o throws(ConfigError) in
+            c.preserveHost = try onOff(v, o)
+        },
         OptionSpec(name: "rewrite-cookies", help: "on or off: Set-Cookie Path loses the base path, Domain naming the upstream is dropped", value: "on|off", show: { c in q(c.rewriteCookies ? "on" : "off") }) { c, v, o throws(ConfigError) in
             c.rewriteCookies = try onOff(v, o)
         },
@@ -295,7 +303,7 @@ public enum ConfigLoader {
             c.streamThreshold = try integer(v, o, 0...(1 << 40))
         },
         OptionSpec(name: "compression", help: "codings offered to clients, in tie-break order, or off", value: "LIST|off", show: { c in strs(c.compression.map(\.rawValue)) }) { c, v, o throws(ConfigError) in
-            let l = try list(v, o)
+            let l = try list(v, o, default: GatewayConfig().compression.map(\.rawValue))
             if l == ["off"] { c.compression = []; return }
             var codings: [ContentCoding] = []
             for name in l {
@@ -472,12 +480,29 @@ public enum ConfigLoader {
         return t
     }
 
-    static func list(_ v: ConfigValue, _ o: String) throws(ConfigError) -> [String] {
+    /// A list value. One that begins with `+` (`+application/x-ndjson`, `["+401"]`) adds its items to
+    /// `base`, the option's default, instead of replacing it (issue 19); repeats are dropped.
+    static func list(_ v: ConfigValue, _ o: String, default base: [String] = []) throws(ConfigError) -> [String] {
+        var items: [String]
         switch v {
-        case .list(let l): return l.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        case .text(let t):
-            return t.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        case .list(let l): items = l.map { $0.trimmingCharacters(in: .whitespaces) }
+        case .text(let t): items = t.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         case .map: throw ConfigError(option: o, problem: "must be a list, not an object")
+        }
+        guard let first = items.first, first.hasPrefix("+") else { return items.filter { !$0.isEmpty } }
+        items[0] = String(first.dropFirst()).trimmingCharacters(in: .whitespaces)
+        var out = base
+        for item in items where !item.isEmpty && !out.contains(item) { out.append(item) }
+        if out.count == base.count && items.allSatisfy(\.isEmpty) {
+            throw ConfigError(option: o, problem: "+ must be followed by what to add")
+        }
+        return out
+    }
+
+    /// Whether `s` is an RFC 9110 token (a field name).
+    static func isToken(_ s: String) -> Bool {
+        !s.isEmpty && s.utf8.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b | 0x20 >= 0x61 && b | 0x20 <= 0x7A) || "!#$%&'*+-.^_`|~".utf8.contains(b)
         }
     }
 
@@ -523,9 +548,9 @@ public enum ConfigLoader {
         return d
     }
 
-    static func codes(_ v: ConfigValue, _ o: String) throws(ConfigError) -> Set<Int64> {
+    static func codes(_ v: ConfigValue, _ o: String, default base: Set<Int64>) throws(ConfigError) -> Set<Int64> {
         var s = Set<Int64>()
-        for item in try list(v, o) {
+        for item in try list(v, o, default: base.sorted().map(String.init)) {
             guard let n = Int64(item) else { throw ConfigError(option: o, problem: "\(item) is not an integer code") }
             s.insert(n)
         }

@@ -95,6 +95,8 @@ final class Forwarder {
     ) {
         let cors = CORSPolicy(config: config)
         var dropped = RequestPolicy.droppedResponseHeaders
+        // Vary is written once by Peel, the upstream's names merged with its own (see `varyValue`).
+        dropped.insert("vary")
         if config.rewriteRedirects { dropped.formUnion(["location", "content-location", "refresh"]) }
         if config.rewriteCookies { dropped.insert("set-cookie") }
         if cors != nil { dropped.formUnion(CORSPolicy.upstreamFields) }
@@ -196,6 +198,12 @@ final class Forwarder {
         var done = false
         /// `passesUnjudged` as decided when the head arrived (nil when no body byte came).
         var passesUnjudged: Bool?
+        /// The upstream's Content-Encoding when its body passes in that coding (the client takes it).
+        var keptCoding: String?
+        /// Why the answer was refused or cut (Peel's diagnosis), for the access log.
+        var reason: String?
+        /// The start of a non-envelope upstream body that was refused, escaped, for the access log only.
+        var excerpt: String?
 
         init(exchange: HTTPExchange, rules: Rules, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
@@ -288,6 +296,8 @@ final class Forwarder {
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
         if let refusal = ex.refusal {
+            // The log says why, whatever the wire says (an HTTP/2 or TLS client gets no HTTP/1.1 answer).
+            call.reason = refusal.detail
             if refusal == .overBudget { return answer(call, .serverBusy(refusal.detail)) }
             return answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
         }
@@ -320,9 +330,10 @@ final class Forwarder {
         }
 
         if cache.isEnabled {
-            // The Host as forwarded (issue 17): a trusted proxy's X-Forwarded-Host, else the request's
-            // own; two tenants behind one Peel never share an entry.
-            call.cacheResource = ((forwardedHost ?? host)?.lowercased() ?? "", target.path + (target.query.map { "?" + $0 } ?? ""))
+            // The Host as forwarded (issue 17), with a trusted proxy's X-Forwarded-Host beside it:
+            // two tenants behind one Peel never share an entry.
+            let tenant = (host?.lowercased() ?? "") + (forwardedHost.map { " " + $0.lowercased() } ?? "")
+            call.cacheResource = (tenant, target.path + (target.query.map { "?" + $0 } ?? ""))
         }
         if caching {
             let keys = keyFieldNames.count
@@ -351,8 +362,12 @@ final class Forwarder {
         // HEAD answers what GET would (status, fields, the unwrapped length): it goes upstream as GET,
         // is judged like one, and the server writes the answer without its body.
         let method = ex.method == "HEAD" ? "GET" : ex.method
+        // Codings follow the client (issue 19): the upstream is asked for what the client accepts and
+        // Peel can decode, and for none when the client named none.
+        let preserveHost = config.preserveHost
+        let upstreamCodings = CompressionPolicy.upstreamAcceptEncoding(acceptEncoding, decodable: UpstreamClient.decodableCodings)
         let transfer = upstream.send(method: method, path: basePath + target.path, query: target.query, body: .exchange(ex),
-                                     headers: { lines in
+                                     acceptEncoding: upstreamCodings, headers: { lines in
             var sawAccept = false
             var sawContentType = false
             ex.forEachField { field in
@@ -374,6 +389,8 @@ final class Forwarder {
             lines.append("X-Forwarded-Proto", "http")
             if let host { lines.append("X-Forwarded-Host", host) }
             lines.append("Forwarded", Self.forwardedElement(kept: forwarded, peer: peer, host: host))
+            // nginx's `proxy_set_header Host $host`: curl sends this one instead of the upstream's.
+            if preserveHost, let host { lines.append("Host", host) }
             lines.append("X-Request-Id", id)
             // curl would invent these when the client sent none; an empty value tells it not to.
             if !sawAccept { lines.append("Accept", "") }
@@ -388,6 +405,7 @@ final class Forwarder {
         call.transfer = transfer
         waiting[ObjectIdentifier(call)] = call
         transfer.onHead = { [self] status, head in self.headArrived(call, status: status, head: head) }
+        transfer.keepsCoding = { [self] status, head in self.keepsCoding(call, status: status, head: head) }
         ex.onClientGone = { [self] in
             waiting[ObjectIdentifier(call)] = nil
             call.transfer?.cancel()
@@ -509,9 +527,30 @@ final class Forwarder {
                 // what was stored: a revoked token's stale `/me`, a deleted resource, must not come
                 // back while offline. A 5xx keeps it: that is what stale answers are for.
                 if let key = call.cacheKey, response.status < 500 { cache.invalidate(key: key) }
+                // A body that is not an envelope: its start goes to the log (never to the client), so
+                // a developer sees the CSRF page or the plain-text error that was refused.
+                if p.kind == .badUpstreamFormat || (p.kind == .upstreamError && judged.upstreamCode == nil) {
+                    call.excerpt = Self.excerpt(response.body)
+                }
                 answerProblem(call, p)
             }
         }
+    }
+
+    /// Decides, when the final head is whole, whether the body passes in the coding it came in: a
+    /// passthrough answer whose Content-Encoding the client accepts is relayed as it came, with its
+    /// length; judged answers and codings the client cannot take are decoded. Inside curl's header
+    /// callback: nothing here may call curl.
+    private func keepsCoding(_ call: Call, status: Int, head: ResponseHeadView) -> Bool {
+        guard let coding = head.first("content-encoding").map({ trimOWS($0) }), !coding.isEmpty,
+              coding.lowercased() != "identity",
+              CompressionPolicy.accepts(call.acceptEncoding, contentEncoding: coding) else { return false }
+        let answer = UpstreamAnswer(status: status, contentType: head.first("content-type"), path: call.path, isHead: false,
+                                    isOptions: call.exchange.method == "OPTIONS",
+                                    contentDisposition: head.first("content-disposition"))
+        guard passesUnjudged(answer, config: call.rules.envelope) else { return false }
+        call.keptCoding = coding
+        return true
     }
 
     /// Decides, when the first body bytes arrive, whether the answer streams: a passthrough answer
@@ -529,23 +568,30 @@ final class Forwarder {
         call.passesUnjudged = passes
         guard passes else { return nil }
         let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
-        // An encoded answer's Content-Length says nothing of its decoded size (curl decodes it), so
-        // such an answer streams like one of unknown length rather than meet max_upstream_body.
-        if !isEventStream, head.first("content-encoding") == nil,
-           let length = head.first("content-length").flatMap({ Int(trimOWS($0)) }), length <= config.streamThreshold {
+        // An answer curl decodes has a Content-Length that says nothing of its decoded size, so it
+        // streams like one of unknown length (chunked) rather than meet max_upstream_body. Any other
+        // declared length is the body's, and is kept (issue 19: downloads keep their length).
+        let coding = head.first("content-encoding").map { trimOWS($0) }
+        let decoded = call.keptCoding == nil && coding.map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
+        let declared = decoded ? nil : head.first("content-length").flatMap { Int(trimOWS($0)) }.flatMap { $0 >= 0 ? $0 : nil }
+        if !isEventStream, let length = declared, length <= config.streamThreshold {
             return nil
         }
         guard let transfer = call.transfer, !call.exchange.answered else { return nil }
         let headers = head.copy()
         call.upstreamStatus = status
         call.upstreamHeaders = headers
-        let corsFields = cors?.answerFields(origin: call.origin) ?? []
+        let corsFields = cors?.answerFields(origin: call.origin, upstreamExposed: Self.exposedNames(headers)) ?? []
         let draining = self.draining
-        guard let stream = call.exchange.startStream(status: status, headers: { [self] out in
+        let kept = call.keptCoding
+        let vary = Self.varyValue(headers, adding: (kept != nil ? ["Accept-Encoding"] : []) + Self.varyNames(corsFields))
+        guard let stream = call.exchange.startStream(status: status, contentLength: declared, headers: { [self] out in
             out.add(headers, dropping: droppedResponse)
             addRewritten(headers, call, to: &out)
             out.add("X-Request-Id", call.requestId)
-            for (name, value) in corsFields { out.add(name, value) }
+            for (name, value) in corsFields where !Self.isVary(name) { out.add(name, value) }
+            if let vary { out.add("Vary", vary) }
+            if let kept { out.add("Content-Encoding", kept) }
             if draining { out.add("Connection", "close") }
         }) else {
             return { _ in .abort }
@@ -591,6 +637,7 @@ final class Forwarder {
             record(call, status: call.upstreamStatus ?? 200, kind: "passthrough", bytes: call.streamedBytes, code: nil)
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
+            call.reason = failure.message
             stream.abort()
             record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil,
                    cut: failure.reason)
@@ -603,7 +650,7 @@ final class Forwarder {
         case .dns, .refused, .reset, .tls, .other: return .unreachable
         case .timeout, .connectTimeout: return .timedOut
         case .tooLarge: return .upstreamTooLarge
-        case .protocolError: return .brokenFraming
+        case .protocolError(let why): return .brokenFraming(reason: why)
         // Peel's own shortage; reachability never hears of it (it is not a transport failure).
         case .localResources(let why): return .shortOfResources(why)
         case .overloaded: return .overloaded
@@ -628,11 +675,13 @@ final class Forwarder {
                       range: Range<Int>?, kind: String, contentType: String?, extra: [(String, String)] = []) {
         guard !call.exchange.answered else { return }
         let draining = self.draining
-        let corsFields = cors?.answerFields(origin: call.origin) ?? []
+        let corsFields = cors?.answerFields(origin: call.origin, upstreamExposed: Self.exposedNames(upstreamHeaders)) ?? []
         let slice = range ?? 0..<body.count
         let effectiveType = contentType ?? upstreamHeaders.first("content-type")
+        // A body kept in the upstream's coding is not compressed again.
+        let kept = call.keptCoding
         // A candidate's representation depends on Accept-Encoding, whether or not this client sent one.
-        let candidate = compression.isCandidate(status: status, contentType: effectiveType, count: slice.count)
+        let candidate = kept == nil && compression.isCandidate(status: status, contentType: effectiveType, count: slice.count)
             && upstreamHeaders.first("content-range") == nil
         var encoded: (coding: ContentCoding, body: [UInt8])? = nil
         if candidate, let coding = CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered) {
@@ -641,7 +690,10 @@ final class Forwarder {
             }
             if let body { encoded = (coding, body) }
         }
-        let dropping = switch (contentType != nil, encoded != nil) {
+        // A 204 has no content, so no Content-Type (RFC 9110 §15.3.5, §8.3): not the envelope's either.
+        let dropsType = contentType != nil || status == 204
+        let vary = Self.varyValue(upstreamHeaders, adding: (candidate || kept != nil ? ["Accept-Encoding"] : []) + Self.varyNames(corsFields))
+        let dropping = switch (dropsType, encoded != nil) {
         case (false, false): droppedResponse
         case (true, false): droppedResponseAndType
         case (false, true): droppedResponseEncoded
@@ -651,11 +703,12 @@ final class Forwarder {
             out.add(upstreamHeaders, dropping: dropping)
             addRewritten(upstreamHeaders, call, to: &out)
             out.add("X-Request-Id", call.requestId)
-            for (name, value) in corsFields { out.add(name, value) }
+            for (name, value) in corsFields where !Self.isVary(name) { out.add(name, value) }
             if draining { out.add("Connection", "close") }
             if let contentType { out.add("Content-Type", contentType) }
             for (name, value) in extra { out.add(name, value) }
-            if candidate { out.add("Vary", "Accept-Encoding") }
+            if let vary { out.add("Vary", vary) }
+            if let kept { out.add("Content-Encoding", kept) }
             if let encoded {
                 out.add("Content-Encoding", encoded.coding.rawValue)
                 // A strong validator names one exact representation; the encoded one differs from the
@@ -734,17 +787,21 @@ final class Forwarder {
             let candidate = hit.contentType != nil
                 && compression.isCandidate(status: 200, contentType: hit.contentType, count: hit.storedBodyCount)
             let compressed = candidate && CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered) != nil
-            // The upstream's own CORS fields too, when it manages CORS (Peel's come with ownFields otherwise).
+            // The upstream's own CORS fields too, when it manages CORS (Peel's come below otherwise).
             let upstreamCORS = cors == nil ? Set(CORSPolicy.upstreamFields) : []
             var fields = hit.fields.pairs.filter {
                 let name = $0.0.lowercased()
-                return Self.keptOnNotModified.contains(name) || upstreamCORS.contains(name)
+                return (Self.keptOnNotModified.contains(name) || upstreamCORS.contains(name)) && name != "vary"
             }
             if compressed {
                 fields = fields.map { $0.0.lowercased() == "etag" && !$0.1.hasPrefix("W/") ? ($0.0, "W/" + $0.1) : $0 }
             }
-            if candidate { fields.append(("Vary", "Accept-Encoding")) }
-            let headers = fields + extra + ownFields(call) + (draining ? [("Connection", "close")] : [])
+            let corsFields = cors?.answerFields(origin: call.origin, upstreamExposed: Self.exposedNames(hit.fields)) ?? []
+            // One Vary field, as the 200 would carry: the stored names, Accept-Encoding, CORS's.
+            let vary = Self.varyValue(hit.fields, adding: (candidate ? ["Accept-Encoding"] : []) + Self.varyNames(corsFields))
+            var headers = fields + extra + [("X-Request-Id", call.requestId)] + corsFields.filter { !Self.isVary($0.0) }
+            if let vary { headers.append(("Vary", vary)) }
+            if draining { headers.append(("Connection", "close")) }
             return send(call, status: 304, headers: headers, body: [], kind: "offline-cache", code: nil)
         }
         pass(call, status: hit.status, headers: hit.fields, body: hit.body, hold: nil, range: nil, kind: "offline-cache",
@@ -803,6 +860,7 @@ final class Forwarder {
 
     private func answerProblem(_ call: Call, _ problem: Problem) {
         var p = problem
+        if let reason = p.reason { call.reason = reason }
         if p.upstreamStatus == nil { p.upstreamStatus = call.upstreamStatus }
         let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.rules.envelope.problemTypeBase)
         var headers: [(String, String)] = [("Content-Type", "application/problem+json"), ("X-Request-Id", call.requestId)]
@@ -824,7 +882,7 @@ final class Forwarder {
         if p.kind == .offline { headers.append(("Retry-After", retryAfter)) }
         // Bodies held now are answered within seconds; a client may try again after one.
         if p.kind == .serverBusy { headers.append(("Retry-After", "1")) }
-        if let cors { headers += cors.answerFields(origin: call.origin) }
+        if let cors { headers += cors.answerFields(origin: call.origin, upstreamExposed: call.upstreamHeaders.map(Self.exposedNames) ?? []) }
         if draining || p.kind == .badRequest { headers.append(("Connection", "close")) }
         var sent = body
         if compression.isCandidate(status: p.status, contentType: "application/problem+json", count: body.count) {
@@ -835,8 +893,90 @@ final class Forwarder {
                 sent = encoded
             }
         }
-        send(call, status: p.status, headers: headers, body: sent, kind: p.kind.rawValue, code: p.code)
+        send(call, status: p.status, headers: Self.foldingVary(headers), body: sent, kind: p.kind.rawValue, code: p.code)
     }
+
+    /// Longest excerpt of a refused upstream body in the access log, in bytes of the body.
+    static let excerptBytes = 120
+
+    /// The first `excerptBytes` of `body` as text with control characters (C0, DEL, C1) and
+    /// backslashes escaped (`\x0a`), so one log line stays one line whatever the upstream sent.
+    static func excerpt(_ body: [UInt8]) -> String? {
+        guard !body.isEmpty else { return nil }
+        let text = String(decoding: body.prefix(excerptBytes), as: UTF8.self)
+        var out = ""
+        for scalar in text.unicodeScalars {
+            let v = scalar.value
+            if v < 0x20 || (v >= 0x7F && v <= 0x9F) {
+                let hex = String(v, radix: 16)
+                out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+            } else if scalar == "\\" {
+                out += "\\\\"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return body.count > excerptBytes ? out + "…" : out
+    }
+
+    /// Whether a field name is Vary.
+    static func isVary(_ name: String) -> Bool { name.utf8.count == 4 && name.lowercased() == "vary" }
+
+    /// The names listed by the Vary fields among `fields`.
+    static func varyNames(_ fields: [(String, String)]) -> [String] {
+        fields.filter { isVary($0.0) }.flatMap { $0.1.split(separator: ",").map { trimOWS($0) } }
+    }
+
+    /// One Vary value: the upstream's names, then `adding`, each once whatever its case (RFC 9110
+    /// §12.5.5; two Vary fields, or a name twice, confuse caches); `*` alone when anyone said `*`.
+    static func varyValue(_ upstream: ResponseHeaders, adding: [String]) -> String? {
+        var names: [String] = []
+        upstream.forEachField { f in
+            if f.isIn(varyField) { names += f.valueString.split(separator: ",").map { trimOWS($0) } }
+        }
+        return mergedVary(names + adding)
+    }
+
+    /// `names` without empty ones and repeats (case-insensitive), joined; `*` when one is `*`.
+    static func mergedVary(_ names: [String]) -> String? {
+        var seen: Set<String> = []
+        var out: [String] = []
+        for name in names where !name.isEmpty {
+            if name == "*" { return "*" }
+            if seen.insert(name.lowercased()).inserted { out.append(name) }
+        }
+        return out.isEmpty ? nil : out.joined(separator: ", ")
+    }
+
+    /// `headers` with every Vary field folded into one, where the first one was.
+    static func foldingVary(_ headers: [(String, String)]) -> [(String, String)] {
+        let names = varyNames(headers)
+        guard let merged = mergedVary(names) else { return headers.filter { !isVary($0.0) } }
+        var out: [(String, String)] = []
+        var placed = false
+        for (name, value) in headers {
+            if isVary(name) {
+                if !placed { out.append(("Vary", merged)); placed = true }
+            } else {
+                out.append((name, value))
+            }
+        }
+        return out
+    }
+
+    private static let varyField = HeaderNameSet(["vary"])
+
+    /// The names in the upstream's Access-Control-Expose-Headers fields (Express's pagination list),
+    /// merged into Peel's own when it manages CORS.
+    static func exposedNames(_ headers: ResponseHeaders) -> [String] {
+        var names: [String] = []
+        headers.forEachField { f in
+            if f.isIn(exposeField) { names += f.valueString.split(separator: ",").map { trimOWS($0) } }
+        }
+        return names
+    }
+
+    private static let exposeField = HeaderNameSet(["access-control-expose-headers"])
 
     private func send(_ call: Call, status: Int, headers: [(String, String)], body: [UInt8], kind: String, code: Int64?) {
         guard !call.exchange.answered else { return }
@@ -862,6 +1002,8 @@ final class Forwarder {
         line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))"
         // Why a streamed answer was cut short (`upstream_idle`, `reset`, …), on those lines only.
         if let cut { line += ",\"cut\":\(jsonEscaped(cut))" }
+        if let reason = call.reason { line += ",\"reason\":" + jsonEscaped(reason) }
+        if let excerpt = call.excerpt { line += ",\"excerpt\":" + jsonEscaped(excerpt) }
         line += "}"
         accessLog.append(line)
     }

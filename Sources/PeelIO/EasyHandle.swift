@@ -18,6 +18,10 @@ final class EasyHandle {
     var localSocketError: Int32 = 0
     /// The whole-exchange timeout was lifted for a streamed body; the next transfer sets it again.
     var timeoutLifted = false
+    /// Content decoding was switched off for a body kept in its coding; the next transfer sets it again.
+    var decodingOff = false
+    /// The CURLOPT_ACCEPT_ENCODING value set on this handle ("" is every coding curl decodes).
+    var acceptEncoding = ""
     /// The client whose loop watches this handle's sockets (it owns the pool this handle lives in).
     unowned(unsafe) var client: UpstreamClient?
 
@@ -82,7 +86,8 @@ final class EasyHandle {
         try set(CURLOPT_BUFFERSIZE, options.bufferSize)
         // No CURLOPT_MAXFILESIZE: a streamed passthrough body has no size limit; buffered bodies are
         // bounded by the write callback below.
-        // Ask for any encoding curl can decode; envelopes are judged on decoded bytes.
+        // Decoding on: envelopes are judged on decoded bytes. Each transfer names the codings it asks
+        // for (the client's own, see UpstreamClient.start); "" until then is every coding curl decodes.
         try set(CURLOPT_ACCEPT_ENCODING, "")
         if let ca = options.caFile { try set(CURLOPT_CAINFO, ca) }
         let writeCB = peel_easy_setopt_write_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
@@ -145,7 +150,22 @@ final class EasyHandle {
             // 0 aborts the transfer (CURLE_WRITE_ERROR) before a byte of the answer is relayed, and
             // curl closes a connection whose transfer failed instead of pooling it.
             guard let h = t.handle else { return n }
-            return h.head.addLine(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
+            guard h.head.addLine(UnsafeRawBufferPointer(start: data, count: n)) else { return 0 }
+            if !t.finalHeadSeen && h.head.finalHeadComplete {
+                t.finalHeadSeen = true
+                if let keepsCoding = t.keepsCoding {
+                    t.keepsCoding = nil
+                    var status = 0
+                    peel_easy_getinfo_long(h.easy, CURLINFO_RESPONSE_CODE, &status)
+                    // Set before the first body byte: curl 7.88 reads the switch on every body write.
+                    if keepsCoding(status, ResponseHeadView(collector: h.head)),
+                       peel_easy_setopt_long(h.easy, CURLOPT_HTTP_CONTENT_DECODING, 0) == CURLE_OK {
+                        h.decodingOff = true
+                        t.codingKept = true
+                    }
+                }
+            }
+            return n
         }
         try curlCheck(headerCB, setoptSite(CURLOPT_HEADERFUNCTION))
         let prereqCB = peel_easy_setopt_prereq_cb(easy) { userdata, _, _, _, _ in

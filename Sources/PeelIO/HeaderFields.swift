@@ -212,6 +212,8 @@ final class HeaderCollector {
     private(set) var statusSeen = false
     /// Why the head was refused, once `addLine` returned false.
     private(set) var violation: String?
+    /// True once the final (non-interim) head is whole: its empty line arrived, the body has not.
+    var finalHeadComplete: Bool { complete && !awaitingFinal && statusSeen }
 
     deinit { bytes.deallocate() }
 

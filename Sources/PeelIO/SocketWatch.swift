@@ -15,13 +15,15 @@ final class SocketWatch {
     var registered = false
     /// True while curl is not watching an owned socket (an idle keep-alive connection).
     var parked = false
-    /// Parked because its transfer is paused (back-pressure), not because the connection is idle.
-    var pausedTransfer = false
     /// The socket's inode (sockfs), read when our open callback made it: tells our socket from
     /// another one that reuses its number after curl closed ours without telling us.
     var inode: UInt = 0
     /// True once curl asked to read from it: a socket still connecting has only been asked for writes.
     var connected = false
+    /// The transfer that last told curl to watch (or stop watching) this owned socket. While it
+    /// runs, the connection is its own and not idle, whatever curl's watch says (a paused transfer,
+    /// back-pressure); once it has finished (or gone), a parked socket is an idle pooled connection.
+    weak var owner: UpstreamTransfer?
 
     /// Watches nothing yet.
     init(fd: Int32, owned: Bool) {

@@ -84,6 +84,17 @@ public final class UpstreamClient {
         freeHandles = []
     }
 
+    /// Content codings the linked libcurl decodes and Peel asks upstreams for: gzip and deflate with
+    /// zlib, br with brotli (zstd and others are never asked for: Peel does not offer them).
+    public static let decodableCodings: [String] = {
+        guard let info = curl_version_info(CURLVERSION_TENTH) else { return [] }
+        let features = info.pointee.features
+        var out: [String] = []
+        if features & (1 << 3) != 0 { out += ["gzip", "deflate"] }  // CURL_VERSION_LIBZ
+        if features & (1 << 23) != 0 { out.append("br") }  // CURL_VERSION_BROTLI
+        return out
+    }()
+
     /// curl_global_init's result, run once per process.
     private static let globalInit: CURLcode = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
 
@@ -165,15 +176,7 @@ public final class UpstreamClient {
                 // A connection that never connected is not kept by curl: it is closing it, maybe
                 // without our close callback (see settle).
                 if !w.connected { unsettled.append(w) }
-                // Unless its transfer is only paused by its sink (back-pressure): then the connection is
-                // not idle, and bytes arriving are the rest of that answer, not bytes nobody asked for.
-                w.pausedTransfer = false
-                if let easy {
-                    var priv: UnsafeMutableRawPointer? = nil
-                    if peel_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &priv) == CURLE_OK, let priv {
-                        w.pausedTransfer = Unmanaged<UpstreamTransfer>.fromOpaque(priv).takeUnretainedValue().paused
-                    }
-                }
+                noteOwner(w, easy)
             } else {
                 sockets.removeValue(forKey: fd)?.free()
             }
@@ -185,6 +188,7 @@ public final class UpstreamClient {
             sockets[fd] = w
         }
         w.parked = false
+        if w.owned { noteOwner(w, easy) }
         var flags: Int16 = Int16(EV_PERSIST)
         if what & CURL_POLL_IN != 0 { flags |= Int16(EV_READ); w.connected = true }
         if what & CURL_POLL_OUT != 0 { flags |= Int16(EV_WRITE) }
@@ -194,19 +198,29 @@ public final class UpstreamClient {
         }
     }
 
+    /// Remembers which transfer `easy` runs (CURLOPT_PRIVATE) as the owner of `w`'s connection.
+    private func noteOwner(_ w: SocketWatch, _ easy: UnsafeMutableRawPointer?) {
+        guard let easy else { return }
+        var priv: UnsafeMutableRawPointer? = nil
+        guard peel_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &priv) == CURLE_OK, let priv else { return }
+        w.owner = Unmanaged<UpstreamTransfer>.fromOpaque(priv).takeUnretainedValue()
+    }
+
     /// A watched socket is ready: tell curl, then collect finished transfers.
     private func socketReady(_ fd: Int32, _ events: Int16) {
-        if let w = sockets[fd], w.parked, w.pausedTransfer {
-            // The rest of a paused answer: it waits in the kernel until the transfer resumes and curl
-            // watches the socket again.
-            w.disarm()
-            return
-        }
         if let w = sockets[fd], w.parked, !w.stillOurs {
             // Closed by curl without our close callback and the number reused (see settle): not
             // ours to touch.
             sockets.removeValue(forKey: fd)
             w.free()
+            return
+        }
+        if let w = sockets[fd], w.parked, let owner = w.owner, owner.handle != nil {
+            // Not idle: its transfer still runs (paused by its sink, back-pressure). The bytes are the
+            // rest of that answer; they wait in the kernel until the transfer resumes and curl watches
+            // the socket again. (Issue 19: a flag taken when curl stopped watching could be stale by
+            // the time bytes came; the transfer's own state now is what counts.)
+            w.disarm()
             return
         }
         if let w = sockets[fd], w.parked {

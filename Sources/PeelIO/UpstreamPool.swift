@@ -5,11 +5,12 @@ import CPeelShims
 extension UpstreamClient {
     /// Starts `method url` with `headers` ("Name: value" lines); `completion` runs once on this loop.
     @discardableResult
-    public func send(method: String, url: String, headers: [String], body: UpstreamBody,
+    public func send(method: String, url: String, headers: [String], body: UpstreamBody, acceptEncoding: String = "",
                      completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
         var list = UpstreamHeaderList(scratch: scratch)
         for line in headers { list.append(line: line) }
-        return start(method: method, headers: list.list, body: body, completion: completion) { h throws(PeelIOError) in
+        return start(method: method, headers: list.list, body: body, acceptEncoding: acceptEncoding,
+                     completion: completion) { h throws(PeelIOError) in
             try h.set(CURLOPT_CURLU, nil)
             try h.set(CURLOPT_REQUEST_TARGET, nil)
             try h.set(CURLOPT_URL, url)
@@ -18,13 +19,15 @@ extension UpstreamClient {
 
     /// Starts `method` on `options.origin` + `path` (already validated, sent as is) and `query`
     /// (without `?`) with the header lines `headers` adds; `completion` runs once on this loop.
+    /// `acceptEncoding` is the Accept-Encoding value sent ("" asks for every coding curl decodes).
     @discardableResult
-    public func send(method: String, path: String, query: String?, body: UpstreamBody,
+    public func send(method: String, path: String, query: String?, body: UpstreamBody, acceptEncoding: String = "",
                      headers: (inout UpstreamHeaderList) -> Void,
                      completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
         var list = UpstreamHeaderList(scratch: scratch)
         headers(&list)
-        return start(method: method, headers: list.list, body: body, completion: completion) { h throws(PeelIOError) in
+        return start(method: method, headers: list.list, body: body, acceptEncoding: acceptEncoding,
+                     completion: completion) { h throws(PeelIOError) in
             // The handle's URL is the origin, parsed once; the path and query go in as the request
             // target, copied into the request line as they are. (Setting them as URL parts would
             // make curl lowercase %-escapes: `%C3%A9` → `%c3%a9`, which breaks signed queries.)
@@ -37,7 +40,7 @@ extension UpstreamClient {
 
     /// Takes a handle, points it at the new transfer and adds it to the multi; `target` sets the URL.
     /// Every refusal fails this transfer alone, through its completion, with the handle back in the pool.
-    func start(method: String, headers: UnsafeMutablePointer<curl_slist>?, body: UpstreamBody,
+    func start(method: String, headers: UnsafeMutablePointer<curl_slist>?, body: UpstreamBody, acceptEncoding: String,
                completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void,
                target: (EasyHandle) throws(PeelIOError) -> Void) -> UpstreamTransfer {
         let t = UpstreamTransfer()
@@ -69,6 +72,12 @@ extension UpstreamClient {
         let ptr = Unmanaged.passRetained(t).toOpaque()
         do throws(PeelIOError) {
             try target(h)
+            if h.acceptEncoding != acceptEncoding {
+                // curl sends this value and still decodes whatever coding arrives (the switch below
+                // turns decoding off for a body that passes in its coding).
+                try h.set(CURLOPT_ACCEPT_ENCODING, acceptEncoding)
+                h.acceptEncoding = acceptEncoding
+            }
             try prepare(t, on: h, method: method, body: body, context: ptr)
             try curlCheck(curl_multi_add_handle(multi, h.easy), "curl_multi_add_handle")
         } catch {
@@ -178,6 +187,7 @@ extension UpstreamClient {
         t.idleTimer?.cancel()
         t.idleTimer = nil
         t.onHead = nil
+        t.keepsCoding = nil
         // The body is the completion's now (or dropped); it stops counting against the budget.
         t.budget?.release(t.budgetHeld)
         t.budgetHeld = 0
@@ -200,6 +210,10 @@ extension UpstreamClient {
             try h.set(CURLOPT_WRITEDATA, nil)
             try h.set(CURLOPT_HEADERDATA, nil)
             try h.set(CURLOPT_PREREQDATA, nil)
+            if h.decodingOff {
+                try h.set(CURLOPT_HTTP_CONTENT_DECODING, 1)
+                h.decodingOff = false
+            }
             if h.timeoutLifted {
                 try h.set(CURLOPT_TIMEOUT_MS, Int(options.timeout * 1000))
                 h.timeoutLifted = false

@@ -247,6 +247,15 @@ public final class UpstreamTransfer {
         client.expire(self, .streamIdle("the upstream sent nothing for \(seconds) s (upstream_idle_timeout)"))
     }
 
+    /// Runs once, when the final head is whole and before any body byte, with the status and
+    /// fields: true keeps the body in the content coding it arrived in (curl does not decode it, so
+    /// a declared Content-Length stays true). Runs inside curl's header callback: no curl calls.
+    public var keepsCoding: ((Int, ResponseHeadView) -> Bool)?
+    /// Whether `keepsCoding` was asked.
+    var finalHeadSeen = false
+    /// The body is in its content coding, as the upstream sent it (`keepsCoding` said so).
+    public internal(set) var codingKept = false
+
     /// Lets a transfer its sink paused deliver again (curl_easy_pause, CURLPAUSE_CONT). Never call
     /// it from inside the sink.
     public func resume() {

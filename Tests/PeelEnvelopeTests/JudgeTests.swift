@@ -2,6 +2,16 @@ import PeelEnvelope
 import XCTest
 
 /// Every branch of judge(): passthrough, unwrap, auth, business, bad format, upstream errors.
+/// `PeelEnvelope.judge` without the problem's `reason`: these tests are about the verdict; the
+/// reasons have their own (DiagnosisTests).
+private func judge(_ answer: UpstreamAnswer, body: [UInt8], config: EnvelopeConfig) -> Verdict {
+    guard case .problem(var p) = PeelEnvelope.judge(answer, body: body, config: config) else {
+        return PeelEnvelope.judge(answer, body: body, config: config)
+    }
+    p.reason = nil
+    return .problem(p)
+}
+
 final class JudgeTests: XCTestCase {
     private let config = EnvelopeConfig()
 

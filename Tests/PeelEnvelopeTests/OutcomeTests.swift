@@ -11,7 +11,7 @@ final class OutcomeTests: XCTestCase {
         XCTAssertEqual(problem(for: .unreachable, config: config), Problem(kind: .upstreamUnreachable, status: 502, code: -101))
         XCTAssertEqual(problem(for: .timedOut, config: config), Problem(kind: .upstreamTimeout, status: 504, code: -102))
         XCTAssertEqual(problem(for: .upstreamTooLarge, config: config), Problem(kind: .upstreamTooLarge, status: 502, code: -107))
-        XCTAssertEqual(problem(for: .brokenFraming, config: config), Problem(kind: .badUpstreamFormat, status: 502, code: -100))
+        XCTAssertEqual(problem(for: .brokenFraming(), config: config), Problem(kind: .badUpstreamFormat, status: 502, code: -100))
         XCTAssertEqual(problem(for: .offline, config: config), Problem(kind: .offline, status: 503, code: -103))
     }
 
@@ -59,7 +59,7 @@ final class OutcomeTests: XCTestCase {
         let answer = UpstreamAnswer(status: 200, contentType: nil, path: "/x", isHead: false, isOptions: true)
         XCTAssertEqual(judge(answer, body: [], config: config), .passthrough)
         let get = UpstreamAnswer(status: 200, contentType: nil, path: "/x", isHead: false)
-        XCTAssertEqual(judge(get, body: [], config: config), .problem(problem(for: .malformedEnvelope(upstreamStatus: 200), config: config)))
+        XCTAssertEqual(judge(get, body: [], config: config), .problem(problem(for: .malformedEnvelope(upstreamStatus: 200, reason: "empty body"), config: config)))
     }
 
     func testJudgeWithCode_reportsTheEnvelopeCodeAsSent_zeroIncluded() {

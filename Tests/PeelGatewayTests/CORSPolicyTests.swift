@@ -22,7 +22,7 @@ final class CORSPolicyTests: XCTestCase {
         let f = dict(p.answerFields(origin: "https://app.example.com"))
         XCTAssertEqual(f["Access-Control-Allow-Origin"], "https://app.example.com")
         XCTAssertEqual(f["Vary"], "Origin")
-        XCTAssertEqual(f["Access-Control-Expose-Headers"], "X-Request-Id, Retry-After")
+        XCTAssertEqual(f["Access-Control-Expose-Headers"], "X-Request-Id, Retry-After, Age, Cache-Status")
         XCTAssertNil(f["Access-Control-Allow-Credentials"])
     }
 
@@ -79,5 +79,45 @@ final class CORSPolicyTests: XCTestCase {
                                                    "--cors-credentials", "on"], environment: env)
         XCTAssertEqual(ok?.corsOrigins, ["https://a.example", "http://localhost:3000"])
         XCTAssertEqual(ok?.corsCredentials, true)
+    }
+
+    // MARK: issue 19
+
+    func testSubdomainWildcard_matchesWholeLeadingLabelsOnly() throws {
+        let p = try XCTUnwrap(policy(["https://*.example.com", "http://*.example.org:8080"]))
+        for ok in ["https://a.example.com", "https://a.b.example.com", "https://A-1.Example.com", "http://x.example.org:8080"] {
+            XCTAssertTrue(p.allows(ok), ok)
+        }
+        for bad in ["https://example.com", "https://example.com.evil.net", "https://badexample.com", "http://a.example.com",
+                    "https://a.example.com:8443", "http://x.example.org", "http://x.example.org:8081", "https://.example.com",
+                    "https://a..example.com", "https://a.example.com/", "https://a@b.example.com"] {
+            XCTAssertFalse(p.allows(bad), bad)
+        }
+        XCTAssertEqual(dict(p.answerFields(origin: "https://a.b.example.com"))["Access-Control-Allow-Origin"], "https://a.b.example.com")
+        XCTAssertNil(dict(p.answerFields(origin: "https://example.com.evil.net"))["Access-Control-Allow-Origin"])
+    }
+
+    func testAStarAnywhereElse_isRefusedWithAReason() {
+        XCTAssertNil(OriginPattern.problem("https://*.example.com"))
+        XCTAssertNil(OriginPattern.problem("http://*.example.com:8080"))
+        XCTAssertNil(OriginPattern.problem("https://app.example.com"))
+        for bad in ["https://*example.com", "https://a.*.example.com", "*.example.com", "https://example.*", "https://*.*.example.com",
+                    "https://*.com", "https://*.example.com:99999", "https://*.exa mple.com"] {
+            XCTAssertNotNil(OriginPattern.problem(bad), bad)
+        }
+        XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--cors-origins", "https://*example.com"],
+                                                   environment: ["PEEL_UPSTREAM": "http://127.0.0.1:1"])) { e in
+            XCTAssertTrue("\(e)".contains("--cors-origins"), "\(e)")
+            XCTAssertTrue("\(e)".contains("leading labels"), "\(e)")
+        }
+    }
+
+    func testExposedList_isPeelsOwnThenConfiguredThenTheUpstreams_eachOnce() throws {
+        var c = GatewayConfig()
+        c.corsOrigins = ["https://app.example.com"]
+        c.corsExposeHeaders = ["Content-Disposition", "x-request-id"]
+        let p = try XCTUnwrap(CORSPolicy(config: c))
+        let f = dict(p.answerFields(origin: "https://app.example.com", upstreamExposed: ["X-Total-Count", "Link", "age"]))
+        XCTAssertEqual(f["Access-Control-Expose-Headers"], "X-Request-Id, Retry-After, Age, Cache-Status, Content-Disposition, X-Total-Count, Link")
     }
 }

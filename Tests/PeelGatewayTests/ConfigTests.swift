@@ -162,4 +162,34 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(doc?["timeout"] as? Double, 12.5)
         XCTAssertEqual(doc?["body_timeout"] as? Double, 60)
     }
+
+    // MARK: issue 19: lists extend with +
+
+    func testAListBeginningWithPlus_addsToItsDefault_inFlagsEnvironmentAndFile() throws {
+        let defaults = GatewayConfig().envelope.passthroughContentTypes
+        let flag = try ConfigLoader.load(arguments: ["--passthrough-content-types", "+application/x-ndjson"], environment: env)
+        XCTAssertEqual(flag.envelope.passthroughContentTypes, defaults + ["application/x-ndjson"])
+        let replaced = try ConfigLoader.load(arguments: ["--passthrough-content-types", "application/x-ndjson"], environment: env)
+        XCTAssertEqual(replaced.envelope.passthroughContentTypes, ["application/x-ndjson"], "without + the list still replaces")
+        var e = env
+        e["PEEL_AUTH_CODES"] = "+401, 403"
+        XCTAssertEqual(try ConfigLoader.load(arguments: [], environment: e).envelope.authCodes, [7, 401, 403])
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("peel-plus-\(getpid()).json")
+        try Data(#"{"compression": ["+gzip"], "passthrough_content_types": ["+text/plain", "image/*"], "cors_origins": "+https://*.example.com"}"#.utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let f = try ConfigLoader.load(arguments: ["--config", file.path], environment: env)
+        XCTAssertEqual(f.envelope.passthroughContentTypes, defaults + ["text/plain"], "repeats of the default are dropped")
+        XCTAssertEqual(f.compression, GatewayConfig().compression)
+        XCTAssertEqual(f.corsOrigins, ["https://*.example.com"])
+        XCTAssertTrue(ConfigLoader.describe(flag).contains("application/x-ndjson"), "check-config shows the result")
+        XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--auth-codes", "+"], environment: env))
+    }
+
+    func testPreserveHostAndExposeHeaders_areOptions() throws {
+        let c = try ConfigLoader.load(arguments: ["--preserve-host", "on", "--cors-expose-headers", "X-Total-Count,Link"], environment: env)
+        XCTAssertTrue(c.preserveHost)
+        XCTAssertEqual(c.corsExposeHeaders, ["X-Total-Count", "Link"])
+        XCTAssertFalse(try ConfigLoader.load(arguments: [], environment: env).preserveHost)
+        XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--cors-expose-headers", "bad name"], environment: env))
+    }
 }

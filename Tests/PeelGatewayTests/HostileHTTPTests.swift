@@ -83,8 +83,12 @@ final class HostileHTTPTests: XCTestCase {
     }
 
     func testGarbageAndHugeHeads_getProblemDocuments() throws {
-        let garbage = try h.raw("\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}\u{00}\r\n\r\n")
+        let garbage = try h.raw("\u{01}\u{02}\u{00}\u{01}\u{00}\r\n\r\n")
         XCTAssertEqual(garbage.status, 400)
+        // A TLS record is not garbage but a client on the wrong port: closed, no HTTP answer (issue 19).
+        XCTAssertThrowsError(try h.raw("\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}\u{00}\r\n\r\n")) { e in
+            XCTAssertEqual(e as? BlockingClient.Failure, .closed)
+        }
         XCTAssertEqual(problem(garbage)["kind"] as? String, "bad-request")
         let big = String(repeating: "a", count: 70_000)
         let huge = try h.raw("GET /api/user HTTP/1.1\r\nHost: x\r\nX-Big: \(big)\r\n\r\n")

@@ -30,6 +30,8 @@ final class RawUpstream: @unchecked Sendable {
         case sendThenClose(String)
         /// Writes the first bytes, then the second ones `after` seconds later, keeping the connection open.
         case sendInTwoParts(String, after: Double, String)
+        /// Writes these bytes (binary: a coded body) and keeps the connection open.
+        case sendBytes([UInt8])
         /// Closes without a byte.
         case close
     }
@@ -121,6 +123,8 @@ final class RawUpstream: @unchecked Sendable {
                 switch respond(request) {
                 case .send(let text):
                     conn.write(text)
+                case .sendBytes(let bytes):
+                    conn.write(bytes)
                 case .sendThenClose(let text):
                     conn.write(text)
                     conn.close()

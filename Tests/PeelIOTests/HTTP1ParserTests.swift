@@ -222,4 +222,24 @@ final class HTTP1ParserTests: XCTestCase {
         XCTAssertEqual(parseAll("GET / HTTP/1.2\r\n\r\n").messages.first?.minor, 1, "RFC 9110 §2.5: a later 1.x is read as 1.1")
         XCTAssertEqual(run("GET / HTTP/1.a\r\n\r\n"), .badVersion)
     }
+
+    // MARK: issue 19: another protocol on this listener
+
+    func testAnHTTP2Preface_isItsOwnRefusal_evenByteByByte() {
+        let preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+        XCTAssertEqual(parseAll(preface).error, .http2Preface)
+        XCTAssertEqual(parseAll(preface, splitEvery: 1).error, .http2Preface)
+        XCTAssertEqual(parseAll("GET / HTTP/2.0\r\n\r\n").error, .malformed(.badVersion), "only the preface is HTTP/2's")
+        XCTAssertEqual(RequestError.http2Preface.foreignReply?.suffix(8), [0, 0, 0, 0, 0, 0, 0, 0x0d], "GOAWAY HTTP_1_1_REQUIRED")
+    }
+
+    func testATLSClientHello_isTold_fromAStrayControlByte() {
+        let hello = "\u{16}\u{03}\u{01}\u{02}\u{00}\u{01}"
+        XCTAssertEqual(parseAll(hello).error, .tlsHandshake)
+        XCTAssertEqual(parseAll(hello, splitEvery: 1).error, .tlsHandshake, "waits for the version bytes")
+        XCTAssertEqual(parseAll("\u{16}GET / HTTP/1.1\r\n\r\n").error, .malformed(.controlCharacter))
+        XCTAssertEqual(parseAll("\u{16}\u{03}\u{09}").error, .malformed(.controlCharacter), "not a TLS version")
+        XCTAssertEqual(RequestError.tlsHandshake.detail, "tls handshake on a plain-HTTP listener")
+        XCTAssertEqual(RequestError.tlsHandshake.foreignReply, [], "nothing HTTP is written to a TLS client")
+    }
 }

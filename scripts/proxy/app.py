@@ -4,12 +4,13 @@ import asyncio
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
 
 app = FastAPI()
 # The upstream's own CORS rules: what passes through when Peel does not manage CORS.
-app.add_middleware(CORSMiddleware, allow_origins=["http://app.example"], allow_methods=["*"],
-                   allow_headers=["*"], expose_headers=["X-Upstream"])
+# (No expose_headers here: Starlette would write its list over /expose's own on every answer.)
+app.add_middleware(CORSMiddleware, allow_origins=["http://app.example"], allow_methods=["*"], allow_headers=["*"])
 api = APIRouter(prefix="/api/v1")
 hits = {"options": 0}
 
@@ -118,6 +119,15 @@ def download():
                              headers={"Content-Disposition": 'attachment; filename="big.bin"'})
 
 
+@api.get("/download-sized")
+def download_sized(mb: int = 20):
+    # A declared length over stream_threshold, sent in 1 MiB pieces: streamed through Peel, which
+    # must keep the length (issue 19) and never cut it while the client reads, however slowly.
+    chunk = b"z" * (1 << 20)
+    return StreamingResponse((chunk for _ in range(mb)), media_type="application/octet-stream",
+                             headers={"Content-Length": str(mb << 20)})
+
+
 @api.get("/download-broken")
 def download_broken():
     # 8 MiB declared, 4 MiB sent, then the connection closes: a body cut short (RFC 9112 §8).
@@ -136,4 +146,44 @@ async def events():
     return StreamingResponse(gen(), media_type="text/event-stream")
 
 
+@api.get("/csrf")
+def csrf():
+    # Django's CSRF failure page: a 403 in HTML, no envelope.
+    return PlainTextResponse("<html><body><h1>Forbidden (403)</h1>\n<p>CSRF verification failed.</p></body></html>",
+                             status_code=403, media_type="text/html")
+
+
+@api.get("/ndjson")
+def ndjson():
+    # A StreamingHttpResponse of JSON lines: valid JSON, then more.
+    return PlainTextResponse('{"code":0,"data":1}\n{"code":0,"data":2}\n', media_type="application/json")
+
+
+@api.get("/expose")
+def expose():
+    # Express's `res.set('Access-Control-Expose-Headers', 'X-Total-Count, Link')` for pagination.
+    return envelope([1, 2], headers={"X-Total-Count": "2", "Link": '</items?page=2>; rel="next"',
+                                     "Access-Control-Expose-Headers": "X-Total-Count, Link"})
+
+
 app.include_router(api)
+
+# Django's GZipMiddleware in FastAPI's form: a sub-app that compresses whatever the client accepts.
+gz = FastAPI()
+gz.add_middleware(GZipMiddleware, minimum_size=500)
+PDF = b"%PDF-1.4\n" + b"".join(b"%d 0 obj << /Length 44 >> stream BT /F1 12 Tf 72 712 Td (row %d) Tj ET endstream\n" % (i, i)
+                               for i in range(3000))
+
+
+@gz.get("/report.pdf")
+def report_pdf():
+    # About 300 KB with its length; gzip-compressed (with the compressed length) for gzip clients.
+    return Response(PDF, media_type="application/pdf", headers={"Content-Disposition": 'attachment; filename="r.pdf"'})
+
+
+@gz.get("/user")
+def gz_user():
+    return envelope({"id": 42, "name": "Ada", "bio": "x" * 2000})
+
+
+app.mount("/api/v1/gz", gz)

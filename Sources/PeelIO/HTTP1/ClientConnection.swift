@@ -34,6 +34,8 @@ final class ClientConnection {
     private var stream: ReplyStream?
     private var streamChunked = false
     private var streamBodyless = false
+    // Body bytes still owed under a declared Content-Length; nil when the stream has none.
+    private var streamRemaining: Int?
 
     /// Output bytes queued and not yet taken by the kernel.
     var pendingOutput: Int { head.count + bodyRange.count }
@@ -170,6 +172,14 @@ final class ClientConnection {
     func reply(_ ex: HTTPExchange, status: Int, body: [UInt8], range: Range<Int>, keeping: AnyObject? = nil,
                headers: (inout ReplyHeaders) -> Void) {
         guard !closed, exchange === ex else { return }
+        if let foreign = ex.refusal?.foreignReply {
+            // A client speaking HTTP/2 or TLS: its own protocol's goodbye (or nothing), never an HTTP/1.1 head.
+            _ = machine.replyStarted(closing: true, now: monotonicSeconds())
+            foreign.withUnsafeBytes { head.raw($0) }
+            replying = true
+            flush()
+            return
+        }
         // The range is the caller's; never let it reach past the array it names.
         let range = range.clamped(to: 0..<body.count)
         head.begin(status: status)
@@ -193,21 +203,26 @@ final class ClientConnection {
     }
 
     /// Writes `ex`'s head for a streamed body and returns the stream (called by the exchange, once).
-    func startStream(_ ex: HTTPExchange, status: Int, headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
+    /// With `contentLength` the body is sent as is under that length (the upstream's declared one);
+    /// without it, chunked (HTTP/1.1) or ended by the close (HTTP/1.0).
+    func startStream(_ ex: HTTPExchange, status: Int, contentLength: Int?,
+                     headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
         guard !closed, exchange === ex else { return nil }
         head.begin(status: status)
         var out = ReplyHeaders(head: head)
         headers(&out)
-        // HTTP/1.0 has no chunked coding: its body ends with the connection (RFC 9112 §6.3).
+        let noBody = status < 200 || status == 204 || status == 304
+        let declared = noBody ? nil : contentLength
+        // HTTP/1.0 has no chunked coding: a body of unknown length ends with the connection (RFC 9112 §6.3).
         let http10 = ex.version.minor == 0
         let closing = machine.replyStarted(closing: head.closes || server.draining || http10, now: monotonicSeconds())
         // A 205 streams nothing and says so with Content-Length: 0 (RFC 9110 §15.3.6), as `reply` does.
         let resetContent = status == 205
-        streamBodyless = status < 200 || status == 204 || status == 304 || resetContent || ex.isHead
-        streamChunked = !http10 && !(status < 200 || status == 204 || status == 304 || resetContent)
-        server.withDate {
-            head.end(date: $0, contentLength: resetContent ? 0 : nil, connection: closing ? "close" : nil, chunked: streamChunked)
-        }
+        streamBodyless = noBody || resetContent || ex.isHead
+        let length = resetContent ? 0 : declared
+        streamChunked = !http10 && !noBody && !resetContent && declared == nil
+        streamRemaining = resetContent ? nil : declared
+        server.withDate { head.end(date: $0, contentLength: length, connection: closing ? "close" : nil, chunked: streamChunked) }
         let s = ReplyStream(connection: self)
         stream = s
         replying = true
@@ -217,7 +232,16 @@ final class ClientConnection {
 
     func streamWrite(_ bytes: UnsafeRawBufferPointer) {
         guard !closed, stream != nil, !streamBodyless else { return }
-        if streamChunked { head.chunk(bytes) } else { head.raw(bytes) }
+        if streamChunked {
+            head.chunk(bytes)
+        } else if let remaining = streamRemaining {
+            // Never past the declared length: a byte more would be read as the next answer's start.
+            let n = min(remaining, bytes.count)
+            streamRemaining = remaining - n
+            head.raw(UnsafeRawBufferPointer(rebasing: bytes[0..<n]))
+        } else {
+            head.raw(bytes)
+        }
         machine.wrote(now: monotonicSeconds())
         flush()
     }
@@ -230,6 +254,13 @@ final class ClientConnection {
 
     func streamFinish() {
         guard !closed, stream != nil else { return }
+        if !streamBodyless, let remaining = streamRemaining, remaining > 0 {
+            // Fewer bytes than declared: only the close tells the client the body is incomplete
+            // (RFC 9112 §8); ending here would leave it waiting for the rest.
+            stream = nil
+            close()
+            return
+        }
         stream = nil
         if streamChunked && !streamBodyless { head.put("0\r\n\r\n") }
         flush()

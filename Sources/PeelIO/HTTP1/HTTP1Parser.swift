@@ -174,7 +174,9 @@ struct HTTP1Parser {
     }
 
     private static let head = pack("HEAD"), trace = pack("TRACE")
-    private static let http11 = pack("HTTP/1.1"), http10 = pack("HTTP/1.0")
+    private static let http11 = pack("HTTP/1.1"), http10 = pack("HTTP/1.0"), http20 = pack("HTTP/2.0")
+    /// `PRI`, the HTTP/2 preface's method (RFC 9113 §3.4), packed like `methodBits`.
+    private static let priMethod: UInt64 = 0x50_52_49
     // Field names Peel acts on, lowercased and packed into three words (names up to 24 bytes).
     private static let contentLengthName = pack3("content-length"), transferEncodingName = pack3("transfer-encoding")
     private static let connectionName = pack3("connection"), expectName = pack3("expect")
@@ -258,6 +260,12 @@ struct HTTP1Parser {
                 continue
             }
             if b == 0x0A { return .refused(.malformed(.bareLF)) }
+            if b == 0x16, case .lineStart = state {
+                // A TLS record header (RFC 8446 §5.1): handshake (0x16), then legacy version 0x03 0x0x.
+                // Told apart from a stray control character, which the request line refuses below.
+                if n - i < 2 { i -= 1; return .needMore }
+                if buffer[i] == 0x03 && buffer[i + 1] <= 0x04 { return .refused(.tlsHandshake) }
+            }
             if let r = byte(b, at: i - 1) { return r }
         }
         if let r = checkHeadSize(i) { return r }
@@ -494,6 +502,9 @@ struct HTTP1Parser {
             } else if versionBits >> 8 == Self.http11 >> 8, versionBits & 0xFF >= 0x32, versionBits & 0xFF <= 0x39 {
                 // RFC 9110 §2.5: a later 1.x minor version is answered as the highest one supported.
                 minorVersion = 1
+            } else if methodBits == Self.priMethod && versionBits == Self.http20 {
+                // The start of an HTTP/2 client's connection preface (prior knowledge, RFC 9113 §3.3).
+                return .refused(.http2Preface)
             } else {
                 return .refused(.malformed(.badVersion))
             }

@@ -129,16 +129,17 @@ public final class HTTPExchange {
         connection.reply(self, status: status, body: body, range: range ?? 0..<body.count, keeping: keeping, headers: headers)
     }
 
-    /// Starts an answer whose body is written in pieces (`ReplyStream.write`, then `finish`): HTTP/1.1
-    /// clients get chunked transfer coding (RFC 9112 §7.1), HTTP/1.0 ones a body ended by the close.
-    /// Nil when the exchange was already answered or the client left.
-    public func startStream(status: Int, headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
+    /// Starts an answer whose body is written in pieces (`ReplyStream.write`, then `finish`). With
+    /// `contentLength` (the upstream's declared length) the body goes as is under that length;
+    /// without it HTTP/1.1 clients get chunked transfer coding (RFC 9112 §7.1), HTTP/1.0 ones a body
+    /// ended by the close. Nil when the exchange was already answered or the client left.
+    public func startStream(status: Int, contentLength: Int? = nil, headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
         guard !answered else { return nil }
         answered = true
         onClientGone = nil
         guard let connection else { return nil }
         self.connection = nil
-        return connection.startStream(self, status: status, headers: headers)
+        return connection.startStream(self, status: status, contentLength: contentLength, headers: headers)
     }
 
     /// The client left before the answer: cancel the upstream call; the connection closes.

@@ -17,6 +17,10 @@ public enum RequestError: Equatable, Sendable, Error {
     case bodyTimeout
     /// Holding the declared body would pass the process's memory budget (`max_buffered`).
     case overBudget
+    /// An HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4) on this HTTP/1.1 listener.
+    case http2Preface
+    /// A TLS handshake record (RFC 8446 §5.1: 0x16, then version 0x03 0x0x) on the plain-HTTP listener.
+    case tlsHandshake
 
     /// The status it is answered with.
     public var status: Int {
@@ -29,6 +33,10 @@ public enum RequestError: Equatable, Sendable, Error {
         case .expectationFailed: return 417
         case .headTimeout, .bodyTimeout: return 408
         case .overBudget: return 503
+        // Logged with these; on the wire the first gets an HTTP/2 GOAWAY and the second nothing
+        // (see `foreignReply`): neither client would read an HTTP/1.1 answer.
+        case .http2Preface: return 505
+        case .tlsHandshake: return 400
         }
     }
 
@@ -43,6 +51,26 @@ public enum RequestError: Equatable, Sendable, Error {
         case .headTimeout: return "request head not received in time"
         case .bodyTimeout: return "request body not received in time"
         case .overBudget: return "Peel holds as many request bodies as its memory budget allows; try again shortly"
+        case .http2Preface: return "HTTP/2 connection preface on an HTTP/1.1 listener"
+        case .tlsHandshake: return "tls handshake on a plain-HTTP listener"
+        }
+    }
+
+    /// What the client gets instead of an HTTP/1.1 answer, for a client speaking another protocol;
+    /// nil for every other refusal. HTTP/2: the server preface (an empty SETTINGS frame, RFC 9113
+    /// §3.4) then GOAWAY with HTTP_1_1_REQUIRED (0xd, §7), which clients report as "use HTTP/1.1".
+    /// TLS: nothing (an HTTP answer would read as a garbled record); the connection closes.
+    public var foreignReply: [UInt8]? {
+        switch self {
+        case .http2Preface:
+            let settings: [UInt8] = [0, 0, 0, 0x04, 0, 0, 0, 0, 0]
+            // Length 8, type GOAWAY (0x7), no flags, stream 0; last stream id 0, error code 0xd.
+            let goaway: [UInt8] = [0, 0, 8, 0x07, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x0d]
+            return settings + goaway
+        case .tlsHandshake:
+            return []
+        default:
+            return nil
         }
     }
 
