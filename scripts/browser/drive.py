@@ -61,7 +61,7 @@ class Tab:
 # What a page script sees of one cross-origin fetch: status and the fields it asks for.
 FETCH = """(async () => {
   try {
-    const r = await fetch(%s, {cache: "no-store"});
+    const r = await fetch(%s, %s);
     const read = n => r.headers.get(n);
     return {status: r.status, origin: location.origin, requestId: read("X-Request-Id"), age: read("Age"),
             cacheStatus: read("Cache-Status"), total: read("X-Total-Count"), link: read("Link"),
@@ -80,11 +80,14 @@ for _ in range(100):
 page_origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(PAGE))
 check("the page loads from its own origin, not Peel's", (page_origin, True), (tab.js("location.origin"), page_origin != PEEL))
 
-fresh = tab.js(FETCH % json.dumps(PEEL + "/user"))
+# What an app's page sends: its user's token (a key field of Peel's offline cache, so the answer is
+# stored for this user), and no-store for the fresh answer (which adds Cache-Control: no-cache).
+USER = {"Authorization": "Bearer page-user"}
+fresh = tab.js(FETCH % (json.dumps(PEEL + "/user"), json.dumps({"cache": "no-store", "headers": USER})))
 check("a cross-origin fetch of a fresh answer succeeds", 200, fresh.get("status"))
 check("the page reads X-Request-Id (exposed by Peel)", True, bool(fresh.get("requestId")))
 check("a field nobody exposed stays hidden from the page (the browser enforces CORS)", None, fresh.get("server"))
-expose = tab.js(FETCH % json.dumps(PEEL + "/expose"))
+expose = tab.js(FETCH % (json.dumps(PEEL + "/expose"), json.dumps({"cache": "no-store"})))
 check("the page reads the upstream's own exposed fields (X-Total-Count, Link)", ("2", True),
       (expose.get("total"), "rel=\"next\"" in (expose.get("link") or "")))
 
@@ -101,7 +104,11 @@ for _ in range(100):
     time.sleep(0.1)
 check("Peel sees the upstream gone", "unreachable", state)
 time.sleep(1.1)  # Age counts whole seconds
-stale = tab.js(FETCH % json.dumps(PEEL + "/user"))
+# Issue 17: a request that asks for a fresh answer (no-store, no-cache) gets no stale one, so the page
+# asks the ordinary way; the fresh answer had no freshness, so the browser's own cache goes to Peel.
+refused = tab.js(FETCH % (json.dumps(PEEL + "/user"), json.dumps({"cache": "no-store", "headers": USER})))
+check("a fetch that asks for a fresh answer gets the offline problem, not a stale one", 503, refused.get("status"))
+stale = tab.js(FETCH % (json.dumps(PEEL + "/user"), json.dumps({"cache": "default", "headers": USER})))
 check("the stale answer reaches the page", (200, fresh.get("body")), (stale.get("status"), stale.get("body")))
 check("the page reads Cache-Status on the stale answer", "Peel; hit; detail=offline", stale.get("cacheStatus"))
 check("the page reads Age on the stale answer", True, (stale.get("age") or "").isdigit() and int(stale["age"]) >= 1)
