@@ -49,6 +49,7 @@ bench-scanner: deps
 bench: release
 	Benchmarks/run.sh
 	COMPRESS=gzip PATHS=big Benchmarks/run.sh
+	STORE=redis PATHS=small TARGETS="direct peel2 peelS" Benchmarks/run.sh
 
 sanitize: deps
 	scripts/sanitize.sh
