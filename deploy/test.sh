@@ -24,7 +24,7 @@ CACHE=${PEEL_CI_CACHE:-/var/cache/peel-ci}
 K8S_VERSIONS=${PEEL_K8S_VERSIONS:-1.30.0 1.37.0}
 KUBERNETES_VALIDATE_VERSION=1.37.0
 YAMLLINT_VERSION=1.38.0
-BASE_IMAGE=localhost/peel-runtime-base:bookworm
+BASE_IMAGE=localhost/peel-runtime-base:bookworm-v3
 # redis-server is for the optional shared offline store's image (deploy/redis/Dockerfile), which
 # builds on the same base: one debootstrap serves both images.
 BASE_PACKAGES=libevent-core-2.1-7,libcurl4,libjemalloc2,zlib1g,libbrotli1,libhiredis0.14,libssl3,ca-certificates,redis-server
