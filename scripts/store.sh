@@ -111,11 +111,14 @@ start_upstream() { "$PEEL" demo-upstream --listen 127.0.0.1:$UP >/dev/null 2>&1 
 start_upstream
 common=(--upstream http://127.0.0.1:$UP --access-log off --workers 2 --probe-interval 0.2 --probe-timeout 0.2
         --connect-timeout 0.2 --fall 2 --rise 1 --offline-cache 1MiB --offline-store-secret-file "$WORK/secret")
-GA=$(free_port); AA=$(free_port); GB=$(free_port); AB=$(free_port)
+GA=$(free_port); AA=$(free_port); GB=$(free_port); AB=$(free_port); GC=$(free_port); AC=$(free_port)
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$GA --admin-listen 127.0.0.1:$AA --offline-store "redis://127.0.0.1:$RP/0" \
   >/dev/null 2>"$WORK/a.err" & A_PID=$!; pids+=($A_PID)
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$GB --admin-listen 127.0.0.1:$AB --offline-store "unix://$SOCK" \
   >/dev/null 2>"$WORK/b.err" & B_PID=$!; pids+=($B_PID)
+# C: a host name (resolved off the loop) and another database (SELECT 1).
+"$PEEL" "${common[@]}" --listen 127.0.0.1:$GC --admin-listen 127.0.0.1:$AC --offline-store "redis://localhost:$RP/1" \
+  >/dev/null 2>"$WORK/c.err" & C_PID=$!; pids+=($C_PID)
 status() { curl -s "http://127.0.0.1:$1/status" | python3 -c "import json,sys;d=json.load(sys.stdin);print($2)"; }
 metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1==m{print $2}'; }
 wait_for() { # wait_for ADMIN PYTHON-EXPR VALUE [TRIES]
@@ -124,6 +127,8 @@ wait_for() { # wait_for ADMIN PYTHON-EXPR VALUE [TRIES]
 wait_for $AA 'd["reachability"]["state"]' reachable || true; wait_for $AB 'd["reachability"]["state"]' reachable || true
 check "A: every worker connected to Redis over TCP" "connected 2" "$(status $AA 'd["offline_store"]["state"], d["offline_store"]["connected_workers"]')"
 check "B: every worker connected to Redis over the unix socket" "connected 2" "$(status $AB 'd["offline_store"]["state"], d["offline_store"]["connected_workers"]')"
+wait_for $AC 'd["offline_store"]["state"]' connected || true
+check "C: connected by host name to database 1" "connected redis://localhost:$RP/1" "$(status $AC 'd["offline_store"]["state"], d["offline_store"]["url"]')"
 
 get() { # get GATEWAY-PORT HEADER... → "status|age|cache-status|body"
   local port=$1; shift; local args=()
@@ -157,6 +162,9 @@ check "... and an Age counted from when A stored it (>= 1 s)" "yes" "$([ -n "$ag
 check "bob through B: the offline problem" "503" "$(get $GB "$H" "$BOB" | cut -d'|' -f1)"
 check "alice without her cookie through B: the offline problem (the key holds every key field)" "503" "$(get $GB "$H" "$ALICE" | cut -d'|' -f1)"
 check "alice under another Host through B: the offline problem" "503" "$(get $GB 'Host: other.example' "$ALICE" "$ALICE_COOKIE" | cut -d'|' -f1)"
+wait_for $AC 'd["reachability"]["state"]' unreachable || true
+check "alice through C, on database 1: the offline problem (databases do not share)" "503" "$(get $GC "$H" "$ALICE" "$ALICE_COOKIE" | cut -d'|' -f1)"
+kill $C_PID; wait $C_PID 2>/dev/null || true
 check "B counts the hit" "yes" "$([ "$(metric $AB 'peel_offline_store_reads_total{result="hit"}')" -ge 1 ] && echo yes || echo no)"
 
 # Values planted by hand over alice's entry: never served, counted by reason.

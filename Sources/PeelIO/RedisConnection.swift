@@ -278,16 +278,25 @@ public final class RedisConnection: @unchecked Sendable {
         return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
     }
 
-    /// The first address getaddrinfo gives for `host` (off the loop thread).
+    /// An address getaddrinfo gives for `host` (off the loop thread), IPv4 first: a Redis in a
+    /// container or a single-stack cluster often listens on IPv4 only, while `localhost` may
+    /// resolve to ::1 first.
     private static func resolve(_ host: String) -> String? {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, nil, &hints, &list) == 0, let first = list else { return nil }
+        guard getaddrinfo(host, nil, &hints, &list) == 0, list != nil else { return nil }
         defer { freeaddrinfo(list) }
-        var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-        guard getnameinfo(first.pointee.ai_addr, first.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0,
-                          NI_NUMERICHOST) == 0 else { return nil }
-        return buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        var found: [String] = []
+        var next = list
+        while let a = next {
+            var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            if getnameinfo(a.pointee.ai_addr, a.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 {
+                let text = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+                if a.pointee.ai_family == AF_INET { found.insert(text, at: 0) } else { found.append(text) }
+            }
+            next = a.pointee.ai_next
+        }
+        return found.first
     }
 }
