@@ -146,11 +146,19 @@ check "alice through A: 200, fresh" "200||" "$(echo "$fresh" | cut -d'|' -f1-3)"
 body=$(echo "$fresh" | cut -d'|' -f4-)
 for _ in $(seq 1 50); do [ "$(resp DBSIZE)" == ":1" ] && break; sleep 0.05; done
 check "the answer reached Redis: one key" ":1" "$(resp DBSIZE)"
-KEY=$(redis-cli -p "$RP" --scan | head -1)
+KEY=$(redis-cli -p "$RP" --scan | head -1)  # the only key yet
 resp get "$KEY" >"$WORK/value"
 ttl=$(resp PTTL "$KEY" | tr -d ':')
 check_le "its TTL is at most --offline-cache-max-age (86400 s)" 86400000 "$ttl"
 check "... and not far below it (the demo's answer has no freshness rules)" "yes" "$([ "$ttl" -gt 86000000 ] && echo yes || echo no)"
+# An answer with a validator and Set-Cookie (private, max-age=60: one user's, kept per user).
+curl -s -o /dev/null -H "$H" -H "$ALICE" "http://127.0.0.1:$GA/api/with-headers"
+for _ in $(seq 1 50); do [ "$(resp DBSIZE)" == ":2" ] && break; sleep 0.05; done
+check "a second answer reached Redis" ":2" "$(resp DBSIZE)"
+: >"$WORK/values-1"
+for k in $(redis-cli -p "$RP" --scan); do resp get "$k" >>"$WORK/values-1"; done
+check "its value keeps the upstream's fields but never Set-Cookie" "yes no" \
+  "$(grep -aq 'X-Upstream' "$WORK/values-1" && echo yes || echo no) $(grep -aqiE 'set-cookie|a=1; Path' "$WORK/values-1" && echo yes || echo no)"
 kill $UP_PID; wait $UP_PID 2>/dev/null || true
 wait_for $AB 'd["reachability"]["state"]' unreachable || true; wait_for $AA 'd["reachability"]["state"]' unreachable || true
 sleep 1.1
@@ -160,6 +168,12 @@ check "alice through B while offline: the stale answer, with Cache-Status" "200|
 age=$(echo "$stale" | cut -d'|' -f2)
 check "... and an Age counted from when A stored it (>= 1 s)" "yes" "$([ -n "$age" ] && [ "$age" -ge 1 ] && [ "$age" -le 30 ] && echo yes || echo "no: [$age]")"
 check "bob through B: the offline problem" "503" "$(get $GB "$H" "$BOB" | cut -d'|' -f1)"
+check "alice's HEAD through B: 200 from the stored GET, no body" "200 0 Peel; hit; detail=offline" \
+  "$(curl -s -I -o "$WORK/hh" -w '%{http_code} %{size_download}' -H "$H" -H "$ALICE" -H "$ALICE_COOKIE" "http://127.0.0.1:$GB$TARGET") $(tr -d '\r' <"$WORK/hh" | awk -F': ' 'tolower($1)=="cache-status"{print $2}')"
+check "alice's conditional GET through B with the stored ETag: 304 with it" "304 \"v44\" Peel; hit; detail=offline" \
+  "$(curl -s -D "$WORK/ch" -o /dev/null -w '%{http_code}' -H "$H" -H "$ALICE" -H 'If-None-Match: "v44"' "http://127.0.0.1:$GB/api/with-headers") $(tr -d '\r' <"$WORK/ch" | awk -F': ' 'tolower($1)=="etag"{e=$2} tolower($1)=="cache-status"{c=$2} END{print e, c}')"
+check "... and with another ETag: the stored body" "200 {\"id\":44}" \
+  "$(curl -s -w ' %{http_code}' -H "$H" -H "$ALICE" -H 'If-None-Match: "v1"' "http://127.0.0.1:$GB/api/with-headers" | awk '{print $NF, $1}')"
 check "alice without her cookie through B: the offline problem (the key holds every key field)" "503" "$(get $GB "$H" "$ALICE" | cut -d'|' -f1)"
 check "alice under another Host through B: the offline problem" "503" "$(get $GB 'Host: other.example' "$ALICE" "$ALICE_COOKIE" | cut -d'|' -f1)"
 wait_for $AC 'd["reachability"]["state"]' unreachable || true
