@@ -144,19 +144,21 @@ get() { # get GATEWAY-PORT HEADER... → "status|age|cache-status|body"
 fresh=$(get $GA "$H" "$ALICE" "$ALICE_COOKIE")
 check "alice through A: 200, fresh" "200||" "$(echo "$fresh" | cut -d'|' -f1-3)"
 body=$(echo "$fresh" | cut -d'|' -f4-)
-for _ in $(seq 1 50); do [ "$(resp DBSIZE)" == ":1" ] && break; sleep 0.05; done
-check "the answer reached Redis: one key" ":1" "$(resp DBSIZE)"
-KEY=$(redis-cli -p "$RP" --scan | head -1)  # the only key yet
+# Entries, not the per-target index sets beside them (peel:oc:1:r:…, for RFC 9111 §4.4 invalidation).
+entries() { redis-cli -p "$RP" --scan | grep -Ec '^peel:oc:1:[0-9a-f]{64}$' || true; }
+for _ in $(seq 1 50); do [ "$(entries)" == "1" ] && break; sleep 0.05; done
+check "the answer reached Redis: one key" "1" "$(entries)"
+KEY=$(redis-cli -p "$RP" --scan | grep -E '^peel:oc:1:[0-9a-f]{64}$' | head -1)  # the only entry yet
 resp get "$KEY" >"$WORK/value"
 ttl=$(resp PTTL "$KEY" | tr -d ':')
 check_le "its TTL is at most --offline-cache-max-age (86400 s)" 86400000 "$ttl"
 check "... and not far below it (the demo's answer has no freshness rules)" "yes" "$([ "$ttl" -gt 86000000 ] && echo yes || echo no)"
 # An answer with a validator and Set-Cookie (private, max-age=60: one user's, kept per user).
 curl -s -o /dev/null -H "$H" -H "$ALICE" "http://127.0.0.1:$GA/api/with-headers"
-for _ in $(seq 1 50); do [ "$(resp DBSIZE)" == ":2" ] && break; sleep 0.05; done
-check "a second answer reached Redis" ":2" "$(resp DBSIZE)"
+for _ in $(seq 1 50); do [ "$(entries)" == "2" ] && break; sleep 0.05; done
+check "a second answer reached Redis" "2" "$(entries)"
 : >"$WORK/values-1"
-for k in $(redis-cli -p "$RP" --scan); do resp get "$k" >>"$WORK/values-1"; done
+for k in $(redis-cli -p "$RP" --scan | grep -E '^peel:oc:1:[0-9a-f]{64}$'); do resp get "$k" >>"$WORK/values-1"; done
 check "its value keeps the upstream's fields but never Set-Cookie" "yes no" \
   "$(grep -aq 'X-Upstream' "$WORK/values-1" && echo yes || echo no) $(grep -aqiE 'set-cookie|a=1; Path' "$WORK/values-1" && echo yes || echo no)"
 kill $UP_PID; wait $UP_PID 2>/dev/null || true
@@ -240,12 +242,21 @@ refused=$(metric $AA 'peel_offline_store_writes_total{result="refused"}')
 check "Redis full (OOM on every write): alice's call is still 200" "200" "$(get $GA "$H" "$ALICE" "$ALICE_COOKIE" | cut -d'|' -f1)"
 for _ in $(seq 1 40); do [ "$(metric $AA 'peel_offline_store_writes_total{result="refused"}')" -gt "$refused" ] && break; sleep 0.05; done
 check "... and the refused write is counted" "yes" "$([ "$(metric $AA 'peel_offline_store_writes_total{result="refused"}')" -gt "$refused" ] && echo yes || echo no)"
-check "... nothing was stored" ":0" "$(resp DBSIZE)"
+check "... nothing was stored" "0" "$(entries)"
 resp CONFIG SET maxmemory 0 >/dev/null
 sleep 1.1  # the same answer is rewritten at most once a second per worker
 for _ in 1 2 3 4; do get $GA "$H" "$ALICE" "$ALICE_COOKIE" >/dev/null; done
-for _ in $(seq 1 50); do [ "$(resp DBSIZE)" == ":1" ] && break; sleep 0.05; done
-check "alice through A again: stored again" ":1" "$(resp DBSIZE)"
+for _ in $(seq 1 50); do [ "$(entries)" == "1" ] && break; sleep 0.05; done
+check "alice through A again: stored again" "1" "$(entries)"
+# RFC 9111 §4.4 across replicas: bob's POST to the same target through B drops alice's entry,
+# which A wrote (B finds it through the target's index set, a keyed hash too).
+curl -s -o /dev/null --max-time 5 -X POST -d x=1 -H "$H" -H 'Authorization: Bearer bob' "http://127.0.0.1:$GB$TARGET" || true
+for _ in $(seq 1 50); do [ "$(entries)" == "0" ] && break; sleep 0.05; done
+check "a POST through B drops every user's entry for its target, A's too" "0" "$(entries)"
+sleep 1.1  # the same answer is rewritten at most once a second per worker
+for _ in 1 2 3 4; do get $GA "$H" "$ALICE" "$ALICE_COOKIE" >/dev/null; done
+for _ in $(seq 1 50); do [ "$(entries)" == "1" ] && break; sleep 0.05; done
+check "... and alice's next GET stores it again" "1" "$(entries)"
 kill $UP_PID; wait $UP_PID 2>/dev/null || true
 wait_for $AB 'd["reachability"]["state"]' unreachable || true
 check "... and served through B while offline" "200|Peel; hit; detail=offline|$body" "$(get $GB "$H" "$ALICE" "$ALICE_COOKIE" | cut -d'|' -f1,3-)"
@@ -266,10 +277,12 @@ check "B: the call that hung up during the wait is logged 499" "$((closed + 1))"
 
 # What is in Redis after the run: no token, cookie or path in clear, in keys or values.
 redis-cli -p "$RP" --scan >"$WORK/keys.txt"
-check "redis-cli --scan: every key is peel:oc:1: and a 64-digit HMAC" "yes" \
-  "$(grep -Evq '^peel:oc:1:[0-9a-f]{64}$' "$WORK/keys.txt" && echo no || echo yes)"
+check "redis-cli --scan: every key is peel:oc:1: (r: for an index set) and a 64-digit HMAC" "yes" \
+  "$(grep -Evq '^peel:oc:1:(r:)?[0-9a-f]{64}$' "$WORK/keys.txt" && echo no || echo yes)"
 : >"$WORK/all-values"
-while read -r k; do resp get "$k" >>"$WORK/all-values"; done <"$WORK/keys.txt"
+while read -r k; do
+  case "$k" in peel:oc:1:r:*) redis-cli -p "$RP" smembers "$k" >>"$WORK/all-values" ;; *) resp get "$k" >>"$WORK/all-values" ;; esac
+done <"$WORK/keys.txt"
 for secret in alice-token-7f3c9e cookie-secret-51d2 path-secret-93ab /api/user; do
   check "no '$secret' in any key" "0" "$(grep -c -- "$secret" "$WORK/keys.txt" || true)"
   check "no '$secret' in any value" "0" "$(grep -ac -- "$secret" "$WORK/all-values" || true)"
