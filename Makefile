@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e http1 proxy browser reliability fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -38,7 +38,11 @@ browser: release
 reliability: release
 	scripts/reliability.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
-test: unit e2e http1 proxy browser reliability
+# The shared offline store (issue 21) against Debian's redis-server, started and stopped by the script.
+store: release
+	scripts/store.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
+test: unit e2e http1 proxy browser reliability store
 
 fuzz: deps
 	scripts/fuzz.sh
@@ -49,6 +53,7 @@ bench-scanner: deps
 bench: release
 	Benchmarks/run.sh
 	COMPRESS=gzip PATHS=big Benchmarks/run.sh
+	STORE=redis PATHS=small TARGETS="direct peel2 peelS" Benchmarks/run.sh
 
 sanitize: deps
 	scripts/sanitize.sh

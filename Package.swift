@@ -23,12 +23,19 @@ let package = Package(
         .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlienc", providers: [.apt(["libbrotli-dev"])]),
         // jemalloc's compiled-in options (`malloc_conf`), linked into the executable only.
         .target(name: "CPeelMalloc", cSettings: dwarf4),
+        // The shared offline store (issue 21): hiredis on each worker's libevent loop, its libevent
+        // adapter (static functions, hence the one-function C target) and libcrypto for HMAC keys.
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        .target(name: "CPeelRedis", dependencies: ["CHiredis", "CEvent"], cSettings: dwarf4),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // Pure rules: strict JSON scanner, envelope verdicts, problem documents. No C, no I/O.
         .target(name: "PeelEnvelope", swiftSettings: strict),
 
-        // The only home of unsafe pointers: event loops, the HTTP/1.1 server, the curl multi driver.
-        .target(name: "PeelIO", dependencies: ["CEvent", "CCurl", "CPeelShims", "CZlib", "CBrotli"], swiftSettings: strict),
+        // The only home of unsafe pointers: event loops, the HTTP/1.1 server, the curl multi driver,
+        // the Redis connection and HMAC.
+        .target(name: "PeelIO", dependencies: ["CEvent", "CCurl", "CPeelShims", "CZlib", "CBrotli",
+                                                  "CHiredis", "CPeelRedis", "CCrypto"], swiftSettings: strict),
 
         // The demo upstream (`peel demo`) and the tests' misbehaving fake upstream.
         .target(name: "PeelDemo", dependencies: ["PeelIO"], swiftSettings: strict),

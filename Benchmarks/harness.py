@@ -38,6 +38,14 @@ NGINX_GZIP = ("  gzip on; gzip_types application/json; gzip_min_length 1024; gzi
 if COMPRESS:
     NOTE = (NOTE + "; " if NOTE else "") + "clients send Accept-Encoding: %s (nginx gzip on, level 3)" % COMPRESS
 PEEL_ENV = os.environ.get("PEEL_ENV", "")  # extra KEY=VALUE pairs for Peel, e.g. LD_PRELOAD=...
+# STORE=redis (issue 21): a redis-server on a free port and a target "peelS", Peel with 2 workers and
+# the offline cache on that store, measured in the same rounds as peel2 (no store). Every client
+# sends one Authorization, so each /small answer is a per-user entry the store is offered.
+STORE = os.environ.get("STORE", "")
+if STORE:
+    CLIENT_HEADERS += ["-H", "Authorization: Bearer bench-user"]
+    NOTE = (NOTE + "; " if NOTE else "") + ("clients send Authorization; peelS: the offline cache on a local "
+                                            "redis-server (--offline-store), peel2: no offline cache")
 # An A/B target "peelB" (--workers 1 unless PEEL_B_WORKERS says otherwise): another binary and/or environment, measured in the same rounds.
 PEEL_B = os.environ.get("PEEL_B", PEEL)
 PEEL_B_ENV = os.environ.get("PEEL_B_ENV", "")
@@ -52,6 +60,7 @@ LABELS = {
     "lua": "nginx+Lua unwrap",
     "peel1": "Peel --workers 1",
     "peel2": "Peel (2 workers)",
+    "peelS": "Peel (2 workers) with the Redis offline store",
     "peelB": "Peel B %s (%s)" % ("--workers %d" % PEEL_B_WORKERS if PEEL_B_WORKERS else "(default workers)", PEEL_B_LABEL),
 }
 
@@ -205,7 +214,15 @@ def start_nginx(tmp, name, http, modules=""):
     return p
 
 
-def start_peel(tmp, name, port, up, workers, binary=PEEL, extra_env=PEEL_ENV):
+def start_redis(tmp, port):
+    p = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                          "--dir", tmp, "--maxmemory", "256mb", "--maxmemory-policy", "allkeys-lru"],
+                         stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "redis.log"), "w"))
+    children.append(p)
+    return p
+
+
+def start_peel(tmp, name, port, up, workers, binary=PEEL, extra_env=PEEL_ENV, extra_args=()):
     env = dict(os.environ)
     for kv in extra_env.split():
         k, _, v = kv.partition("=")
@@ -214,6 +231,7 @@ def start_peel(tmp, name, port, up, workers, binary=PEEL, extra_env=PEEL_ENV):
             "--admin-listen", "off", "--access-log", "off"]
     if workers:
         args += ["--workers", str(workers)]
+    args += list(extra_args)
     p = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL,
                          stderr=open(os.path.join(tmp, name + ".stderr.log"), "w"))
     children.append(p)
@@ -334,6 +352,7 @@ def fetch(url):
         return r.status, dict(r.headers), r.read()
 
 
+STORE_WRITES = ""  # peelS's write counters at the end of the run
 EXACT = {}  # (target, path) -> whether the body was the data member byte for byte
 
 
@@ -351,7 +370,7 @@ def verify(name, port, bodies):
         elif name == "peelB" and PEEL_B_EXPECT == "envelope":
             # A ceiling run: peelB passes the envelope through (e.g. PEEL_PASSTHROUGH_PATHS), no scan.
             ok = body == env
-        else:  # peel1, peel2, peelB
+        else:  # peel1, peel2, peelS, peelB
             # Peel's contract: the data member's bytes, byte for byte (1024.50 stays 1024.50).
             ok = body == data and headers.get("Content-Type") == "application/json" and "X-Request-Id" in headers
             if path == "small" and b"1024.50" not in body:
@@ -403,7 +422,8 @@ def main():
     bodies = make_bodies(www)
     for n in os.listdir(www):
         os.chmod(os.path.join(www, n), 0o644)
-    up, p_nginx, p_lua, p_peel1, p_peel2, p_peelb = free_ports(6)
+    global STORE_WRITES
+    up, p_nginx, p_lua, p_peel1, p_peel2, p_peelb, p_peels, p_redis, p_admin = free_ports(9)
     procs, ports = {}, {}
     try:
         procs["direct"] = start_nginx(tmp, "upstream", UPSTREAM_HTTP.format(port=up, www=www))
@@ -421,6 +441,18 @@ def main():
         if "peel2" in TARGETS:
             procs["peel2"] = start_peel(tmp, "peel2", p_peel2, up, 0)
             ports["peel2"] = p_peel2
+        if "peelS" in TARGETS:
+            if not STORE:
+                raise SystemExit("target peelS needs STORE=redis")
+            procs["redis"] = start_redis(tmp, p_redis)
+            wait_port(p_redis, procs["redis"], "redis-server")
+            secret = os.path.join(tmp, "offline-store.secret")
+            with open(secret, "w") as f:
+                f.write("bench secret, 32 bytes or so....\n")
+            procs["peelS"] = start_peel(tmp, "peelS", p_peels, up, 0, extra_args=[
+                "--offline-cache", "64MiB", "--offline-store", "redis://127.0.0.1:%d/0" % p_redis,
+                "--offline-store-secret-file", secret, "--admin-listen", "127.0.0.1:%d" % p_admin])
+            ports["peelS"] = p_peels
         if "peelB" in TARGETS:
             procs["peelB"] = start_peel(tmp, "peelB", p_peelb, up, PEEL_B_WORKERS, PEEL_B, PEEL_B_ENV)
             ports["peelB"] = p_peelb
@@ -462,6 +494,10 @@ def main():
                 log("ab %-6s /%-5s %9.0f req/s  failed %d" % (t, path, ab[(t, path)]["rps"], ab[(t, path)]["failed"]))
         load_end = os.getloadavg()
         rss = {t: peak_rss_mb(proc_pids(procs[t])) for t in targets}
+        if "peelS" in targets:
+            _, _, text = fetch("http://127.0.0.1:%d/metrics" % p_admin)
+            STORE_WRITES = ", ".join(l.replace("peel_offline_store_", "") for l in text.decode().splitlines()
+                                     if l.startswith(("peel_offline_store_writes", "peel_offline_store_connected")))
         for t in targets:
             if procs[t].poll() is not None:
                 raise SystemExit("%s died during the run (exit %s)" % (t, procs[t].returncode))
@@ -499,7 +535,7 @@ def main():
                             rss[t], m["errors"],
                             a["rps"], a["failed"], "" if a["done"] >= AB_N else " (%d done)" % a["done"]))
     lines.append("")
-    peels = [t for t in ("peel1", "peel2", "peelB") if t in targets]
+    peels = [t for t in ("peel1", "peel2", "peelS", "peelB") if t in targets]
     if peels:
         lines.append("| ratio | path | req/s vs nginx | req/s vs Lua | req/s vs direct | p99 vs nginx | CPU/req vs nginx |")
         lines.append("|---|---|---:|---:|---:|---:|---:|")
@@ -516,6 +552,15 @@ def main():
                                 fmt_ratio(m["rps"], d["rps"]) if d else "—",
                                 fmt_ratio(m["p99"], n["p99"]) if n else "—",
                                 fmt_ratio(m["cpu_us"], n["cpu_us"]) if n else "—"))
+        lines.append("")
+    if "peelS" in targets and "peel2" in targets:
+        for path in PATHS:
+            lines.append("Store on / off, /%s: %s req/s (wrk medians %.0f / %.0f; ab %.0f / %.0f); %s CPU µs/req."
+                         % (path, fmt_ratio(med[("peelS", path)]["rps"], med[("peel2", path)]["rps"]),
+                            med[("peelS", path)]["rps"], med[("peel2", path)]["rps"],
+                            ab[("peelS", path)]["rps"], ab[("peel2", path)]["rps"],
+                            fmt_ratio(med[("peelS", path)]["cpu_us"], med[("peel2", path)]["cpu_us"])))
+        lines.append("Store writes: %s" % STORE_WRITES)
         lines.append("")
     text = "\n".join(lines)
     print(text)

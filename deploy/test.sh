@@ -24,13 +24,17 @@ CACHE=${PEEL_CI_CACHE:-/var/cache/peel-ci}
 K8S_VERSIONS=${PEEL_K8S_VERSIONS:-1.30.0 1.37.0}
 KUBERNETES_VALIDATE_VERSION=1.37.0
 YAMLLINT_VERSION=1.38.0
-BASE_IMAGE=localhost/peel-runtime-base:bookworm
-BASE_PACKAGES=libevent-core-2.1-7,libcurl4,libjemalloc2,zlib1g,libbrotli1,ca-certificates
+BASE_IMAGE=localhost/peel-runtime-base:bookworm-v3
+# redis-server is for the optional shared offline store's image (deploy/redis/Dockerfile), which
+# builds on the same base: one debootstrap serves both images.
+BASE_PACKAGES=libevent-core-2.1-7,libcurl4,libjemalloc2,zlib1g,libbrotli1,libhiredis0.14,libssl3,ca-certificates,redis-server
 # Bump the version when the base recipe changes: the cached tarball and image are keyed on it.
-BASE_RECIPE="v2 bookworm minbase $BASE_PACKAGES"
+BASE_RECIPE="v3 bookworm minbase $BASE_PACKAGES"
 TAG="localhost/peel:test-$$"
+REDIS_TAG="localhost/peel-redis:test-$$"
 UP_CTR="peel-test-upstream-$$"
 GW_CTR="peel-test-gateway-$$"
+REDIS_CTR="peel-test-redis-$$"
 
 PASSED=0
 FAILED=0
@@ -57,7 +61,7 @@ cleanup() {
   local rc=$? c
   trap - EXIT INT TERM
   if podman_ready; then
-    for c in "$GW_CTR" "$UP_CTR"; do
+    for c in "$GW_CTR" "$UP_CTR" "$REDIS_CTR"; do
       podman container exists "$c" 2>/dev/null || continue
       if [ "$rc" -ne 0 ] || [ "$FAILED" -ne 0 ]; then
         echo "--- podman logs $c (last lines)"
@@ -65,7 +69,7 @@ cleanup() {
       fi
       timeout 30 podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
     done
-    timeout 60 podman rmi -f "$TAG" >/dev/null 2>&1 || true
+    timeout 60 podman rmi -f "$TAG" "$REDIS_TAG" >/dev/null 2>&1 || true
   fi
   rm -rf "$WORK"
   log "finished"
@@ -115,9 +119,9 @@ PY="$VENV/bin/python"
 # =============================================================================================
 # 1. Manifests, offline: yamllint, kubernetes-validate --strict, kustomize render, compose file.
 # =============================================================================================
-yaml_files=("$DEPLOY/compose.yaml" "$DEPLOY"/k8s/*.yaml)
+yaml_files=("$DEPLOY/compose.yaml" "$DEPLOY/compose.redis.yaml" "$DEPLOY"/k8s/*.yaml "$DEPLOY"/k8s-redis/*.yaml)
 if "$VENV/bin/yamllint" -s -c "$DEPLOY/.yamllint" "${yaml_files[@]}" >"$WORK/yamllint.log" 2>&1; then
-  pass "yamllint (deploy/.yamllint): compose.yaml and k8s/*.yaml"
+  pass "yamllint (deploy/.yamllint): compose files, k8s/*.yaml and k8s-redis/*.yaml"
 else
   fail "yamllint (deploy/.yamllint)" "$(cat "$WORK/yamllint.log")"
 fi
@@ -125,9 +129,12 @@ fi
 # Every resource file on its own; kustomization.yaml is kustomize's, not an API object.
 manifests=()
 for f in "$DEPLOY"/k8s/*.yaml; do [ "$(basename "$f")" == "kustomization.yaml" ] || manifests+=("$f"); done
+for f in "$DEPLOY"/k8s-redis/*.yaml; do
+  [ "$(basename "$f")" == "kustomization.yaml" ] || [ "$(basename "$f")" == "peel-offline-store.yaml" ] || manifests+=("$f")
+done
 for v in $K8S_VERSIONS; do
   if timeout 300 "$VENV/bin/kubernetes-validate" --strict -k "$v" "${manifests[@]}" >"$WORK/kv.log" 2>&1; then
-    pass "kubernetes-validate --strict -k $v: ${#manifests[@]} files in deploy/k8s"
+    pass "kubernetes-validate --strict -k $v: ${#manifests[@]} files in deploy/k8s and deploy/k8s-redis"
   else
     fail "kubernetes-validate --strict -k $v" "$(cat "$WORK/kv.log")"
   fi
@@ -142,6 +149,57 @@ if command -v kubectl >/dev/null 2>&1; then
   fi
   check "kustomize renders every resource" "ConfigMap Deployment HorizontalPodAutoscaler PodDisruptionBudget Service" \
     "$(awk '/^kind:/ { print $2 }' "$WORK/rendered.yaml" | sort | tr '\n' ' ' | sed 's/ $//')"
+  # The Redis overlay, rendered from a copy with a secret file of its own (never one in the tree).
+  cp -r "$DEPLOY/k8s" "$DEPLOY/k8s-redis" "$WORK/"
+  head -c 32 /dev/urandom | base64 >"$WORK/k8s-redis/offline-store.secret"
+  if timeout 120 kubectl kustomize "$WORK/k8s-redis" >"$WORK/rendered-redis.yaml" 2>"$WORK/kustomize-redis.log" &&
+     timeout 300 "$VENV/bin/kubernetes-validate" --strict -k "${K8S_VERSIONS##* }" "$WORK/rendered-redis.yaml" >"$WORK/kv-redis.log" 2>&1; then
+    pass "kubectl kustomize deploy/k8s-redis renders, and the result validates strictly"
+  else
+    fail "kubectl kustomize deploy/k8s-redis" "$(cat "$WORK/kustomize-redis.log" "$WORK/kv-redis.log" 2>/dev/null)"
+  fi
+  check "kustomize renders the overlay's resources" \
+    "ConfigMap Deployment Deployment HorizontalPodAutoscaler NetworkPolicy PodDisruptionBudget Secret Service Service" \
+    "$(awk '/^kind:/ { print $2 }' "$WORK/rendered-redis.yaml" | sort | tr '\n' ' ' | sed 's/ $//')"
+  check "overlay rules (secret mounted, store URL, Redis locked down and bounded)" "ok" "$("$PY" - "$WORK/rendered-redis.yaml" <<'PYEOF' 2>&1
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+by = {(d["kind"], d["metadata"]["name"].rsplit("-", 1)[0] if d["kind"] == "Secret" else d["metadata"]["name"]): d for d in docs}
+problems = []
+def need(ok, what):
+    if not ok:
+        problems.append(what)
+env = by[("ConfigMap", "peel")]["data"]
+secret = by[("Secret", "peel-offline-store")]
+peel = by[("Deployment", "peel")]["spec"]["template"]["spec"]
+vol = [v for v in peel.get("volumes", []) if "secret" in v]
+need(len(vol) == 1 and vol[0]["secret"]["secretName"] == secret["metadata"]["name"], "Peel mounts the generated Secret")
+mount = [m for m in peel["containers"][0].get("volumeMounts", []) if vol and m["name"] == vol[0]["name"]]
+need(len(mount) == 1 and mount[0].get("readOnly") is True, "the secret is mounted read-only")
+need(bool(mount) and env.get("PEEL_OFFLINE_STORE_SECRET_FILE") == mount[0]["mountPath"] + "/secret", "PEEL_OFFLINE_STORE_SECRET_FILE names the mounted key")
+need(list(secret.get("data", {})) == ["secret"], "the Secret holds the key as 'secret'")
+svc = by[("Service", "peel-redis")]
+need(env.get("PEEL_OFFLINE_STORE") == "redis://peel-redis:%d/0" % svc["spec"]["ports"][0]["port"], "PEEL_OFFLINE_STORE names the Redis Service")
+need(env.get("PEEL_OFFLINE_CACHE", "0") not in ("", "0"), "the offline cache is on")
+rd = by[("Deployment", "peel-redis")]["spec"]
+pod = rd["template"]["spec"]
+c = pod["containers"][0]
+need(svc["spec"]["selector"] == rd["selector"]["matchLabels"], "the Redis Service selects the Redis pod")
+args = c.get("args", [])
+need("--maxmemory" in args and "--maxmemory-policy" in args and args[args.index("--maxmemory-policy") + 1] == "allkeys-lru",
+     "Redis bounded by maxmemory with allkeys-lru")
+mm = args[args.index("--maxmemory") + 1] if "--maxmemory" in args else "0"
+limit = c["resources"]["limits"]["memory"]
+need(mm.endswith("mb") and limit.endswith("Mi") and int(mm[:-2]) < int(limit[:-2]), "maxmemory below the memory limit")
+need(pod["securityContext"].get("runAsNonRoot") is True and c["securityContext"].get("readOnlyRootFilesystem") is True
+     and c["securityContext"].get("capabilities", {}).get("drop") == ["ALL"], "Redis runs non-root, read-only, no capabilities")
+np = by[("NetworkPolicy", "peel-redis")]["spec"]
+need(np["podSelector"]["matchLabels"] == rd["selector"]["matchLabels"], "the NetworkPolicy covers the Redis pod")
+need(np["ingress"][0]["from"][0]["podSelector"]["matchLabels"] == by[("Deployment", "peel")]["spec"]["selector"]["matchLabels"],
+     "only Peel's pods may reach Redis")
+print("ok" if not problems else "missing: " + "; ".join(problems))
+PYEOF
+)"
 else
   log "kubectl not installed: kustomization.yaml is checked by yamllint and the rules below"
 fi
@@ -227,6 +285,28 @@ if services["demo-upstream"].get("command", [None])[0] != "demo-upstream":
 print("; ".join(problems) or "ok")
 PYEOF
 )"
+check "compose.redis.yaml: Redis healthy first, the store and its secret for Peel, no published port" "ok" "$("$PY" - "$DEPLOY/compose.redis.yaml" <<'PYEOF' 2>&1
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+services = doc["services"]
+problems = []
+redis, peel = services["redis"], services["peel"]
+if redis.get("ports"):
+    problems.append("redis publishes a port")
+if not redis.get("healthcheck", {}).get("test"):
+    problems.append("redis: no healthcheck")
+if peel.get("depends_on", {}).get("redis", {}).get("condition") != "service_healthy":
+    problems.append("peel: depends_on redis is not service_healthy")
+env = peel.get("environment", {})
+if env.get("PEEL_OFFLINE_STORE") != "redis://redis:6379/0":
+    problems.append("peel: PEEL_OFFLINE_STORE is not the redis service")
+if env.get("PEEL_OFFLINE_STORE_SECRET_FILE") != "/run/secrets/offline_store_secret" or "offline_store_secret" not in peel.get("secrets", []):
+    problems.append("peel: the secret is not mounted where PEEL_OFFLINE_STORE_SECRET_FILE says")
+if "offline_store_secret" not in doc.get("secrets", {}):
+    problems.append("no top-level offline_store_secret")
+print("; ".join(problems) or "ok")
+PYEOF
+)"
 
 # =============================================================================================
 # 2. The binary: the Swift runtime linked in, so glibc, libstdc++, libevent and libcurl remain.
@@ -266,10 +346,10 @@ export CONTAINERS_CONF="$CACHE/containers/containers.conf"
 export CONTAINERS_STORAGE_CONF="$CACHE/containers/storage.conf"
 
 # Containers and images left by an earlier run that was killed before its cleanup ran.
-for c in $(podman ps -a --format '{{.Names}}' 2>/dev/null | grep -E '^peel-test-(upstream|gateway)-[0-9]+$'); do
+for c in $(podman ps -a --format '{{.Names}}' 2>/dev/null | grep -E '^peel-test-(upstream|gateway|redis)-[0-9]+$'); do
   kill -0 "${c##*-}" 2>/dev/null || timeout 30 podman rm -f -t 0 "$c" >/dev/null 2>&1 || true
 done
-for i in $(podman images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null | grep -E '^localhost/peel:test-[0-9]+$'); do
+for i in $(podman images --format '{{.Repository}}:{{.Tag}}' 2>/dev/null | grep -E '^localhost/peel(-redis)?:test-[0-9]+$'); do
   kill -0 "${i##*-}" 2>/dev/null || timeout 60 podman rmi -f "$i" >/dev/null 2>&1 || true
 done
 
@@ -345,11 +425,20 @@ check "image listens on all interfaces by default" "PEEL_ADMIN_LISTEN=0.0.0.0:90
 check "every library peel needs is in the image" "" \
   "$(timeout 60 podman run --rm --network host --entrypoint ldd "$TAG" /usr/local/bin/peel 2>&1 | grep 'not found')"
 
+# The optional Redis image (deploy/redis/Dockerfile) on the same base: redis-server is already in it.
+mkdir -p "$WORK/redis-context"
+log "podman build -f deploy/redis/Dockerfile"
+timeout 600 podman build --network host --format docker --pull=never --layers=false \
+  --build-arg RUNTIME_BASE="$BASE_IMAGE" -f "$DEPLOY/redis/Dockerfile" -t "$REDIS_TAG" "$WORK/redis-context" \
+  >"$WORK/build-redis.log" 2>&1 || fatal "podman build deploy/redis/Dockerfile" "$WORK/build-redis.log"
+pass "podman build deploy/redis/Dockerfile (Debian's redis-server)"
+check "Redis image USER is numeric and non-root" "10002:10002" "$(podman image inspect --format '{{.Config.User}}' "$REDIS_TAG" 2>&1)"
+
 # =============================================================================================
 # 5. Run it: the demo upstream and the gateway, host network, loopback ports only.
 # =============================================================================================
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-UP=$(free_port); GW=$(free_port); AD=$(free_port)
+UP=$(free_port); GW=$(free_port); AD=$(free_port); RP=$(free_port)
 # wait_for URL SECONDS: until URL answers 2xx, at most SECONDS
 wait_for() {
   local end=$((SECONDS + $2))
@@ -365,10 +454,29 @@ timeout 60 podman run -d --name "$UP_CTR" --network host --no-healthcheck "$TAG"
   fatal "podman run $TAG demo-upstream" "$WORK/run-upstream.log"
 wait_for "http://127.0.0.1:$UP/__demo/health" 20 || fatal "demo upstream container answers on 127.0.0.1:$UP"
 
+# Redis as the overlay runs it (read-only, no capabilities), on loopback and this run's port.
+timeout 60 podman run -d --name "$REDIS_CTR" --network host --no-healthcheck \
+  --read-only --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges "$REDIS_TAG" \
+  --bind 127.0.0.1 --port "$RP" --protected-mode no --save '' --appendonly no --dir /tmp \
+  --maxmemory 64mb --maxmemory-policy allkeys-lru >"$WORK/run-redis.log" 2>&1 ||
+  fatal "podman run $REDIS_TAG" "$WORK/run-redis.log"
+redis_ping=""
+for _ in $(seq 1 50); do
+  redis_ping=$(timeout 10 podman exec "$REDIS_CTR" redis-cli -p "$RP" ping 2>/dev/null) && [ "$redis_ping" == "PONG" ] && break
+  sleep 0.2
+done
+check "Redis container answers PING as uid 10002" "PONG 10002" "$redis_ping $(timeout 10 podman exec "$REDIS_CTR" id -u 2>&1)"
+head -c 32 /dev/urandom | base64 >"$WORK/offline-store.secret"
+chmod 644 "$WORK/offline-store.secret"
+
 # The same restrictions as the Kubernetes securityContext: read-only root filesystem, no
-# capabilities, no privilege escalation.
+# capabilities, no privilege escalation. The offline cache on the Redis container, its key
+# secret mounted read-only as the overlay mounts it.
 timeout 60 podman run -d --name "$GW_CTR" --network host \
   --read-only --cap-drop ALL --security-opt no-new-privileges \
+  -v "$WORK/offline-store.secret:/etc/peel/offline-store/secret:ro" \
+  -e PEEL_OFFLINE_CACHE=16MiB -e PEEL_OFFLINE_STORE="redis://127.0.0.1:$RP/0" \
+  -e PEEL_OFFLINE_STORE_SECRET_FILE=/etc/peel/offline-store/secret \
   -e PEEL_UPSTREAM="http://127.0.0.1:$UP" \
   -e PEEL_LISTEN="127.0.0.1:$GW" -e PEEL_ADMIN_LISTEN="127.0.0.1:$AD" \
   -e PEEL_PROBE_PATH=/__demo/health -e PEEL_DRAIN_DELAY=2 -e PEEL_SHUTDOWN_TIMEOUT=5 \
@@ -386,6 +494,17 @@ print("same" if envelope.get("code") == 0 and body == envelope["data"] else "dif
 ' "$envelope" "$body" 2>&1)"
 check "curl through the container: code 7 is a 401 problem document" "401 application/problem+json" \
   "$(curl -s --max-time 5 -o /dev/null -w '%{http_code} %{content_type}' "$G/api/token-expired")"
+check "gateway container: connected to the Redis container" "connected" \
+  "$(curl -s --max-time 5 "http://127.0.0.1:$AD/status" | python3 -c 'import json,sys;print(json.load(sys.stdin)["offline_store"]["state"])' 2>&1)"
+curl -s --max-time 5 -o /dev/null -H 'Authorization: Bearer container-test' "$G/api/user"
+stored=""
+for _ in $(seq 1 25); do
+  stored=$(timeout 10 podman exec "$REDIS_CTR" redis-cli -p "$RP" --scan 2>&1)
+  [ -n "$stored" ] && break
+  sleep 0.2
+done
+check "a user's answer through the container lands in Redis under an HMAC key" "yes" \
+  "$(echo "$stored" | grep -Eq '^peel:oc:1:[0-9a-f]{64}$' && echo yes || echo "no: $stored")"
 
 log "ab -k -c 50 -n 5000 $G/api/user"
 timeout 120 ab -q -k -s 10 -c 50 -n 5000 "$G/api/user" >"$WORK/ab.txt" 2>&1

@@ -4,7 +4,7 @@
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in libevent-dev libcurl4-openssl-dev libjemalloc-dev zlib1g-dev libbrotli-dev pkg-config curl apache2-utils python3 openssl valgrind "$@"; do
+for p in libevent-dev libcurl4-openssl-dev libjemalloc-dev zlib1g-dev libbrotli-dev libhiredis-dev libssl-dev pkg-config curl apache2-utils python3 openssl valgrind "$@"; do
   have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -149,6 +149,17 @@ public struct GatewayConfig: Sendable {
     /// or `s-maxage` (default off; like nginx's `proxy_ignore_headers`). Never lifts `no-store`,
     /// `private` without a key field, or the key rules.
     public var offlineCacheOverride: Bool = false
+    /// Where the offline cache's entries live (default memory); a Redis store is shared by every
+    /// replica and survives restarts (issue 21).
+    public var offlineStore: OfflineStoreURL = .memory
+    /// The file holding the HMAC secret of the shared store's keys (required with Redis).
+    public var offlineStoreSecretFile: String? = nil
+    /// That file's secret, read at load (never shown).
+    public var offlineStoreSecret: [UInt8]? = nil
+    /// Largest value written to or served from the shared store, in bytes (default 1 MiB).
+    public var offlineStoreMaxEntry: Int = 1_048_576
+    /// Seconds an offline call waits for the shared store before it gets the offline problem (default 0.05).
+    public var offlineStoreTimeout: Double = 0.05
     /// Origins (exact, or `*`) whose CORS Peel answers itself (default none: the upstream's CORS fields pass).
     public var corsOrigins: [String] = []
     /// Adds `Access-Control-Allow-Credentials: true` for allowed origins (default off; never with `*`).

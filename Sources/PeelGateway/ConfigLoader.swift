@@ -232,6 +232,39 @@ public enum ConfigLoader {
                    value: "on|off", show: { c in q(c.offlineCacheOverride ? "on" : "off") }) { c, v, o throws(ConfigError) in
             c.offlineCacheOverride = try onOff(v, o)
         },
+        OptionSpec(name: "offline-store", help: "where the offline cache's entries live: memory, or redis://HOST:PORT[/DB] or unix:///PATH for Redis or Valkey shared by every replica",
+                   value: "URL", show: { c in q(c.offlineStore.description) }) { c, v, o throws(ConfigError) in
+            switch OfflineStoreURL.parse(try text(v, o)) {
+            case .success(let u): c.offlineStore = u
+            case .failure(let why): throw ConfigError(option: o, problem: why.reason)
+            }
+        },
+        OptionSpec(name: "offline-store-secret-file", help: "file holding the secret that keys the shared store's HMAC keys (at least 16 bytes, the same on every replica); required with Redis",
+                   value: "PATH", show: { c in c.offlineStoreSecretFile.map(q) ?? "null" }) { c, v, o throws(ConfigError) in
+            let path = try nonEmpty(v, o)
+            guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError(option: o, problem: "cannot read \(path)") }
+            var secret = [UInt8](data)
+            // `echo secret > file` adds a newline that a Kubernetes Secret written elsewhere lacks.
+            if secret.last == 0x0A { secret.removeLast() }
+            if secret.last == 0x0D { secret.removeLast() }
+            guard secret.count >= 16 else {
+                throw ConfigError(option: o, problem: "\(path) holds \(secret.count) bytes; at least 16 are needed (head -c 32 /dev/urandom | base64)")
+            }
+            c.offlineStoreSecretFile = path
+            c.offlineStoreSecret = secret
+        },
+        OptionSpec(name: "offline-store-max-entry", help: "largest value written to or served from the shared store, suffixes as for offline-cache",
+                   value: "SIZE", show: { c in "\(c.offlineStoreMaxEntry)" }) { c, v, o throws(ConfigError) in
+            let n = try byteSize(v, o)
+            guard (1024...(512 << 20)).contains(n) else { throw ConfigError(option: o, problem: "must be 1KiB-512MiB (Redis's own limit for a value)") }
+            c.offlineStoreMaxEntry = n
+        },
+        OptionSpec(name: "offline-store-timeout", help: "seconds an offline call waits for the shared store before it gets the offline problem",
+                   value: "SEC", show: { c in num(c.offlineStoreTimeout) }) { c, v, o throws(ConfigError) in
+            let d = try seconds(v, o)
+            guard d <= 5 else { throw ConfigError(option: o, problem: "must be at most 5 seconds (it delays an offline answer)") }
+            c.offlineStoreTimeout = d
+        },
         OptionSpec(name: "problem-type-base", help: "prefix of every problem type", value: "TEXT", show: { c in q(c.envelope.problemTypeBase) }) { c, v, o throws(ConfigError) in
             c.envelope.problemTypeBase = try nonEmpty(v, o)
         },
@@ -405,6 +438,10 @@ public enum ConfigLoader {
         // would be told that forever.
         if c.maxBuffered < c.maxBody {
             throw ConfigError(option: "--max-buffered", problem: "must be at least --max-body")
+        }
+        // Issue 21: the shared store's keys are HMACs; without the secret they could not be.
+        if c.offlineStore != .memory && c.offlineStoreSecret == nil {
+            throw ConfigError(option: "--offline-store-secret-file", problem: "is required with a Redis --offline-store (every replica mounts the same secret)")
         }
         if let a = c.adminListen, a == c.listen, a.port != 0 {
             throw ConfigError(option: "--admin-listen", problem: "must differ from --listen")

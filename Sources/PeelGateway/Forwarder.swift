@@ -11,8 +11,9 @@ final class Forwarder {
     /// The access log while `access_log` is on.
     private var accessLog: AccessLog?
     private let streams: ReachabilityStreams
-    /// Stale answers for while offline, shared by the workers; off while its capacity is 0.
-    private let cache: OfflineCache
+    /// Stale answers for while offline: the memory cache shared by the workers, or this worker's
+    /// view of the shared store (issue 21); off while `--offline-cache` is 0.
+    private let cache: OfflineStore
     /// The request fields the cache reads (see `cacheFieldNames`), by position: the key fields
     /// (`--offline-cache-key`) first, then Cache-Control, Pragma, If-None-Match, If-Modified-Since.
     private var cacheFields: HeaderNameSet
@@ -55,7 +56,7 @@ final class Forwarder {
     }
 
     init(config: GatewayConfig, upstream: UpstreamClient, reachability: Reachability, metrics: WorkerMetrics,
-         accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineCache, workerIndex: Int) {
+         accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineStore, workerIndex: Int) {
         self.config = config
         self.streams = streams
         self.cache = cache
@@ -347,12 +348,7 @@ final class Forwarder {
         }
 
         if reachability.isDown {
-            if let key = call.cacheKey {
-                switch cache.lookup(key: key, request: call.cacheRequest, requestField: { Self.varyValue(ex, $0) }, now: monotonicNow()) {
-                case .hit(let hit), .notModified(let hit): return answerStale(call, hit)
-                case .miss: break
-                }
-            }
+            if let key = call.cacheKey { return answerOffline(call, key) }
             return answer(call, .offline)
         }
 
@@ -497,7 +493,7 @@ final class Forwarder {
                 // RFC 9111 §4.3.4: the stored answer is current again, or its validator is worth keeping.
                 let ex = call.exchange
                 cache.refresh(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization,
-                              requestField: { Self.varyValue(ex, $0) }, notModified: response.headers, now: monotonicNow())
+                              requestField: { Self.varyValue(ex, $0) }, notModified: response.headers)
             }
             let contentType = response.headers.first("content-type")
             let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
@@ -766,13 +762,29 @@ final class Forwarder {
     /// Keeps a successful unwrapped GET answer for while offline, when RFC 9111 and the key rules
     /// allow (OfflineCache.store): the upstream's fields, Peel's Content-Type and the body.
     private func store(_ key: OfflineCacheKey, _ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?) {
-        // Too large for the whole cache: not worth the copy, and the older answer must go.
-        if (range?.count ?? 0) > cache.capacity { return cache.invalidate(key: key) }
+        // Too large for the whole cache (or a shared-store value): not worth the copy, and the older
+        // answer must go.
+        if (range?.count ?? 0) > cache.maxBody { return cache.invalidate(key: key) }
         let body = range.map { Array(response.body[$0]) } ?? []
         let ex = call.exchange
         cache.store(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization, requestField: { Self.varyValue(ex, $0) },
-                    status: status, fields: response.headers, contentType: range == nil ? nil : "application/json", body: body,
-                    now: monotonicNow())
+                    status: status, fields: response.headers, contentType: range == nil ? nil : "application/json", body: body)
+    }
+
+    /// While offline: the stored answer, else the offline problem. The shared store answers within
+    /// its read bound rather than at once, so the call waits for it, is answered exactly once, and a
+    /// client that hangs up meanwhile is logged 499 and never written to.
+    private func answerOffline(_ call: Call, _ key: OfflineCacheKey) {
+        let ex = call.exchange
+        ex.onClientGone = { [self] in self.record(call, status: 499, kind: "client-closed", bytes: 0, code: nil) }
+        cache.lookup(key: key, request: call.cacheRequest, requestField: { call.done ? nil : Self.varyValue(ex, $0) }) { [self] result in
+            guard !call.done else { return }
+            ex.onClientGone = nil
+            switch result {
+            case .hit(let hit), .notModified(let hit): answerStale(call, hit)
+            case .miss: answer(call, .offline)
+            }
+        }
     }
 
     /// A stored answer while offline, shaped as a fresh one would be (issue 17: the same CORS fields,

@@ -22,6 +22,8 @@ public final class Gateway: @unchecked Sendable {
     /// Stale answers for while offline, shared by the workers; off while its capacity is 0 (a
     /// reload can turn it on or off).
     public let offlineCache: OfflineCache
+    /// The shared offline store's counters, when `--offline-store` names one (issue 21).
+    public let offlineStoreStats: OfflineStoreStats?
     private let draining = Atomic<Bool>(false)
     private let serving = Atomic<Bool>(false)
     /// The client-facing port actually bound.
@@ -39,6 +41,7 @@ public final class Gateway: @unchecked Sendable {
         streamBudget = StreamBudget(limit: config.maxStreams, perClient: config.maxStreamsPerClient)
         offlineCache = OfflineCache(capacity: config.offlineCache, maxAge: config.offlineCacheMaxAge,
                                     override: config.offlineCacheOverride)
+        offlineStoreStats = config.offlineStore == .memory ? nil : OfflineStoreStats(endpoint: config.offlineStore.description)
         // A probe timeout is excused while live calls got answers within the last probe interval (or
         // the probe timeout, when longer: the probe's own wait must fit in the window).
         let window = max(config.probeInterval, config.probeTimeout)
@@ -57,7 +60,7 @@ public final class Gateway: @unchecked Sendable {
         try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.workers {
             let w = try Worker(index: i, config: config, listen: listen, reachability: reachability, streamBudget: streamBudget,
-                               cache: offlineCache, budget: budget)
+                               cache: offlineCache, storeStats: offlineStoreStats, budget: budget)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
             workers.append(w)
@@ -91,6 +94,14 @@ public final class Gateway: @unchecked Sendable {
         if next.listen != old.listen { kept.append("listen"); next.listen = old.listen }
         if next.adminListen != old.adminListen { kept.append("admin_listen"); next.adminListen = old.adminListen }
         if next.workers != old.workers { kept.append("workers"); next.workers = old.workers }
+        // Each worker's store connection is made at start (issue 21).
+        if next.offlineStore != old.offlineStore { kept.append("offline_store"); next.offlineStore = old.offlineStore }
+        if next.offlineStoreSecret != old.offlineStoreSecret {
+            kept.append("offline_store_secret_file")
+            (next.offlineStoreSecret, next.offlineStoreSecretFile) = (old.offlineStoreSecret, old.offlineStoreSecretFile)
+        }
+        if next.offlineStoreMaxEntry != old.offlineStoreMaxEntry { kept.append("offline_store_max_entry"); next.offlineStoreMaxEntry = old.offlineStoreMaxEntry }
+        if next.offlineStoreTimeout != old.offlineStoreTimeout { kept.append("offline_store_timeout"); next.offlineStoreTimeout = old.offlineStoreTimeout }
         current.withLock { $0 = next }
         budget.limit = next.maxBuffered
         reachability.setThresholds(fall: next.fall, rise: next.rise, liveWindow: max(next.probeInterval, next.probeTimeout))
@@ -202,7 +213,7 @@ public final class Gateway: @unchecked Sendable {
 
     /// Prometheus text for /metrics.
     func metricsText() -> String {
-        MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache,
+        MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache, store: offlineStoreStats,
                                connections: workers.reduce(0) { $0 + $1.server.connectionCount }, buffered: budget,
                                streams: streamBudget)
     }
@@ -225,7 +236,25 @@ public final class Gateway: @unchecked Sendable {
             + ",\"reachability\":{\"state\":\"\(snap.state)\",\"since\":\"\(rfc3339(since))\""
             + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null"),\"public_reason\":\(snap.publicReason.map(jsonEscaped) ?? "null")"
             + ",\"busy_probes\":\(snap.busyProbes),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"
+            + ",\"offline_store\":\(offlineStoreDocument())"
             + ",\"inflight\":\(inflight),\"streams\":\(streamBudget.count),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
+    }
+}
+
+extension Gateway {
+    /// The offline store's state for /status: where entries live, and for the shared store whether
+    /// the workers are connected, its read results and the last connection error.
+    func offlineStoreDocument() -> String {
+        guard let s = offlineStoreStats else { return "{\"kind\":\"memory\",\"entries\":\(offlineCache.entries)}" }
+        let n = s.snapshot()
+        var last = "null"
+        if let (why, at) = s.lastError.withLock({ $0 }) { last = "{\"error\":\(jsonEscaped(why)),\"at\":\"\(rfc3339(at))\"}" }
+        let state = n.connected == workers.count ? "connected" : n.connected == 0 ? "down" : "partial"
+        var doc = "{\"kind\":\"redis\",\"url\":\(jsonEscaped(s.endpoint)),\"state\":\"\(state)\",\"connected_workers\":\(n.connected)"
+        doc += ",\"hits\":\(n.hits),\"misses\":\(n.misses),\"timeouts\":\(n.timeouts),\"errors\":\(n.readErrors)"
+        doc += ",\"rejected\":\(n.rejected),\"writes\":\(n.stored),\"writes_dropped\":\(n.dropped),\"writes_refused\":\(n.refused)"
+        doc += ",\"connect_failures\":\(n.connectFailures),\"last_error\":\(last)}"
+        return doc
     }
 }
 

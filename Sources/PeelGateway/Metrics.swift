@@ -63,7 +63,7 @@ public final class WorkerMetrics: Sendable {
 
 /// Renders Prometheus text format 0.0.4 from all workers' counters, merged at scrape time.
 enum MetricsRenderer {
-    static func render(workers: [WorkerMetrics], reachability: Reachability, cache: OfflineCache, connections: Int,
+    static func render(workers: [WorkerMetrics], reachability: Reachability, cache: OfflineCache, store: OfflineStoreStats?, connections: Int,
                        buffered: MemoryBudget, streams: StreamBudget) -> String {
         var merged = WorkerMetrics.Stats()
         var inflight = 0
@@ -124,6 +124,7 @@ enum MetricsRenderer {
         out += "# HELP peel_offline_cache_bytes Bytes stored in the offline cache (bodies, fields and keys).\n"
         out += "# TYPE peel_offline_cache_bytes gauge\n"
         out += "peel_offline_cache_bytes \(cache.bytes)\n"
+        if let store { offlineStore(&out, store) }
         out += "# HELP peel_connections_active Open client connections.\n"
         out += "# TYPE peel_connections_active gauge\n"
         out += "peel_connections_active \(connections)\n"
@@ -141,6 +142,36 @@ enum MetricsRenderer {
         out += "peel_log_lines_dropped_total{log=\"access\"} \(LogSinks.accessDropped)\n"
         out += "peel_log_lines_dropped_total{log=\"event\"} \(LogSinks.eventDropped.load(ordering: .relaxed))\n"
         return out
+    }
+
+    /// The shared offline store's families (issue 21).
+    private static func offlineStore(_ out: inout String, _ s: OfflineStoreStats) {
+        let n = s.snapshot()
+        out += "# HELP peel_offline_store_connected Workers connected to the shared offline store now.\n"
+        out += "# TYPE peel_offline_store_connected gauge\n"
+        out += "peel_offline_store_connected \(n.connected)\n"
+        out += "# HELP peel_offline_store_connect_failures_total Connection attempts to the shared offline store that failed, and connections lost.\n"
+        out += "# TYPE peel_offline_store_connect_failures_total counter\n"
+        out += "peel_offline_store_connect_failures_total \(n.connectFailures)\n"
+        out += "# HELP peel_offline_store_reads_total Reads of the shared offline store while the upstream was unreachable, by result.\n"
+        out += "# TYPE peel_offline_store_reads_total counter\n"
+        let reads = [("hit", n.hits), ("miss", n.misses), ("timeout", n.timeouts), ("error", n.readErrors), ("rejected", n.rejected)]
+        for (result, v) in reads { out += "peel_offline_store_reads_total{result=\"\(result)\"} \(v)\n" }
+        out += "# HELP peel_offline_store_rejected_total Stored values never served, by reason: garbage (does not parse), version, too_large.\n"
+        out += "# TYPE peel_offline_store_rejected_total counter\n"
+        for (reason, v) in [("garbage", n.garbage), ("version", n.version), ("too_large", n.tooLarge)] {
+            out += "peel_offline_store_rejected_total{reason=\"\(reason)\"} \(v)\n"
+        }
+        out += "# HELP peel_offline_store_writes_total Answers offered to the shared offline store, by result.\n"
+        out += "# TYPE peel_offline_store_writes_total counter\n"
+        let writes = [("stored", n.stored), ("refused", n.refused), ("failed", n.failed), ("not_connected", n.unconnected),
+                      ("too_large", n.writeTooLarge), ("unchanged", n.unchanged)]
+        for (result, v) in writes { out += "peel_offline_store_writes_total{result=\"\(result)\"} \(v)\n" }
+        out += "# HELP peel_offline_store_writes_dropped_total Writes dropped because a worker already had 256 commands or 8 MiB waiting for the store.\n"
+        out += "# TYPE peel_offline_store_writes_dropped_total counter\n"
+        out += "peel_offline_store_writes_dropped_total \(n.dropped)\n"
+        histogram(&out, "peel_offline_store_read_duration_seconds", "Time from a shared-store read sent to its reply or timeout.",
+                  s.latency.withLock { $0 })
     }
 
     private static func histogram(_ out: inout String, _ name: String, _ help: String, _ h: Histogram) {

@@ -145,28 +145,25 @@ public final class OfflineCache: Sendable {
     @discardableResult
     public func store(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
                       status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8], now: Double) -> OfflineCacheStore {
-        // A 206 is part of a representation (RFC 9111 §3.3): never replayed as the whole of it.
-        guard (200...299).contains(status), status != 206 else { return refuse(key, "status \(status)") }
-        let answer: Stored
-        switch Self.storable(key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
+        let answer: OfflineCacheRules.Stored
+        switch OfflineCacheRules.storable(status: status, key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
         case .failure(let why): return refuse(key, why.text)
         case .success(let s): answer = s
         }
-        return insert(Entry(key: key, vary: answer.vary, varyValues: answer.vary.map(requestField), status: status,
-                            fields: answer.kept, contentType: contentType, body: body, storedAt: now - Double(answer.age),
-                            directives: answer.directives, etag: answer.etag, lastModified: answer.lastModified), now: now)
+        return insert(Entry(key: key, vary: answer.vary, varyValues: answer.vary.map(requestField),
+                            record: OfflineCacheRules.record(answer, status: status, contentType: contentType, body: body, now: now)),
+                      now: now)
     }
 
     /// Takes a 304 answer to a conditional GET (RFC 9111 §4.3.4): a stored answer it validates has
-    /// its age start again and its fields updated; where nothing is stored, the validator alone is
-    /// kept, so that while offline the same user's conditional request with it still gets 304 (their
-    /// app's own copy is current). A 304 for another validator than the stored one replaces it with
-    /// that validator; one whose Vary values differ leaves the stored answer alone.
+    /// its age start again and its fields updated; where nothing is stored, or the stored answer has
+    /// another validator, the validator alone is kept, so that while offline the same user's
+    /// conditional request with it still gets 304 (their app's own copy is current).
     @discardableResult
     public func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
                         notModified fields: ResponseHeaders, now: Double) -> OfflineCacheStore {
-        let answer: Stored
-        switch Self.storable(key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
+        let answer: OfflineCacheRules.Stored
+        switch OfflineCacheRules.storable(status: 200, key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
         case .failure(let why): return refuse(key, why.text)
         case .success(let s): answer = s
         }
@@ -174,39 +171,23 @@ public final class OfflineCache: Sendable {
         // One critical section from reading the stored answer to replacing it, so a newer 200 that
         // lands meanwhile is not overwritten by an entry merged from the older one.
         return state.withLock { lru in
-            let entry: Entry
-            if let e = lru.map[key], e.status != 304 {
+            if let e = lru.map[key], e.record.status != 304 {
+                // Another variant's answer is left alone (RFC 9111 §4.1).
                 guard zip(e.vary, e.varyValues).allSatisfy({ requestField($0.0) == $0.1 }) else {
                     return .refused("the stored answer is another variant")
                 }
-                // The 304's own ETag names what it validates; without one, the request's If-None-Match does.
-                let validated = answer.etag.map { tag in e.etag.map { opaqueTag($0) == opaqueTag(tag) } ?? false }
-                    ?? (request.ifNoneMatch.map { inm in e.etag.map { ifNoneMatchMatches(inm, etag: $0) } ?? false } ?? true)
-                if validated {
-                    // §3.2: the 304's fields replace the stored ones of the same name.
-                    let names = Set(answer.kept.pairs.map { $0.0.lowercased() })
-                    let merged = ResponseHeaders(e.fields.pairs.filter { !names.contains($0.0.lowercased()) } + answer.kept.pairs)
-                    let directives = CacheDirectives(merged.pairs.filter { $0.0.lowercased() == "cache-control" }.map { $0.1 })
-                    if directives.noStore {
-                        lru.remove(e)
-                        return .refused("the answer says no-store")
-                    }
-                    entry = Entry(key: key, vary: e.vary, varyValues: e.varyValues, status: e.status, fields: merged,
-                                  contentType: e.contentType, body: e.body, storedAt: now - Double(answer.age),
-                                  directives: directives, etag: e.etag, lastModified: answer.lastModified ?? e.lastModified)
-                } else {
-                    guard answer.etag != nil || answer.lastModified != nil else { return .refused("no validator in the 304") }
-                    entry = Entry(key: key, vary: answer.vary, varyValues: varyValues, status: 304, fields: answer.kept,
-                                  contentType: nil, body: [], storedAt: now - Double(answer.age), directives: answer.directives,
-                                  etag: answer.etag, lastModified: answer.lastModified)
+                switch OfflineCacheRules.refreshed(e.record, by: answer, request: request, now: now) {
+                case .merged(let merged):
+                    return lru.insertBounded(Entry(key: key, vary: e.vary, varyValues: e.varyValues, record: merged), now: now)
+                case .noStore:
+                    lru.remove(e)
+                    return .refused("the answer says no-store")
+                case .notValidated:
+                    break
                 }
-            } else {
-                guard answer.etag != nil || answer.lastModified != nil else { return .refused("no validator in the 304") }
-                entry = Entry(key: key, vary: answer.vary, varyValues: varyValues, status: 304, fields: answer.kept,
-                              contentType: nil, body: [], storedAt: now - Double(answer.age), directives: answer.directives,
-                              etag: answer.etag, lastModified: answer.lastModified)
             }
-            return lru.insertBounded(entry, now: now)
+            guard let record = OfflineCacheRules.validatorOnly(answer, now: now) else { return .refused("no validator in the 304") }
+            return lru.insertBounded(Entry(key: key, vary: answer.vary, varyValues: varyValues, record: record), now: now)
         }
     }
 
@@ -240,12 +221,17 @@ public final class OfflineCache: Sendable {
     /// What may be served for a GET or HEAD while offline.
     public func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: (String) -> String?, now: Double) -> OfflineCacheAnswer {
         let result = decide(key: key, request: request, requestField: requestField, now: now)
+        count(result)
+        return result
+    }
+
+    /// Counts an offline answer in the cache's totals, whichever store it came from.
+    public func count(_ result: OfflineCacheAnswer) {
         switch result {
         case .hit: hitCount.add(1, ordering: .relaxed)
         case .notModified: notModifiedCount.add(1, ordering: .relaxed)
         case .miss: missCount.add(1, ordering: .relaxed)
         }
-        return result
     }
 
     private func decide(key: OfflineCacheKey, request: CacheRequest, requestField: (String) -> String?, now: Double) -> OfflineCacheAnswer {
@@ -253,7 +239,7 @@ public final class OfflineCache: Sendable {
         if request.refusesStored { return .miss("the request asks for a fresh answer") }
         let found: (Entry, Settings)? = state.withLock { lru in
             guard let e = lru.map[key] else { return nil }
-            if now - e.storedAt > lru.settings.maxAge {
+            if now - e.record.storedAt > lru.settings.maxAge {
                 lru.remove(e)
                 return nil
             }
@@ -263,121 +249,7 @@ public final class OfflineCache: Sendable {
         guard let (e, settings) = found else { return .miss("nothing stored") }
         // RFC 9111 §4.1: a stored answer is used only when the fields its Vary names match.
         for (name, value) in zip(e.vary, e.varyValues) where requestField(name) != value { return .miss("Vary differs") }
-        let age = max(0, now - e.storedAt)
-        let d = e.directives
-        // §5.2.2.4: no-cache answers are never used without the origin's word, fresh or not.
-        if d.noCache && !settings.override { return .miss("no-cache") }
-        // §4.2.1: s-maxage (we are a shared cache), else max-age; Expires is not read, so an answer
-        // with only Expires counts as stale at once (the stricter reading, never the looser).
-        let lifetime = Double(d.sMaxAge ?? d.maxAge ?? 0)
-        let fresh = age < lifetime
-        if !fresh {
-            // §4.2.4 and §5.2.2.2/§5.2.2.8/§5.2.2.10: these may never be served stale, even disconnected.
-            if (d.mustRevalidate || d.proxyRevalidate || d.sMaxAge != nil) && !settings.override {
-                return .miss("must be revalidated once stale")
-            }
-            // RFC 5861 §4: stale-if-error bounds how long past its lifetime it may be used, from
-            // either side; with both, the tighter one.
-            let bounds = [d.staleIfError, request.directives.staleIfError].compactMap { $0 }
-            if let bound = bounds.min(), age > lifetime + Double(bound) { return .miss("past stale-if-error") }
-            // §5.2.1.2: max-stale=N says how stale the client will take it.
-            if let limit = request.directives.maxStale.limit, age - lifetime > Double(limit) { return .miss("past max-stale") }
-        }
-        // §5.2.1.1: max-age=N asks for an answer no older than N (unless the client takes stale ones).
-        if let maxAge = request.directives.maxAge, !request.directives.maxStale.present,
-           request.directives.staleIfError == nil, age > Double(maxAge) {
-            return .miss("older than the request's max-age")
-        }
-        let hit = OfflineCacheHit(status: e.status, fields: e.fields, contentType: e.contentType, body: e.body,
-                                  storedBodyCount: e.body.count, age: Int(age))
-        // RFC 9110 §13.1.2, §13.1.3: If-None-Match takes precedence; If-Modified-Since is compared
-        // exactly with the stored Last-Modified (nginx's `if_modified_since exact`).
-        var matches = false
-        if let inm = request.ifNoneMatch {
-            // `*` matches any current representation, with or without an ETag (RFC 9110 §13.1.2).
-            if trimOWS(inm) == "*" { matches = true } else if let etag = e.etag { matches = ifNoneMatchMatches(inm, etag: etag) }
-        } else if let ims = request.ifModifiedSince, let lm = e.lastModified {
-            matches = trimOWS(ims) == trimOWS(lm)
-        }
-        if matches {
-            var nm = hit
-            nm.status = 304
-            nm.body = []
-            return .notModified(nm)
-        }
-        // A validator-only entry (from a 304) has no body to send.
-        if e.status == 304 { return .miss("only a validator is stored") }
-        return .hit(hit)
-    }
-
-    /// What a storable answer keeps.
-    private struct Stored {
-        var kept: ResponseHeaders
-        var vary: [String]
-        var directives: CacheDirectives
-        var age: Int
-        var etag: String?
-        var lastModified: String?
-    }
-
-    private struct Refusal: Error {
-        let text: String
-        init(_ text: String) { self.text = text }
-    }
-
-    /// RFC 9111 §3 and the key rules of issue 17: whether an answer may be stored, and what of it.
-    private static func storable(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool,
-                                 fields: ResponseHeaders) -> Result<Stored, Refusal> {
-        // §5.2.1.5 and §5.2.2.5: no-store on either side forbids any cache to keep it, ours included.
-        if request.directives.noStore { return .failure(Refusal("the request says no-store")) }
-        var cacheControl: [String] = []
-        var vary: [String] = []
-        var age = 0
-        var etag: String?
-        var lastModified: String?
-        var setsCookie = false
-        var kept: [(String, String)] = []
-        for (name, value) in fields.pairs {
-            switch name.lowercased() {
-            case "cache-control": cacheControl.append(value)
-            case "vary":
-                for v in CacheDirectives.members(value).map({ $0.0 }) {
-                    // §4.1: `Vary: *` never matches a later request.
-                    if v == "*" { return .failure(Refusal("Vary: *")) }
-                    // Peel asks the upstream for codings itself and stores the decoded body, so the
-                    // client's Accept-Encoding chooses nothing stored here.
-                    if v == "accept-encoding" { continue }
-                    if !vary.contains(v) { vary.append(v) }
-                }
-            case "age":
-                // §5.1: a non-negative integer, else ignored (an `Age: -100000` once made an entry
-                // outlive --offline-cache-max-age). Ours is added on top when served.
-                age = CacheDirectives.seconds(trimOWS(value)) ?? 0
-                continue
-            case "set-cookie":
-                // Never replayed from any entry: a session cookie is one response's, not a resource's.
-                setsCookie = true
-                continue
-            case "etag": etag = trimOWS(value)
-            case "last-modified": lastModified = trimOWS(value)
-            default: break
-            }
-            kept.append((name, value))
-        }
-        let d = CacheDirectives(cacheControl)
-        if d.noStore { return .failure(Refusal("the answer says no-store")) }
-        if key.isShared {
-            // Issue 17: an app that authenticates with a field Peel was not told about must never
-            // share an entry, so without a key field only what the upstream marked shareable is kept.
-            if d.isPrivate { return .failure(Refusal("private answer to a request without a key field")) }
-            guard d.isPublic || d.sMaxAge != nil else { return .failure(Refusal("not marked public, and no key field")) }
-            // An answer that sets a cookie is one user's (a session, a login), whatever it says.
-            if setsCookie { return .failure(Refusal("a shared answer that sets a cookie")) }
-            // §3.5 (a shared cache keeps an answer to a request with Authorization only when the
-            // upstream allowed it with public or s-maxage) holds by the guard above; must-revalidate
-            // alone, which §3.5 also allows, never reaches here.
-        }
-        return .success(Stored(kept: ResponseHeaders(kept), vary: vary, directives: d, age: age, etag: etag, lastModified: lastModified))
+        return OfflineCacheRules.serve(e.record, request: request, maxAge: settings.maxAge, override: settings.override, now: now)
     }
 
     private func insert(_ entry: Entry, now: Double) -> OfflineCacheStore {
@@ -388,35 +260,19 @@ public final class OfflineCache: Sendable {
         let key: OfflineCacheKey
         let vary: [String]
         let varyValues: [String?]
-        let status: Int
-        let fields: ResponseHeaders
-        let contentType: String?
-        let body: [UInt8]
-        let storedAt: Double
-        let directives: CacheDirectives
-        let etag: String?
-        let lastModified: String?
+        let record: OfflineCacheRecord
         let size: Int
         var newer: Entry?
         weak var older: Entry?
 
-        init(key: OfflineCacheKey, vary: [String], varyValues: [String?], status: Int, fields: ResponseHeaders,
-             contentType: String?, body: [UInt8], storedAt: Double, directives: CacheDirectives, etag: String?,
-             lastModified: String?) {
+        init(key: OfflineCacheKey, vary: [String], varyValues: [String?], record: OfflineCacheRecord) {
             self.key = key
             self.vary = vary
             self.varyValues = varyValues
-            self.status = status
-            self.fields = fields
-            self.contentType = contentType
-            self.body = body
-            self.storedAt = storedAt
-            self.directives = directives
-            self.etag = etag
-            self.lastModified = lastModified
+            self.record = record
             // Everything the entry holds counts, the request values its Vary names too (review of
             // issue 17: 60 KB Accept values on 200 entries held 12 MB in a 1 MiB cache).
-            size = key.size + body.count + fields.pairs.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 }
+            size = key.size + record.body.count + record.fields.pairs.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 }
                 + vary.reduce(0) { $0 + $1.utf8.count } + varyValues.reduce(0) { $0 + ($1?.utf8.count ?? 0) } + 96
         }
     }
@@ -441,14 +297,15 @@ public final class OfflineCache: Sendable {
             append(e)
         }
 
-        /// Inserts within the byte budget and the age bound, evicting the least recently used.
+        /// Inserts within the byte budget and the age bound, evicting the least recently used; an
+        /// entry that may not go in takes the older one for its key out with it.
         mutating func insertBounded(_ e: Entry, now: Double) -> OfflineCacheStore {
             guard e.size <= settings.capacity else {
                 if let old = map[e.key] { remove(old) }
                 return .refused("larger than the cache")
             }
             // Already older than may be served (the upstream's Age): it would only take room.
-            guard now - e.storedAt <= settings.maxAge else {
+            guard now - e.record.storedAt <= settings.maxAge else {
                 if let old = map[e.key] { remove(old) }
                 return .refused("older than offline_cache_max_age")
             }

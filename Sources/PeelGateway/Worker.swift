@@ -20,12 +20,14 @@ final class Worker: @unchecked Sendable {
     private var heartbeatTimer: LoopTimer?
     private var drainTimer: LoopTimer?
     var prober: Prober?
+    /// This worker's connection to the shared offline store, when `--offline-store` names one.
+    private var redisStore: RedisOfflineStore?
 
     /// The body budget shared with every worker.
     private let budget: MemoryBudget
 
     init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability,
-         streamBudget: StreamBudget, cache: OfflineCache, budget: MemoryBudget) throws(PeelIOError) {
+         streamBudget: StreamBudget, cache: OfflineCache, storeStats: OfflineStoreStats?, budget: MemoryBudget) throws(PeelIOError) {
         self.index = index
         self.budget = budget
         loop = try EventLoop()
@@ -33,8 +35,18 @@ final class Worker: @unchecked Sendable {
         // Always there, so a reload can turn the access log on; the forwarder writes to it only when on.
         accessLog = AccessLog()
         streams = ReachabilityStreams(loop: loop, budget: streamBudget, heartbeat: config.streamHeartbeat)
+        let store: OfflineStore
+        if case .redis(let endpoint, let database) = config.offlineStore, let storeStats {
+            let codec = OfflineStoreCodec(secret: config.offlineStoreSecret ?? [], maxEntry: config.offlineStoreMaxEntry)
+            let r = RedisOfflineStore(loop: loop, cache: cache, stats: storeStats, codec: codec, endpoint: endpoint,
+                                      database: database, readTimeout: config.offlineStoreTimeout, workerIndex: index)
+            redisStore = r
+            store = r
+        } else {
+            store = MemoryOfflineStore(cache)
+        }
         forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
-                              accessLog: accessLog, streams: streams, cache: cache, workerIndex: index)
+                              accessLog: accessLog, streams: streams, cache: store, workerIndex: index)
         let forwarder = self.forwarder!
         server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config, budget)) { ex in
             forwarder.handle(ex)
@@ -117,6 +129,7 @@ final class Worker: @unchecked Sendable {
     func start() {
         heartbeat.store(Int(monotonicNow() * 1000), ordering: .relaxed)
         if prober != nil { loop.execute { [self] in self.prober?.start() } }
+        if redisStore != nil { loop.execute { [self] in self.redisStore?.start() } }
         loop.startThread()
     }
 
@@ -151,6 +164,7 @@ final class Worker: @unchecked Sendable {
             accessLog?.flush()
             flushTimer?.cancel()
             heartbeatTimer?.cancel()
+            redisStore?.stop()
             server.close()
             loop.stop()
         } else {

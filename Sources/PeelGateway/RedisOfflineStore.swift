@@ -1,0 +1,414 @@
+import PeelIO
+
+/// What `--offline-store` names: Peel's memory, or a Redis (or Valkey) server.
+public enum OfflineStoreURL: Sendable, Equatable, CustomStringConvertible {
+    /// The in-memory cache of issue 17, one per process.
+    case memory
+    /// A Redis server and the database to select.
+    case redis(RedisEndpoint, database: Int)
+
+    public var description: String {
+        switch self {
+        case .memory: return "memory"
+        case .redis(.tcp, let db): return "redis://\(endpointText)/\(db)"
+        case .redis(.unix(let path), _): return "unix://" + path
+        }
+    }
+
+    private var endpointText: String {
+        if case .redis(let e, _) = self { return e.description }
+        return ""
+    }
+
+    /// Parses `memory`, `redis://HOST[:PORT][/DB]` (port 6379, database 0 by default) or `unix:///PATH`.
+    public static func parse(_ text: String) -> Result<OfflineStoreURL, UpstreamURLError> {
+        func bad(_ why: String) -> Result<OfflineStoreURL, UpstreamURLError> { .failure(UpstreamURLError(reason: why)) }
+        if text == "memory" { return .success(.memory) }
+        if text.hasPrefix("unix://") {
+            let path = String(text.dropFirst(7))
+            guard path.hasPrefix("/"), path.count > 1 else { return bad("unix:// needs an absolute path (unix:///run/redis.sock)") }
+            guard !path.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else { return bad("has a control character in its path") }
+            guard path.utf8.count < 108 else { return bad("a unix socket path must be shorter than 108 bytes") }
+            return .success(.redis(.unix(path: path), database: 0))
+        }
+        guard text.hasPrefix("redis://") else { return bad("must be memory, redis://HOST:PORT[/DB] or unix:///PATH") }
+        var rest = Substring(text.dropFirst(8))
+        if rest.contains("?") || rest.contains("#") { return bad("must not carry a query or fragment") }
+        if rest.contains("@") { return bad("must not carry a user or password (Redis AUTH is not supported)") }
+        var database = 0
+        if let slash = rest.firstIndex(of: "/") {
+            let db = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+            if !db.isEmpty {
+                guard let n = Int(db), (0...1_000_000).contains(n) else { return bad("the database must be a number (redis://host:6379/0)") }
+                database = n
+            }
+        }
+        var host: Substring
+        var port = 6379
+        if rest.hasPrefix("[") {
+            guard let close = rest.firstIndex(of: "]") else { return bad("has an unclosed IPv6 bracket") }
+            host = rest[rest.index(after: rest.startIndex)..<close]
+            let after = rest[rest.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":"), let p = Int(after.dropFirst()) else { return bad("has a bad port") }
+                port = p
+            }
+        } else if let colon = rest.lastIndex(of: ":") {
+            host = rest[..<colon]
+            guard let p = Int(rest[rest.index(after: colon)...]) else { return bad("has a bad port") }
+            port = p
+        } else {
+            host = rest
+        }
+        guard (1...65535).contains(port) else { return bad("port must be 1-65535") }
+        guard !host.isEmpty else { return bad("has no host") }
+        for c in host.utf8 where c <= 0x20 || c == 0x7F || c == UInt8(ascii: "/") || c == UInt8(ascii: "\\") {
+            return bad("has an invalid host")
+        }
+        return .success(.redis(.tcp(host: String(host), port: port), database: database))
+    }
+}
+
+/// One worker's view of the shared offline store (issue 21): its own hiredis connection on its own
+/// loop, the same rules as the in-memory cache, and a store that never makes a call slower or fail.
+///
+/// - Writes are sent after the answer (a deferred job on the loop), never waited for; at most
+///   `maxOutstandingWrites` commands (and `maxOutstandingBytes` of values) wait for replies per
+///   worker, and beyond them a write is dropped and counted.
+/// - An answer written less than `rewriteAfter` ago whose value has not changed (the same body,
+///   status, fields, validators and Vary values) is not written again: under load the same user's
+///   answers cost one write a second, not one per call. Such an entry's `Age` can read up to that
+///   much high (its TTL ends as much sooner), never low.
+/// - Reads happen only while offline, bounded by `readTimeout`; a miss, a timeout or an error
+///   gives the call what it would get without the store.
+/// - A connection that fails or drops is retried with exponential backoff (0.1 s doubling to 5 s,
+///   jittered) and counted.
+final class RedisOfflineStore: OfflineStore {
+    /// Commands waiting for replies per worker before writes are dropped.
+    static let maxOutstandingWrites = 256
+    /// Value bytes waiting to be written per worker before writes are dropped.
+    static let maxOutstandingBytes = 8 << 20
+    /// Unchanged answers are written again after this many seconds.
+    static let rewriteAfter = 1.0
+    /// Answers remembered per worker for `rewriteAfter` (the map is emptied when full).
+    static let recentLimit = 4096
+    /// Seconds one connection attempt may take.
+    static let connectTimeout = 2.0
+
+    private let loop: EventLoop
+    private let connection: RedisConnection
+    private let cache: OfflineCache
+    private let stats: OfflineStoreStats
+    private let codec: OfflineStoreCodec
+    private let endpoint: RedisEndpoint
+    private let database: Int
+    private let readTimeout: Double
+    private let workerIndex: Int
+    private var outstandingWrites = 0
+    private var outstandingBytes = 0
+    private var backoff = 0.1
+    private var retryTimer: LoopTimer?
+    private var counted = false
+    private var reportedDown = false
+    private var stopped = false
+    /// What was last written per key, and when.
+    private var recent: [OfflineCacheKey: (fingerprint: Int, at: Double)] = [:]
+
+    init(loop: EventLoop, cache: OfflineCache, stats: OfflineStoreStats, codec: OfflineStoreCodec, endpoint: RedisEndpoint,
+         database: Int, readTimeout: Double, workerIndex: Int) {
+        self.loop = loop
+        self.cache = cache
+        self.stats = stats
+        self.codec = codec
+        self.endpoint = endpoint
+        self.database = database
+        self.readTimeout = readTimeout
+        self.workerIndex = workerIndex
+        connection = RedisConnection(loop: loop)
+        connection.onEvent = { [unowned self] event in self.connectionEvent(event) }
+    }
+
+    var isEnabled: Bool { cache.isEnabled }
+    var maxBody: Int { codec.maxEntry }
+
+    /// Connects; loop thread.
+    func start() {
+        stopped = false
+        connection.connect(to: endpoint, database: database, timeout: Self.connectTimeout)
+    }
+
+    /// Closes the connection and stops retrying; loop thread.
+    func stop() {
+        stopped = true
+        retryTimer?.cancel()
+        if counted { stats.connected.subtract(1, ordering: .relaxed) }
+        counted = false
+        connection.close()
+    }
+
+    private func connectionEvent(_ event: RedisConnectionEvent) {
+        switch event {
+        case .connected:
+            backoff = 0.1
+            if !counted { stats.connected.add(1, ordering: .relaxed) }
+            counted = true
+            if reportedDown || workerIndex == 0 {
+                EventLog.emit("offline_store_connected", [("worker", "\(workerIndex)"), ("store", jsonEscaped(stats.endpoint))])
+            }
+            reportedDown = false
+        case .connectFailed(let why), .disconnected(let why):
+            if counted { stats.connected.subtract(1, ordering: .relaxed) }
+            counted = false
+            stats.connectFailures.add(1, ordering: .relaxed)
+            stats.lastError.withLock { $0 = (why, wallNow()) }
+            if !reportedDown {
+                // Once per outage and worker: a store that stays down is in /status and /metrics.
+                EventLog.emit("offline_store_down", [("worker", "\(workerIndex)"), ("store", jsonEscaped(stats.endpoint)),
+                                                     ("error", jsonEscaped(why)), ("retry_in", "\(backoff)")])
+                reportedDown = true
+            }
+            // Replies still owed on the lost connection came back as failures; the bound starts again.
+            guard !stopped else { return }
+            let delay = backoff * Double.random(in: 0.8...1.2)
+            backoff = min(5, backoff * 2)
+            let timer = retryTimer ?? LoopTimer(loop: loop) { [unowned self] in
+                if !self.stopped { self.connection.connect(to: self.endpoint, database: self.database, timeout: Self.connectTimeout) }
+            }
+            retryTimer = timer
+            timer.arm(seconds: delay)
+        }
+    }
+
+    // MARK: writes
+
+    func store(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
+               status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8]) {
+        guard cache.isEnabled else { return }
+        guard case .success(let answer) = OfflineCacheRules.storable(status: status, key: key, request: request,
+                                                                      hasAuthorization: hasAuthorization, fields: fields) else {
+            // A newer answer that may not be stored must not leave the older one servable.
+            return invalidate(key: key)
+        }
+        let hashes = answer.vary.map { codec.varyHash(name: $0, value: requestField($0)) }
+        let now = wallNow()
+        // The rest runs on the loop's next pass, once the answer this call is writing has gone out.
+        loop.defer { [self] in
+            write(key, OfflineCacheRules.record(answer, status: status, contentType: contentType, body: body, now: now),
+                  vary: answer.vary, hashes: hashes, now: now)
+        }
+    }
+
+    func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
+                 notModified fields: ResponseHeaders) {
+        guard cache.isEnabled else { return }
+        guard case .success(let answer) = OfflineCacheRules.storable(status: 200, key: key, request: request,
+                                                                      hasAuthorization: hasAuthorization, fields: fields) else {
+            return invalidate(key: key)
+        }
+        guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
+        guard outstandingWrites < Self.maxOutstandingWrites else { stats.writesDropped.add(1, ordering: .relaxed); return }
+        let hashes = answer.vary.map { codec.varyHash(name: $0, value: requestField($0)) }
+        outstandingWrites += 1
+        // RFC 9111 §4.3.4: the stored answer (read back, in the background) is refreshed when the 304
+        // validates it under the same Vary values; otherwise its validator alone is kept.
+        connection.send(Self.read(codec.key(key), codec.maxEntry)) { [weak self] reply in
+            guard let self else { return }
+            self.outstandingWrites -= 1
+            let now = wallNow()
+            if case .bytes(let b) = reply, !b.isEmpty, case .success(let stored) = self.codec.decode(b),
+               stored.vary == answer.vary, stored.varyHashes == hashes {
+                switch OfflineCacheRules.refreshed(stored.record, by: answer, request: request, now: now) {
+                case .merged(let merged): return self.write(key, merged, vary: stored.vary, hashes: hashes, now: now, force: true)
+                case .noStore: return self.invalidate(key: key)
+                case .notValidated: break
+                }
+            }
+            if let record = OfflineCacheRules.validatorOnly(answer, now: now) {
+                self.write(key, record, vary: answer.vary, hashes: hashes, now: now, force: true)
+            }
+        }
+    }
+
+    private func write(_ key: OfflineCacheKey, _ record: OfflineCacheRecord, vary: [String], hashes: [[UInt8]], now: Double,
+                       force: Bool = false) {
+        let settings = cache.settings
+        // The TTL is how long the entry may still be served: Redis drops it then, so nothing
+        // unservable lingers (RFC 5861's stale-if-error bound, --offline-cache-max-age).
+        let ttl = Int(OfflineCacheRules.servableFor(record, maxAge: settings.maxAge, override: settings.override, now: now) * 1000)
+        guard ttl >= 1 else { return }
+        guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
+        let fingerprint = Self.fingerprint(record, hashes)
+        if !force, let last = recent[key], last.fingerprint == fingerprint, now - last.at < Self.rewriteAfter {
+            stats.writesUnchanged.add(1, ordering: .relaxed)
+            return
+        }
+        let estimate = record.body.count + 512
+        guard outstandingWrites < Self.maxOutstandingWrites, outstandingBytes + estimate <= Self.maxOutstandingBytes else {
+            stats.writesDropped.add(1, ordering: .relaxed)
+            return
+        }
+        if recent.count >= Self.recentLimit { recent.removeAll(keepingCapacity: true) }
+        recent[key] = (fingerprint, now)
+        guard let value = codec.encode(record, vary: vary, varyHashes: hashes) else {
+            recent[key] = nil
+            stats.writesTooLarge.add(1, ordering: .relaxed)
+            return
+        }
+        outstandingWrites += 1
+        outstandingBytes += estimate
+        // RFC 9111 §4.4 needs every user's entry for a target: a set per host and target (both keyed
+        // hashes, never in clear) lists them, living as long as an entry may.
+        let index = codec.resourceKey(host: key.host, target: key.target)
+        let indexTTL = Array(String(Int(settings.maxAge * 1000)).utf8)
+        connection.send([Array("SADD".utf8), index, codec.key(key)]) { _ in }
+        connection.send([Array("PEXPIRE".utf8), index, indexTTL]) { _ in }
+        connection.send([Array("SET".utf8), codec.key(key), value, Array("PX".utf8), Array(String(ttl).utf8)]) { [weak self] reply in
+            guard let self else { return }
+            self.release(estimate)
+            switch reply {
+            case .bytes: self.stats.writesStored.add(1, ordering: .relaxed)
+            case .failed:
+                self.recent[key] = nil
+                self.stats.writesFailed.add(1, ordering: .relaxed)
+            default:
+                // `OOM command not allowed when used memory > 'maxmemory'`, or any other refusal:
+                // counted; the call was answered long ago.
+                self.recent[key] = nil
+                self.stats.writesRefused.add(1, ordering: .relaxed)
+            }
+        }
+    }
+
+    // MARK: invalidation
+
+    /// Drops the stored answer for `key` (a newer answer to its request that may not be stored).
+    func invalidate(key: OfflineCacheKey) {
+        guard cache.isEnabled else { return }
+        recent[key] = nil
+        guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
+        connection.send([Array("DEL".utf8), codec.key(key)]) { [weak self] reply in
+            if case .failed = reply { self?.stats.writesFailed.add(1, ordering: .relaxed) }
+        }
+    }
+
+    /// RFC 9111 §4.4: drops every user's stored answers for `targets` of `host`, atomically in Redis
+    /// (one Lua script per target: the members of its index set, then the set).
+    func invalidate(host: String, targets: [String]) {
+        guard cache.isEnabled else { return }
+        recent.removeAll(keepingCapacity: true)
+        guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
+        for target in targets {
+            let index = codec.resourceKey(host: host, target: target)
+            connection.send([Array("EVAL".utf8), Array(Self.invalidateScript.utf8), Array("1".utf8), index]) { [weak self] reply in
+                if case .failed = reply { self?.stats.writesFailed.add(1, ordering: .relaxed) }
+            }
+        }
+    }
+
+    private static let invalidateScript =
+        "local m = redis.call('SMEMBERS', KEYS[1]) for i = 1, #m do redis.call('DEL', m[i]) end redis.call('DEL', KEYS[1]) return #m"
+
+    private func release(_ estimate: Int) {
+        outstandingWrites -= 1
+        outstandingBytes -= estimate
+    }
+
+    private static func fingerprint(_ r: OfflineCacheRecord, _ hashes: [[UInt8]]) -> Int {
+        var h = Hasher()
+        h.combine(r.status)
+        h.combine(r.contentType)
+        h.combine(r.etag)
+        h.combine(r.lastModified)
+        for (n, v) in r.fields.pairs {
+            h.combine(n)
+            h.combine(v)
+        }
+        for x in hashes { h.combine(x) }
+        r.body.withUnsafeBytes { h.combine(bytes: $0) }
+        return h.finalize()
+    }
+
+    /// At most `max + 1` bytes of the value: one over the bound is enough to refuse it, and a value
+    /// planted far larger never crosses the wire whole.
+    private static func read(_ key: [UInt8], _ max: Int) -> [[UInt8]] {
+        [Array("GETRANGE".utf8), key, Array("0".utf8), Array(String(max).utf8)]
+    }
+
+    // MARK: reads
+
+    func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: @escaping (String) -> String?,
+                _ done: @escaping (OfflineCacheAnswer) -> Void) {
+        let settings = cache.settings
+        let finish: (OfflineCacheAnswer) -> Void = { [cache] answer in
+            cache.count(answer)
+            done(answer)
+        }
+        if request.refusesStored { return finish(.miss("the request asks for a fresh answer")) }
+        guard connection.isConnected else {
+            stats.readErrors.add(1, ordering: .relaxed)
+            return finish(.miss("the offline store is not connected"))
+        }
+        let read = PendingRead(finish)
+        let started = monotonicNow()
+        let stats = self.stats
+        let timer = LoopTimer(loop: loop) { [weak read] in
+            guard let read, read.settle() else { return }
+            stats.timeouts.add(1, ordering: .relaxed)
+            stats.latency.withLock { $0.observe(monotonicNow() - started) }
+            read.done(.miss("the offline store did not answer in time"))
+        }
+        read.timer = timer
+        timer.arm(seconds: readTimeout)
+        connection.send(Self.read(codec.key(key), codec.maxEntry)) { [codec] reply in
+            read.timer?.cancel()
+            read.timer = nil
+            guard read.settle() else { return }
+            stats.latency.withLock { $0.observe(monotonicNow() - started) }
+            switch reply {
+            case .null:
+                stats.misses.add(1, ordering: .relaxed)
+                read.done(.miss("nothing stored"))
+            case .bytes(let b) where b.isEmpty:
+                // GETRANGE answers "" for a key that does not exist.
+                stats.misses.add(1, ordering: .relaxed)
+                read.done(.miss("nothing stored"))
+            case .bytes(let b):
+                switch codec.decode(b) {
+                case .failure(let why):
+                    stats.count(why)
+                    read.done(.miss("a stored value was refused: \(why.rawValue)"))
+                case .success(let value):
+                    // RFC 9111 §4.1: used only when the fields its Vary names match (compared as keyed hashes).
+                    for (name, h) in zip(value.vary, value.varyHashes) where codec.varyHash(name: name, value: requestField(name)) != h {
+                        stats.misses.add(1, ordering: .relaxed)
+                        return read.done(.miss("Vary differs"))
+                    }
+                    let answer = OfflineCacheRules.serve(value.record, request: request, maxAge: settings.maxAge,
+                                                         override: settings.override, now: wallNow())
+                    if case .miss = answer { stats.misses.add(1, ordering: .relaxed) } else { stats.hits.add(1, ordering: .relaxed) }
+                    read.done(answer)
+                }
+            case .error, .failed, .other, .integer:
+                stats.readErrors.add(1, ordering: .relaxed)
+                read.done(.miss("the offline store failed"))
+            }
+        }
+    }
+
+    /// One read in flight: answered exactly once, by the reply or by the timer.
+    private final class PendingRead {
+        let done: (OfflineCacheAnswer) -> Void
+        var timer: LoopTimer?
+        private var settled = false
+
+        init(_ done: @escaping (OfflineCacheAnswer) -> Void) { self.done = done }
+
+        /// True the first time only.
+        func settle() -> Bool {
+            if settled { return false }
+            settled = true
+            return true
+        }
+    }
+}
