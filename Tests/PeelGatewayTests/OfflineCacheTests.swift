@@ -328,6 +328,22 @@ final class OfflineCacheTests: XCTestCase {
         XCTAssertEqual(c.offlineCacheKey, ["x-token", "authorization"])
     }
 
+    func testTheSameAnswerAgainWithinASecond_leavesTheEntry_andAnyChangeReplacesIt() {
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        put(c, key(), [("X-V", "1")], body: Array("1".utf8), now: 0)
+        XCTAssertEqual(put(c, key(), [("X-V", "1")], body: Array("1".utf8), now: 0.5), .stored(shared: false))
+        XCTAssertEqual(get(c, now: 2)?.age, 2, "the unchanged answer within a second kept the first entry")
+        put(c, key(), [("X-V", "1")], body: Array("2".utf8), now: 2.1)
+        XCTAssertEqual(get(c, now: 3).map { String(decoding: $0.body, as: UTF8.self) }, "2", "a changed body within a second")
+        put(c, key(), [("X-V", "2")], body: Array("2".utf8), now: 2.2)
+        XCTAssertEqual(get(c, now: 3)?.fields.first("x-v"), "2", "a changed field within a second")
+        put(c, key(), [("X-V", "2")], body: Array("2".utf8), now: 3.5)
+        XCTAssertEqual(get(c, now: 4)?.age, 0, "after a second the same answer is stored again (its age starts again)")
+        XCTAssertEqual(put(c, key(), [("X-V", "2")], body: Array("2".utf8), request: CacheRequest(cacheControl: ["no-store"]), now: 3.6),
+                       .refused("the request says no-store"))
+        XCTAssertNil(get(c, now: 4), "a no-store request within the second still removed it")
+    }
+
     func testDirectives_parseQuotedValuesAndCase() {
         let d = CacheDirectives(["Public, MAX-AGE=30", "no-cache=\"a, b\", stale-if-error=x, s-maxage=abc"])
         XCTAssertTrue(d.isPublic)
