@@ -177,6 +177,9 @@ final class Forwarder {
         /// Host and target as the cache files them, for every method while the cache is on: an unsafe
         /// method's success invalidates what is stored for them (RFC 9111 §4.4).
         var cacheResource: (host: String, target: String)?
+        /// This request's user as the cache keys it (any method, while the cache is on): an unsafe
+        /// method's success drops that user's entries and the shared ones for its target.
+        var userKey: OfflineCacheKey?
         /// The upstream's answer fields, kept for a problem document made from its answer.
         var upstreamHeaders: ResponseHeaders?
         /// The envelope code as the upstream sent it; nil when there was no envelope.
@@ -223,7 +226,9 @@ final class Forwarder {
         var xff: String? = nil
         var acceptLanguage: String? = nil
         var hasAuthorization = false
-        let caching = cache.isEnabled && (ex.method == "GET" || ex.method == "HEAD")
+        // Key fields are read for every method while the cache is on (an unsafe method's success
+        // invalidates its user's entries); lookups and stores are for GET and HEAD only.
+        let caching = cache.isEnabled
         // The key fields' values, then Cache-Control (all of them), Pragma, If-None-Match, If-Modified-Since.
         var cacheValues: [String?] = caching ? Array(repeating: nil, count: keyFieldNames.count + 4) : []
         var cacheControl: [String] = []
@@ -339,9 +344,11 @@ final class Forwarder {
         if caching {
             let keys = keyFieldNames.count
             let resource = call.cacheResource ?? ("", "")
-            call.cacheKey = OfflineCacheKey(host: resource.host, target: resource.target,
-                                            acceptLanguage: acceptLanguage, fieldNames: keyFieldNames,
-                                            user: Array(cacheValues[0..<keys]))
+            let key = OfflineCacheKey(host: resource.host, target: resource.target,
+                                      acceptLanguage: acceptLanguage, fieldNames: keyFieldNames,
+                                      user: Array(cacheValues[0..<keys]))
+            call.userKey = key
+            if ex.method == "GET" || ex.method == "HEAD" { call.cacheKey = key }
             call.cacheRequest = CacheRequest(cacheControl: cacheControl, pragma: cacheValues[keys + 1],
                                              ifNoneMatch: cacheValues[keys + 2], ifModifiedSince: cacheValues[keys + 3])
             call.hasAuthorization = hasAuthorization
@@ -486,9 +493,7 @@ final class Forwarder {
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
             call.upstreamHeaders = response.headers
-            if let resource = call.cacheResource, response.status < 400, Self.unsafeMethods.contains(call.exchange.method) {
-                invalidate(resource, response)
-            }
+            invalidateAfterUnsafe(call, status: response.status, headers: response.headers)
             if response.status == 304, call.exchange.method == "GET", let key = call.cacheKey {
                 // RFC 9111 §4.3.4: the stored answer is current again, or its validator is worth keeping.
                 let ex = call.exchange
@@ -593,6 +598,11 @@ final class Forwarder {
             return { _ in .abort }
         }
         call.stream = stream
+        // A streamed answer is never stored, so it makes the older entry for its request stale, and
+        // an unsafe method's success invalidates as a buffered one does (the final review of session
+        // 4: streamed answers skipped both).
+        invalidateAfterUnsafe(call, status: status, headers: headers)
+        if let key = call.cacheKey, status != 304, status < 500 { cache.invalidate(key: key) }
         // The head arrived: the upstream answered (evidence for reachability, like a buffered answer).
         reachability.recordLiveAnswer()
         if call.exchange.isHead {
@@ -747,16 +757,28 @@ final class Forwarder {
     /// Methods whose non-error answers invalidate stored ones (RFC 9111 §4.4; RFC 9110 §9.2.1).
     private static let unsafeMethods: Set<String> = ["POST", "PUT", "PATCH", "DELETE"]
 
-    /// RFC 9111 §4.4: the target, and the same-host paths Location and Content-Location name.
-    private func invalidate(_ resource: (host: String, target: String), _ response: UpstreamResponse) {
-        var targets = [resource.target]
+    /// RFC 9111 §4.4: a 2xx or 3xx to an unsafe method makes what is stored for its target stale,
+    /// and for the same-host paths its Location and Content-Location name: this user's entries and
+    /// the shared ones go. Another user's own entries stay (no client changes what another gets;
+    /// the final review of session 4 showed any user's `PUT /me` wiping everyone's stored /me).
+    private func invalidateAfterUnsafe(_ call: Call, status: Int, headers: ResponseHeaders) {
+        guard status < 400, let user = call.userKey, Self.unsafeMethods.contains(call.exchange.method) else { return }
+        var targets = [user.target]
         for name in ["location", "content-location"] as [StaticString] {
-            guard let value = response.headers.first(name) else { continue }
+            guard let value = headers.first(name) else { continue }
             // A path, or an absolute URL naming the upstream: as Peel's own target, without the base path.
             let path = rewrite.location(value, publicOrigin: nil)
-            if path.hasPrefix("/") && !path.hasPrefix("//") { targets.append(path) }
+            if path.hasPrefix("/") && !path.hasPrefix("//") && !targets.contains(path) { targets.append(path) }
         }
-        cache.invalidate(host: resource.host, targets: targets)
+        for target in targets {
+            var mine = user
+            mine.target = target
+            cache.invalidate(key: mine)
+            if !mine.isShared {
+                mine.user = mine.user.map { _ in nil }
+                cache.invalidate(key: mine)
+            }
+        }
     }
 
     /// Keeps a successful unwrapped GET answer for while offline, when RFC 9111 and the key rules

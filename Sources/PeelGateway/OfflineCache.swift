@@ -214,21 +214,6 @@ public final class OfflineCache: Sendable {
         state.withLock { lru in if let e = lru.map[key] { lru.remove(e) } }
     }
 
-    /// RFC 9111 §4.4: a non-error answer to an unsafe method (POST, PUT, PATCH, DELETE) invalidates
-    /// what is stored for its target, for every user, and for the same-host URLs its Location and
-    /// Content-Location name (`targets`).
-    public func invalidate(host: String, targets: [String]) {
-        state.withLock { lru in
-            for target in targets {
-                guard let keys = lru.byResource[OfflineCache.resource(host, target)] else { continue }
-                for k in keys { if let e = lru.map[k] { lru.remove(e) } }
-            }
-        }
-    }
-
-    /// The index of entries by host and target.
-    static func resource(_ host: String, _ target: String) -> String { host + " " + target }
-
     private func refuse(_ key: OfflineCacheKey, _ why: String) -> OfflineCacheStore {
         invalidate(key: key)
         return .refused(why)
@@ -301,8 +286,6 @@ public final class OfflineCache: Sendable {
     struct LRU {
         var settings: Settings
         var map: [OfflineCacheKey: Entry] = [:]
-        /// Keys by host and target, for invalidation by unsafe methods (RFC 9111 §4.4).
-        var byResource: [String: Set<OfflineCacheKey>] = [:]
         var bytes = 0
         var oldest: Entry?
         var newest: Entry?
@@ -312,7 +295,6 @@ public final class OfflineCache: Sendable {
         mutating func insert(_ e: Entry) {
             if let old = map[e.key] { remove(old) }
             map[e.key] = e
-            byResource[OfflineCache.resource(e.key.host, e.key.target), default: []].insert(e.key)
             bytes += e.size
             append(e)
         }
@@ -343,9 +325,6 @@ public final class OfflineCache: Sendable {
         mutating func remove(_ e: Entry) {
             guard map[e.key] === e else { return }
             map[e.key] = nil
-            let r = OfflineCache.resource(e.key.host, e.key.target)
-            byResource[r]?.remove(e.key)
-            if byResource[r]?.isEmpty == true { byResource[r] = nil }
             bytes -= e.size
             unlink(e)
         }

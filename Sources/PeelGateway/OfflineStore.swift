@@ -18,10 +18,8 @@ protocol OfflineStore: AnyObject {
     /// within the store's read bound. `requestField` may be asked until then.
     func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: @escaping (String) -> String?,
                 _ done: @escaping (OfflineCacheAnswer) -> Void)
-    /// Drops the entry for `key` (a newer answer that may not be stored).
+    /// Drops the entry for `key` (a newer answer that may not be stored; RFC 9111 §4.4).
     func invalidate(key: OfflineCacheKey)
-    /// Drops every user's entries for `targets` of `host` (RFC 9111 §4.4).
-    func invalidate(host: String, targets: [String])
 }
 
 /// The in-memory cache (issue 17) as a worker's store: answers at once.
@@ -51,8 +49,6 @@ final class MemoryOfflineStore: OfflineStore {
     }
 
     func invalidate(key: OfflineCacheKey) { cache.invalidate(key: key) }
-
-    func invalidate(host: String, targets: [String]) { cache.invalidate(host: host, targets: targets) }
 }
 
 /// The shared store's counters, all workers: written by the workers' loops, read by /metrics and

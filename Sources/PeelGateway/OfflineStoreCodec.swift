@@ -33,10 +33,14 @@ public struct OfflineStoreValue: Sendable {
 /// `"PEELOC"` · u8 version · u16 status · u64 storedAt (IEEE 754 bits, wall seconds) ·
 /// u8 flags (1 content type, 2 ETag, 4 Last-Modified) · the flagged strs · u16 vary count ·
 /// per Vary: str name, 32-byte HMAC · u16 field count · per field: str name, str value ·
-/// str body. Nothing may follow. Request credentials are never part of it.
+/// str body · 32-byte HMAC-SHA-256 (the secret) of the store key and every byte before it. Nothing
+/// may follow. Request credentials are never part of it. The MAC (version 2; the final review of
+/// session 4 SET a value made with another secret over alice's key, and it was served) means that
+/// whoever can write to Redis but lacks the secret cannot plant an answer, nor move one user's
+/// value onto another user's key.
 public struct OfflineStoreCodec: Sendable {
     /// The format this build writes and reads.
-    public static let version: UInt8 = 1
+    public static let version: UInt8 = 2
     static let magic = Array("PEELOC".utf8)
     /// Every key starts with this, so an operator can find (and drop) Peel's keys.
     public static let keyPrefix = "peel:oc:1:"
@@ -65,15 +69,6 @@ public struct OfflineStoreCodec: Sendable {
         return Array(Self.keyPrefix.utf8) + Self.hex(hash.mac(m))
     }
 
-    /// The store key of the set that lists every user's entry for `host` and `target`, so that an
-    /// unsafe method's success can drop them all (RFC 9111 §4.4); a keyed hash too, never in clear.
-    public func resourceKey(host: String, target: String) -> [UInt8] {
-        var m: [UInt8] = Array("peel offline cache resource 1".utf8)
-        Self.put(&m, host)
-        Self.put(&m, target)
-        return Array((Self.keyPrefix + "r:").utf8) + Self.hex(hash.mac(m))
-    }
-
     /// The keyed hash of one Vary field's value (nil: the request had none).
     public func varyHash(name: String, value: String?) -> [UInt8] {
         var m: [UInt8] = Array("peel offline cache vary 1".utf8)
@@ -83,7 +78,7 @@ public struct OfflineStoreCodec: Sendable {
     }
 
     /// The value for a record; nil when it would be longer than `maxEntry`.
-    public func encode(_ r: OfflineCacheRecord, vary: [String], varyHashes: [[UInt8]]) -> [UInt8]? {
+    public func encode(_ r: OfflineCacheRecord, vary: [String], varyHashes: [[UInt8]], under key: [UInt8]) -> [UInt8]? {
         var out = Self.magic
         out.reserveCapacity(64 + r.body.count + r.fields.count * 32)
         out.append(Self.version)
@@ -106,16 +101,25 @@ public struct OfflineStoreCodec: Sendable {
         }
         Self.u32(&out, r.body.count)
         out += r.body
+        out += hash.mac(key + out)
         return out.count <= maxEntry ? out : nil
     }
 
     /// Reads a value; any departure from the format is a rejection, never a guess.
-    public func decode(_ bytes: [UInt8]) -> Result<OfflineStoreValue, OfflineStoreRejection> {
-        if bytes.count > maxEntry { return .failure(.tooLarge) }
-        var r = Reader(bytes: bytes)
+    public func decode(_ value: [UInt8], under key: [UInt8]) -> Result<OfflineStoreValue, OfflineStoreRejection> {
+        if value.count > maxEntry { return .failure(.tooLarge) }
+        var r = Reader(bytes: value)
         guard r.take(Self.magic.count) == Self.magic, let version = r.u8() else { return .failure(.garbage) }
         guard version == Self.version else { return .failure(.version) }
-        guard let status = r.u16(), (100...599).contains(status), let bits = r.u64(), let flags = r.u8(), flags & ~7 == 0 else {
+        // A value that does not authenticate under this key is garbage, whoever wrote it.
+        guard value.count >= Self.magic.count + 1 + 32 else { return .failure(.garbage) }
+        let bytes = Array(value.dropLast(32))
+        guard hash.mac(key + bytes) == Array(value.suffix(32)) else { return .failure(.garbage) }
+        r = Reader(bytes: bytes)
+        _ = r.take(Self.magic.count + 1)
+        // Peel only stores 2xx answers (not 206) and 304 validators: any other status is not its.
+        guard let status = r.u16(), (200...299).contains(status) && status != 206 || status == 304, let bits = r.u64(),
+              let flags = r.u8(), flags & ~7 == 0 else {
             return .failure(.garbage)
         }
         let storedAt = Double(bitPattern: bits)

