@@ -147,7 +147,7 @@ if command -v kubectl >/dev/null 2>&1; then
   else
     fail "kubectl kustomize deploy/k8s" "$(cat "$WORK/kustomize.log" "$WORK/kv-rendered.log" 2>/dev/null)"
   fi
-  check "kustomize renders every resource" "ConfigMap Deployment HorizontalPodAutoscaler PodDisruptionBudget Service" \
+  check "kustomize renders every resource" "ConfigMap Deployment HorizontalPodAutoscaler NetworkPolicy PodDisruptionBudget Service" \
     "$(awk '/^kind:/ { print $2 }' "$WORK/rendered.yaml" | sort | tr '\n' ' ' | sed 's/ $//')"
   # The Redis overlay, rendered from a copy with a secret file of its own (never one in the tree).
   cp -r "$DEPLOY/k8s" "$DEPLOY/k8s-redis" "$WORK/"
@@ -159,7 +159,7 @@ if command -v kubectl >/dev/null 2>&1; then
     fail "kubectl kustomize deploy/k8s-redis" "$(cat "$WORK/kustomize-redis.log" "$WORK/kv-redis.log" 2>/dev/null)"
   fi
   check "kustomize renders the overlay's resources" \
-    "ConfigMap Deployment Deployment HorizontalPodAutoscaler NetworkPolicy PodDisruptionBudget Secret Service Service" \
+    "ConfigMap Deployment Deployment HorizontalPodAutoscaler NetworkPolicy NetworkPolicy PodDisruptionBudget Secret Service Service" \
     "$(awk '/^kind:/ { print $2 }' "$WORK/rendered-redis.yaml" | sort | tr '\n' ' ' | sed 's/ $//')"
   check "overlay rules (secret mounted, store URL, Redis locked down and bounded)" "ok" "$("$PY" - "$WORK/rendered-redis.yaml" <<'PYEOF' 2>&1
 import sys, yaml
