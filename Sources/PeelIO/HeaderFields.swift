@@ -79,7 +79,7 @@ public func isTokenByte(_ b: UInt8) -> Bool {
 
 /// The final response's header fields as received from the upstream, kept as one byte block
 /// (`name NUL value NUL …`) instead of a String pair per field.
-public struct ResponseHeaders: Sendable, Equatable {
+public struct ResponseHeaders: Sendable, Hashable {
     private var storage: [UInt8] = []
     /// Number of fields.
     public private(set) var count = 0
