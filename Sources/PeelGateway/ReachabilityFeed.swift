@@ -1,4 +1,3 @@
-import Glibc
 import PeelIO
 import Synchronization
 
@@ -13,16 +12,11 @@ func reachabilityDocument(state: ReachabilityState, since: Double, reason: Strin
 /// IPv6 one (one host is handed a whole /64 by SLAAC, so counting single addresses would let it
 /// take every place; review of issue 17).
 func streamClient(_ address: String) -> String {
-    guard address.contains(":") else { return address }
-    var raw = in6_addr()
-    guard inet_pton(AF_INET6, address, &raw) == 1 else { return address }
-    let bytes = withUnsafeBytes(of: &raw) { Array($0.prefix(8)) }
-    // An IPv4-mapped address (::ffff:a.b.c.d) is that IPv4 client.
-    let full = withUnsafeBytes(of: &raw) { Array($0) }
-    if full[0..<10].allSatisfy({ $0 == 0 }) && full[10] == 0xFF && full[11] == 0xFF {
-        return full[12...].map(String.init).joined(separator: ".")
-    }
-    return bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "::/64"
+    // IPNetwork.address gives an IPv4-mapped IPv6 address as its 4 IPv4 bytes, so such a client
+    // counts as the IPv4 client it is.
+    guard let bytes = IPNetwork.address(address) else { return address }
+    if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
+    return bytes.prefix(8).map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "::/64"
 }
 
 /// Open event streams across all workers, held to `--max-streams` in all and to

@@ -4,27 +4,29 @@ import PeelIO
 import Synchronization
 import XCTest
 
+/// Waits up to `seconds` for `condition`, polling every 2 ms; returns its last value.
+func waitFor(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(2_000)
+    }
+    return condition()
+}
+
+/// One request to `h` on a fresh connection, with `Host: api.example` and these fields.
+func sendRequest(_ h: RawHarness, _ method: String, _ path: String, _ fields: [(String, String)] = [],
+          body: String = "") throws -> BlockingClient.Response {
+    let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 10)
+    var head = "\(method) \(path) HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n"
+    for (n, v) in fields { head += "\(n): \(v)\r\n" }
+    if !body.isEmpty || method == "PUT" || method == "POST" { head += "Content-Length: \(body.utf8.count)\r\n" }
+    try c.send(head + "\r\n" + body)
+    return try c.readResponse(head: method == "HEAD")
+}
+
 /// The review of issue 17: what its first tests missed, each failing before its fix.
 final class Review17Tests: XCTestCase {
-    private func wait(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(2_000)
-        }
-        return condition()
-    }
-
-    private func send(_ h: RawHarness, _ method: String, _ path: String, _ fields: [(String, String)] = [],
-                      body: String = "") throws -> BlockingClient.Response {
-        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 10)
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n"
-        for (n, v) in fields { head += "\(n): \(v)\r\n" }
-        if !body.isEmpty || method == "PUT" || method == "POST" { head += "Content-Length: \(body.utf8.count)\r\n" }
-        try c.send(head + "\r\n" + body)
-        return try c.readResponse(head: method == "HEAD")
-    }
-
     // MARK: reachability
 
     /// Calls that were in flight when the host stopped taking connections time out later; each
@@ -47,7 +49,7 @@ final class Review17Tests: XCTestCase {
             }
         }
         defer { h.stop() }
-        XCTAssertTrue(wait(3) { h.gateway.reachability.state == .reachable })
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.state == .reachable })
         // Threads, not the global queue: on 2 cores it runs only 2 blocking calls at once.
         let finished = Locked(0)
         let port = h.port
@@ -60,16 +62,16 @@ final class Review17Tests: XCTestCase {
                 finished.withLock { $0 += 1 }
             }
         }
-        XCTAssertTrue(wait(3) { h.upstream.requests.filter { $0.path == "/slow" }.count == 4 })
+        XCTAssertTrue(waitFor(3) { h.upstream.requests.filter { $0.path == "/slow" }.count == 4 })
         h.upstream.closeListenerOnly()
-        XCTAssertTrue(wait(3) { h.gateway.reachability.isDown }, "not offline once every connect is refused")
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown }, "not offline once every connect is refused")
         let downAt = Date()
         var cameBack = false
         while Date().timeIntervalSince(downAt) < 2.5 {
             if !h.gateway.reachability.isDown { cameBack = true; break }
             usleep(1_000)
         }
-        XCTAssertTrue(wait(5) { finished.withLock { $0 } == 4 })
+        XCTAssertTrue(waitFor(5) { finished.withLock { $0 } == 4 })
         XCTAssertFalse(cameBack, "calls that timed out on connections taken before the host went away made Peel reachable again")
         XCTAssertEqual(h.gateway.reachability.transitionCounts[.reachable] ?? 0, 1, "reachable transitions")
     }
@@ -113,11 +115,11 @@ final class Review17Tests: XCTestCase {
         }
         defer { h.stop() }
         let alice = ("Authorization", "Bearer alice")
-        XCTAssertEqual(try send(h, "GET", "/me", [alice]).text, "\"name v1\"")
-        XCTAssertEqual(try send(h, "PUT", "/me", [alice, ("Content-Type", "application/json")], body: "{\"name\":\"v2\"}").status, 200)
+        XCTAssertEqual(try sendRequest(h, "GET", "/me", [alice]).text, "\"name v1\"")
+        XCTAssertEqual(try sendRequest(h, "PUT", "/me", [alice, ("Content-Type", "application/json")], body: "{\"name\":\"v2\"}").status, 200)
         h.upstream.closeListener()
-        XCTAssertTrue(wait(3) { h.gateway.reachability.isDown })
-        let stale = try send(h, "GET", "/me", [alice])
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown })
+        let stale = try sendRequest(h, "GET", "/me", [alice])
         XCTAssertNotEqual(stale.text, "\"name v1\"", "the answer from before alice's PUT was served as her current /me")
     }
 
@@ -182,13 +184,13 @@ extension Review17Tests {
         }
         defer { h.stop() }
         let gzip = ("Accept-Encoding", "gzip")
-        let fresh = try send(h, "GET", "/big", [gzip])
+        let fresh = try sendRequest(h, "GET", "/big", [gzip])
         XCTAssertEqual(fresh.header("Content-Encoding"), "gzip")
         let etag = try XCTUnwrap(fresh.header("ETag"))
         XCTAssertEqual(etag, "W/\"v1\"")
         h.upstream.closeListener()
-        XCTAssertTrue(wait(3) { h.gateway.reachability.isDown })
-        let nm = try send(h, "GET", "/big", [gzip, ("If-None-Match", etag)])
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown })
+        let nm = try sendRequest(h, "GET", "/big", [gzip, ("If-None-Match", etag)])
         XCTAssertEqual(nm.status, 304)
         XCTAssertEqual(nm.header("ETag"), etag, "the 304 names another validator than the 200 it stands for")
         XCTAssertEqual(nm.header("Vary"), "Accept-Encoding")
@@ -214,10 +216,10 @@ extension Review17Tests {
             return .send(RawUpstream.envelope("\"\(cookies)\"", fields: ["Cache-Control: public, max-age=0", "Vary: Cookie"]))
         }
         defer { h.stop() }
-        XCTAssertEqual(try send(h, "GET", "/feed", [("Cookie", "theme=dark"), ("Cookie", "sid=alice")]).text, "\"theme=dark; sid=alice\"")
+        XCTAssertEqual(try sendRequest(h, "GET", "/feed", [("Cookie", "theme=dark"), ("Cookie", "sid=alice")]).text, "\"theme=dark; sid=alice\"")
         h.upstream.closeListener()
-        XCTAssertTrue(wait(3) { h.gateway.reachability.isDown })
-        let bob = try send(h, "GET", "/feed", [("Cookie", "theme=dark"), ("Cookie", "sid=bob")])
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown })
+        let bob = try sendRequest(h, "GET", "/feed", [("Cookie", "theme=dark"), ("Cookie", "sid=bob")])
         XCTAssertNotEqual(bob.text, "\"theme=dark; sid=alice\"", "bob was served alice's answer")
     }
 }
@@ -231,25 +233,6 @@ extension Review17Tests {
 
 /// The final review of session 4 (the merged issues 17-21): what its tests showed, each failing before its fix.
 final class ReviewMergeTests: XCTestCase {
-    private func wait(_ seconds: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(2_000)
-        }
-        return condition()
-    }
-
-    private func send(_ h: RawHarness, _ method: String, _ path: String, _ fields: [(String, String)] = [],
-                      body: String = "") throws -> BlockingClient.Response {
-        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 10)
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n"
-        for (n, v) in fields { head += "\(n): \(v)\r\n" }
-        if !body.isEmpty || method == "PUT" || method == "POST" { head += "Content-Length: \(body.utf8.count)\r\n" }
-        try c.send(head + "\r\n" + body)
-        return try c.readResponse(head: method == "HEAD")
-    }
-
     private func harness(_ respond: @escaping @Sendable (RawUpstream.Request) -> RawUpstream.Reply) throws -> RawHarness {
         try RawHarness(configure: { c in
             c.offlineCache = 1 << 20; c.probeInterval = 0.1; c.probeTimeout = 0.3
@@ -274,15 +257,15 @@ final class ReviewMergeTests: XCTestCase {
         }
         defer { h.stop() }
         let alice = ("Authorization", "Bearer alice"), bob = ("Authorization", "Bearer bob")
-        XCTAssertEqual(try send(h, "GET", "/me", [alice]).text, "\"Bearer alice v1\"")
-        XCTAssertEqual(try send(h, "GET", "/me", [bob]).text, "\"Bearer bob v1\"")
-        let put = try send(h, "PUT", "/me", [alice, ("Content-Type", "application/json")], body: "{\"name\":\"v2\"}")
+        XCTAssertEqual(try sendRequest(h, "GET", "/me", [alice]).text, "\"Bearer alice v1\"")
+        XCTAssertEqual(try sendRequest(h, "GET", "/me", [bob]).text, "\"Bearer bob v1\"")
+        let put = try sendRequest(h, "PUT", "/me", [alice, ("Content-Type", "application/json")], body: "{\"name\":\"v2\"}")
         XCTAssertEqual(put.status, 200)
         XCTAssertEqual(put.text, "saved")
         h.upstream.closeListener()
-        XCTAssertTrue(wait(3) { h.gateway.reachability.isDown })
-        XCTAssertEqual(try send(h, "GET", "/me", [alice]).status, 503, "alice's answer from before her PUT was served")
-        XCTAssertEqual(try send(h, "GET", "/me", [bob]).text, "\"Bearer bob v1\"", "alice's PUT changed what bob gets")
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown })
+        XCTAssertEqual(try sendRequest(h, "GET", "/me", [alice]).status, 503, "alice's answer from before her PUT was served")
+        XCTAssertEqual(try sendRequest(h, "GET", "/me", [bob]).text, "\"Bearer bob v1\"", "alice's PUT changed what bob gets")
     }
 
     func testAStreamedNewerAnswer_toAGet_dropsTheOlderEntry() throws {
@@ -296,10 +279,10 @@ final class ReviewMergeTests: XCTestCase {
         }
         defer { h.stop() }
         let alice = ("Authorization", "Bearer alice")
-        XCTAssertEqual(try send(h, "GET", "/report", [alice]).text, "\"old\"")
-        XCTAssertEqual(try send(h, "GET", "/report", [alice]).text, "saved")
+        XCTAssertEqual(try sendRequest(h, "GET", "/report", [alice]).text, "\"old\"")
+        XCTAssertEqual(try sendRequest(h, "GET", "/report", [alice]).text, "saved")
         h.upstream.closeListener()
-        XCTAssertTrue(wait(3) { h.gateway.reachability.isDown })
-        XCTAssertNotEqual(try send(h, "GET", "/report", [alice]).text, "\"old\"")
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown })
+        XCTAssertNotEqual(try sendRequest(h, "GET", "/report", [alice]).text, "\"old\"")
     }
 }

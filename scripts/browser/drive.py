@@ -12,17 +12,10 @@ import urllib.request
 
 from websockets.sync.client import connect
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
+
 DEVTOOLS, PAGE, PEEL, UP_PID = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
-failures = 0
-
-
-def check(name, expected, actual):
-    global failures
-    if expected == actual:
-        print(f"ok   {name}")
-    else:
-        failures += 1
-        print(f"FAIL {name}: expected [{expected!r}] got [{actual!r}]")
 
 
 def target():
@@ -114,4 +107,4 @@ check("the page reads Cache-Status on the stale answer", "Peel; hit; detail=offl
 check("the page reads Age on the stale answer", True, (stale.get("age") or "").isdigit() and int(stale["age"]) >= 1)
 check("and X-Request-Id", True, bool(stale.get("requestId")) and stale.get("requestId") != fresh.get("requestId"))
 session.__exit__(None, None, None)
-sys.exit(failures)
+sys.exit(failures())

@@ -2,23 +2,17 @@
 never called offline, and calls whose worker dies never take Peel offline for others.
 usage: busy_check.py PEEL_PORT
 Prints one `ok`/`FAIL` line per check; the exit status is the number of failures."""
+import os
 import sys
 import threading
 import time
 
 import requests
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
+
 G = f"http://127.0.0.1:{int(sys.argv[1])}"
-failures = 0
-
-
-def check(name, expected, actual):
-    global failures
-    if expected == actual:
-        print(f"ok   {name}")
-    else:
-        failures += 1
-        print(f"FAIL {name}: expected [{expected!r}] got [{actual!r}]")
 
 
 def state():
@@ -75,4 +69,4 @@ check("a dying worker: each call is 502 upstream-unreachable", [(502, "upstream-
 check("a dying worker: still reachable", "reachable", state())
 others = [requests.get(G + "/user", timeout=10).status_code for _ in range(5)]
 check("a dying worker: other endpoints answered", [200] * 5, others)
-sys.exit(failures)
+sys.exit(failures())

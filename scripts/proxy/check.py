@@ -3,6 +3,7 @@ usage: check.py UPSTREAM_PORT PEEL_PORT CORS_PEEL_PORT ACCESS_LOG PEEL_PID
 Prints one `ok`/`FAIL` line per check; the exit status is the number of failures."""
 import asyncio
 import json
+import os
 import sys
 import time
 
@@ -10,19 +11,12 @@ import aiohttp
 import httpx
 import requests
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from checks import check, failures  # noqa: E402
+
 UP, GW, CGW, LOG, PID = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], int(sys.argv[5])
 G, C = f"http://127.0.0.1:{GW}", f"http://127.0.0.1:{CGW}"
 APP = "http://app.example"
-failures = 0
-
-
-def check(name, expected, actual):
-    global failures
-    if expected == actual:
-        print(f"ok   {name}")
-    else:
-        failures += 1
-        print(f"FAIL {name}: expected [{expected!r}] got [{actual!r}]")
 
 
 def preflight(base, origin=APP):
@@ -238,6 +232,8 @@ check("HEAD of a declared download gets its length and no body", (200, str(64 * 
 # Many slow downloads at once on reused upstream connections, several rounds: none may be cut
 # (issue 19: about one run in five lost one at 5-13 MB to Peel's own idle-connection guard).
 import threading
+
+
 def slow_download(results, i):
     try:
         s = socket.create_connection(("127.0.0.1", GW), timeout=30)
@@ -333,4 +329,4 @@ check("access log /html: reason and excerpt", ("not JSON at byte 0 (0x3c '<')", 
 check("access log /csrf: reason, and an excerpt with its newline escaped", ("upstream 403 text/html", True),
       (reasons.get("/csrf", (None,))[0], "</h1>\\x0a<p>CSRF" in (reasons.get("/csrf", (None, ""))[1] or "")))
 check("access log /download-broken: the cut says how", True, "remaining" in (reasons.get("/download-broken", ("",))[0] or ""))
-sys.exit(failures)
+sys.exit(failures())
