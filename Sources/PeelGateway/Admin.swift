@@ -26,8 +26,8 @@ final class AdminServer: @unchecked Sendable {
 
     private static func handle(_ ex: HTTPExchange, gateway: Gateway) {
         if let refusal = ex.refusal {
-            ex.respond(status: refusal.status, headers: [("Content-Type", "application/json"), ("Connection", "close")],
-                       body: Array("{\"error\":\(jsonEscaped(refusal.detail))}".utf8))
+            ex.respond(status: refusal.status, headers: [("Content-Type", "application/json")],
+                       body: Array("{\"error\":\(jsonEscaped(refusal.detail))}".utf8), closing: true)
             return
         }
         let path = ex.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ex.target

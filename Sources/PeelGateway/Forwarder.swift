@@ -14,11 +14,8 @@ final class Forwarder {
     /// Stale answers for while offline: the memory cache shared by the workers, or this worker's
     /// view of the shared store (issue 21); off while `--offline-cache` is 0.
     private let cache: OfflineStore
-    /// The request fields the cache reads (see `cacheFieldNames`), by position: the key fields
-    /// (`--offline-cache-key`) first, then Cache-Control, Pragma, If-None-Match, If-Modified-Since.
-    private var cacheFields: HeaderNameSet
-    /// `--offline-cache-key`, lowercased, in order.
-    private var keyFieldNames: [String]
+    /// `--offline-cache-key`, lowercased, in order, matched by token.
+    private var keyFields: CacheKeyFields
     private var basePath: String
     private var retryAfter: String
     private let idPrefix: String
@@ -26,23 +23,13 @@ final class Forwarder {
     private var cors: CORSPolicy?
     /// URL and cookie rewriting towards Peel's own address.
     private var rewrite: ProxyRewrite
-    /// Upstream fields left out of the bulk copy: rewritten ones, and CORS ones when Peel manages CORS.
-    private var droppedResponse: HeaderNameSet
-    private var droppedResponseAndType: HeaderNameSet
-    /// The same, plus ETag, for compressed answers (their ETag is weakened, see `pass`).
-    private var droppedResponseEncoded: HeaderNameSet
-    private var droppedResponseAndTypeEncoded: HeaderNameSet
-    /// Which answers are compressed, and how.
-    private var compression: CompressionPolicy
+    /// The one reply shaper every answer passes (X-Request-Id, CORS, Vary, compression, stale fields).
+    private var shaper: ReplyShaper
     /// This worker's gzip/br encoder (loop-thread only, like the forwarder).
     private var encoder: ContentEncoder
-    /// Upstream fields rewritten before they are passed (see `rewritten`), by position.
-    private static let rewrittenFields = HeaderNameSet(["location", "content-location", "refresh", "set-cookie"])
-    /// Upstream fields a problem document keeps: those clients act on (RFC 9110 §10.2.3 Retry-After,
-    /// §11.6.1 WWW-Authenticate, §12.5.5 Vary; RFC 9111 §5.2 Cache-Control; RFC 6265 Set-Cookie).
-    private var keptOnProblem: HeaderNameSet
     private var idCounter: UInt64 = 0
-    /// Set while shutting down: answers carry `Connection: close`.
+    /// Set while shutting down: no new event stream opens. (The connection layer closes
+    /// connections after their answers by itself.)
     var draining = false
     /// Authorities (lowercased `host:port`) that name this listener in an absolute-form target.
     var selfAuthorities: Set<String> = []
@@ -69,12 +56,8 @@ final class Forwarder {
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
-        keyFieldNames = config.offlineCacheKey
-        cacheFields = HeaderNameSet(config.offlineCacheKey + Self.cacheRequestFields)
-        let d = Self.derived(from: config)
-        (cors, rewrite, droppedResponse, droppedResponseAndType, droppedResponseEncoded, droppedResponseAndTypeEncoded,
-         compression, encoder, keptOnProblem) = (d.cors, d.rewrite, d.dropped, d.droppedAndType, d.droppedEncoded,
-                                                 d.droppedAndTypeEncoded, d.compression, d.encoder, d.kept)
+        keyFields = CacheKeyFields(config.offlineCacheKey)
+        (cors, rewrite, shaper, encoder) = Self.derived(from: config)
     }
 
     /// A request field's value as `Vary` compares it: every line combined (RFC 9111 §4.1), Cookie's
@@ -83,30 +66,14 @@ final class Forwarder {
         ex.combinedHeader(name, separator: name == "cookie" ? "; " : ", ")
     }
 
-    /// Request fields the offline cache reads besides the key fields (RFC 9111 §5.2.1, §5.4; RFC
-    /// 9110 §13.1.2, §13.1.3).
-    private static let cacheRequestFields = ["cache-control", "pragma", "if-none-match", "if-modified-since"]
-
     /// Everything the forwarder derives from the configuration, built in one place so a reload
     /// (`apply`) changes CORS, rewriting, compression and kept fields together with the options.
-    private static func derived(from config: GatewayConfig) -> (
-        cors: CORSPolicy?, rewrite: ProxyRewrite, dropped: HeaderNameSet, droppedAndType: HeaderNameSet,
-        droppedEncoded: HeaderNameSet, droppedAndTypeEncoded: HeaderNameSet, compression: CompressionPolicy,
-        encoder: ContentEncoder, kept: HeaderNameSet
-    ) {
+    private static func derived(from config: GatewayConfig) -> (CORSPolicy?, ProxyRewrite, ReplyShaper, ContentEncoder) {
         let cors = CORSPolicy(config: config)
-        var dropped = RequestPolicy.droppedResponseHeaders
-        // Vary is written once by Peel, the upstream's names merged with its own (see `varyValue`).
-        dropped.insert("vary")
-        if config.rewriteRedirects { dropped.formUnion(["location", "content-location", "refresh"]) }
-        if config.rewriteCookies { dropped.insert("set-cookie") }
-        if cors != nil { dropped.formUnion(CORSPolicy.upstreamFields) }
-        var kept = ["retry-after", "set-cookie", "www-authenticate", "vary", "cache-control"]
-        if cors == nil { kept += CORSPolicy.upstreamFields }
-        return (cors, ProxyRewrite(upstream: config.upstream), HeaderNameSet(dropped), HeaderNameSet(dropped.union(["content-type"])),
-                HeaderNameSet(dropped.union(["etag"])), HeaderNameSet(dropped.union(["content-type", "etag"])),
-                CompressionPolicy(offered: config.compression, minSize: config.compressionMinSize),
-                ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality), HeaderNameSet(kept))
+        let shaper = ReplyShaper(cors: cors, compression: CompressionPolicy(offered: config.compression, minSize: config.compressionMinSize),
+                                 rewriteRedirects: config.rewriteRedirects, rewriteCookies: config.rewriteCookies)
+        return (cors, ProxyRewrite(upstream: config.upstream), shaper,
+                ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality))
     }
 
     /// Calls waiting for the upstream, so a shutdown past its timeout can answer them.
@@ -139,12 +106,8 @@ final class Forwarder {
         accessLog = config.accessLog ? log : nil
         basePath = config.upstream.basePath
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
-        keyFieldNames = config.offlineCacheKey
-        cacheFields = HeaderNameSet(config.offlineCacheKey + Self.cacheRequestFields)
-        let d = Self.derived(from: config)
-        (cors, rewrite, droppedResponse, droppedResponseAndType, droppedResponseEncoded, droppedResponseAndTypeEncoded,
-         compression, encoder, keptOnProblem) = (d.cors, d.rewrite, d.dropped, d.droppedAndType, d.droppedEncoded,
-                                                 d.droppedAndTypeEncoded, d.compression, d.encoder, d.kept)
+        keyFields = CacheKeyFields(config.offlineCacheKey)
+        (cors, rewrite, shaper, encoder) = Self.derived(from: config)
     }
 
     /// The envelope rules a call is judged by, shared by reference so each call keeps the ones it
@@ -215,87 +178,32 @@ final class Forwarder {
         }
     }
 
+    /// A call's stages: the request's fields read once (`RequestFacts`), what to do with it
+    /// (`RequestPlan`), the offline/cache decision, the upstream call, the judge, and one reply
+    /// shaper for whatever the answer is.
     func handle(_ ex: HTTPExchange) {
         let started = monotonicNow()
         metrics.inflight.add(1, ordering: .relaxed)
-        var requestId: String? = nil
-        var host: String? = nil
-        var xff: String? = nil
-        var acceptLanguage: String? = nil
-        var hasAuthorization = false
         // Key fields are read for every method while the cache is on (an unsafe method's success
         // invalidates its user's entries); lookups and stores are for GET and HEAD only.
         let caching = cache.isEnabled
-        // The key fields' values, then Cache-Control (all of them), Pragma, If-None-Match, If-Modified-Since.
-        var cacheValues: [String?] = caching ? Array(repeating: nil, count: keyFieldNames.count + 4) : []
-        var cacheControl: [String] = []
-        var origin: String? = nil
-        var requestMethod: String? = nil
-        var requestHeaders: String? = nil
-        var forwardedProto: String? = nil
-        var forwardedHost: String? = nil
-        var forwarded: String? = nil
-        var sawTraceparent = false
-        var traceOK = true
-        var acceptEncoding: String? = nil
-        var connectionTokens: [String] = []
-        var badHeader: String? = nil
-        // Fields are read in place: only the few Peel acts on become Strings.
-        ex.forEachField { field in
-            // Whose answer it is, and what the request asks of caches (issue 17): read only while
-            // the cache is on.
-            if caching, let i = field.index(in: cacheFields) {
-                let value = field.valueString
-                let keys = keyFieldNames.count
-                if i == keys {
-                    cacheControl.append(value)
-                } else {
-                    // RFC 6265 §5.4 joins Cookie fields with `; `; other list fields join with `, ` (RFC 9110 §5.3).
-                    let separator = i < keys && keyFieldNames[i] == "cookie" ? "; " : ", "
-                    cacheValues[i] = cacheValues[i].map { $0 + separator + value } ?? value
-                }
-            }
-            switch field.index(in: Self.inspected) {
-            case 0: requestId = field.valueString
-            case 1: if host == nil { host = field.valueString } else { badHeader = "more than one Host header" }
-            case 2: xff = xff.map { $0 + ", " + field.valueString } ?? field.valueString
-            case 3: acceptLanguage = field.valueString
-            case 4:
-                // `keep-alive` and `close` (nearly every client's value) name nothing that is not dropped anyway.
-                if field.valueEquals("keep-alive") || field.valueEquals("close") { break }
-                for t in field.valueString.split(separator: ",") { connectionTokens.append(trimOWS(t).lowercased()) }
-            case 5: origin = field.valueString
-            case 6: requestMethod = field.valueString
-            case 7: requestHeaders = requestHeaders.map { $0 + ", " + field.valueString } ?? field.valueString
-            case 8: forwardedProto = field.valueString
-            case 9: forwardedHost = field.valueString
-            case 10: acceptEncoding = acceptEncoding.map { $0 + ", " + field.valueString } ?? field.valueString
-            case 11: hasAuthorization = true
-            case 12: forwarded = forwarded.map { $0 + ", " + field.valueString } ?? field.valueString
-            // W3C Trace Context §3.2: one traceparent in its exact form, else it goes, with tracestate.
-            case 13: traceOK = !sawTraceparent && RequestPolicy.isTraceparent(Array(field.valueString.utf8)); sawTraceparent = true
-            default: break
-            }
-        }
+        var facts = RequestFacts(ex, keys: caching ? keyFields : nil)
         // Forwarded fields are believed only from a trusted proxy (issue 18): from anyone else they
         // are dropped, Peel writes its own, and redirects are rewritten from Host alone; a client
         // could otherwise steer rewritten Locations (redirect poisoning behind a shared cache) and
         // forge the chain the upstream sees.
         let peer = ex.peerAddress
-        let fromTrustedProxy = IPNetwork.any(config.trustedProxies, contain: peer)
-        if fromTrustedProxy {
-            ex.clientAddress = Self.realClient(peer: peer, forwardedFor: xff, trusted: config.trustedProxies)
+        if IPNetwork.any(config.trustedProxies, contain: peer) {
+            ex.clientAddress = Self.realClient(peer: peer, forwardedFor: facts.xForwardedFor, trusted: config.trustedProxies)
         } else {
-            xff = nil
-            forwardedProto = nil
-            forwardedHost = nil
-            forwarded = nil
+            facts.distrustForwardingFields()
         }
-        let id = requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
-        let call = Call(exchange: ex, rules: rules, started: started, requestId: id, language: Language(acceptLanguage: acceptLanguage))
-        call.origin = origin ?? ex.refusedOrigin
-        call.acceptEncoding = acceptEncoding
-        call.addressFields = (host, forwardedProto, forwardedHost)
+        let id = facts.requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
+        let call = Call(exchange: ex, rules: rules, started: started, requestId: id,
+                        language: Language(acceptLanguage: facts.acceptLanguage))
+        call.origin = facts.origin ?? ex.refusedOrigin
+        call.acceptEncoding = facts.acceptEncoding
+        call.addressFields = (facts.host, facts.xForwardedProto, facts.xForwardedHost)
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
         if let refusal = ex.refusal {
@@ -305,86 +213,82 @@ final class Forwarder {
             return answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
         }
 
-        // RFC 9112 §3.2: a 1.1 request without Host, or with two, is refused.
-        if let badHeader { return refuse(call, badHeader) }
-        if ex.version.major == 1 && ex.version.minor >= 1 && host == nil { return refuse(call, "HTTP/1.1 request without Host") }
-        if let host, let why = RequestPolicy.hostProblem(host) { return refuse(call, why) }
-        // Content-Length and Transfer-Encoding framing was judged by the server's parser.
-
+        let (plan, path) = RequestPlan.decide(method: ex.method, target: ex.target, http11: ex.version.major == 1 && ex.version.minor >= 1,
+                                              facts, selfAuthorities: selfAuthorities, managesCORS: cors != nil,
+                                              reachabilityPath: config.reachabilityPath, accept: { ex.header(.accept) })
+        call.path = path
         let target: (path: String, query: String?)
-        switch RequestPolicy.check(method: ex.method, target: ex.target, selfAuthorities: selfAuthorities) {
+        switch plan {
         case .refuse(let why): return refuse(call, why)
+        case .preflight:
+            let fields = cors?.preflightFields(origin: facts.origin, requestMethod: facts.accessControlRequestMethod,
+                                               requestHeaders: facts.accessControlRequestHeaders) ?? []
+            return emit(call, Reply(status: 204, kind: .preflight, fields: fields, body: .bytes([], range: nil, hold: nil)),
+                        log: "preflight")
+        case .reachability(let events): return answerReachability(call, events: events)
         case .forward(let p, let q): target = (p, q)
-        }
-        call.path = target.path
-
-        // A preflight is Peel's to answer when it manages CORS: the upstream is not contacted.
-        if let cors, CORSPolicy.isPreflight(method: ex.method, origin: origin, requestMethod: requestMethod) {
-            let fields = cors.preflightFields(origin: origin, requestMethod: requestMethod, requestHeaders: requestHeaders)
-            return send(call, status: 204, headers: fields + [("X-Request-Id", id)], body: [], kind: "preflight", code: nil)
-        }
-
-        // Peel's own path: answered here, never forwarded (issue 13).
-        if let own = config.reachabilityPath, target.path == own {
-            // Accept is read only here: Foundation's `contains` on every request's Accept cost ~4k
-            // instructions of a /small request (callgrind).
-            let wantsEvents = ex.header("accept").map { $0.lowercased().contains("text/event-stream") } ?? false
-            return answerReachability(call, events: wantsEvents)
         }
 
         if caching {
-            let keys = keyFieldNames.count
             // The Host as forwarded (issue 17), with a trusted proxy's X-Forwarded-Host beside it:
             // two tenants behind one Peel never share an entry.
-            let tenant = (host?.lowercased() ?? "") + (forwardedHost.map { " " + $0.lowercased() } ?? "")
+            let tenant = (facts.host?.lowercased() ?? "") + (facts.xForwardedHost.map { " " + $0.lowercased() } ?? "")
             let key = OfflineCacheKey(host: tenant, target: target.path + (target.query.map { "?" + $0 } ?? ""),
-                                      acceptLanguage: acceptLanguage, fieldNames: keyFieldNames,
-                                      user: Array(cacheValues[0..<keys]))
+                                      acceptLanguage: facts.acceptLanguage, fieldNames: keyFields.names, user: facts.keyValues)
             call.userKey = key
             if ex.method == "GET" || ex.method == "HEAD" { call.cacheKey = key }
-            call.cacheRequest = CacheRequest(cacheControl: cacheControl, pragma: cacheValues[keys + 1],
-                                             ifNoneMatch: cacheValues[keys + 2], ifModifiedSince: cacheValues[keys + 3])
-            call.hasAuthorization = hasAuthorization
+            call.cacheRequest = facts.cacheRequest
+            call.hasAuthorization = facts.hasAuthorization
         }
 
         if reachability.isDown {
             if let key = call.cacheKey { return answerOffline(call, key) }
             return answer(call, .offline)
         }
+        forward(call, facts, target: target, peer: peer)
+    }
 
-        // `Connection: keep-alive` (what HTTP/1.0 clients send) names nothing that is not dropped anyway.
-        let extraHopByHop = connectionTokens.filter { !RequestPolicy.droppedRequestHeaders.contains($0) }
-        let connectionNamed = extraHopByHop.isEmpty ? nil : HeaderNameSet(extraHopByHop)
+    /// The upstream call: the request's fields minus hop-by-hop ones and those Peel sets, then
+    /// Peel's own forwarding fields.
+    private func forward(_ call: Call, _ facts: RequestFacts, target: (path: String, query: String?), peer: String) {
+        let ex = call.exchange
+        // Options a Connection field names (RFC 9110 §7.6.1): by token where they have one, by bytes otherwise.
+        var namedTokens = FieldSet([])
+        var namedOthers: [String] = []
+        for option in facts.connectionOptions {
+            let t = FieldToken.identify(option)
+            if t == .other { namedOthers.append(option) } else { namedTokens.insert(t) }
+        }
+        var dropped = RequestPolicy.droppedRequestFields.union(namedTokens)
+        if !facts.traceOK { dropped = dropped.union(Self.traceFields) }
+        let namedOther = namedOthers.isEmpty ? nil : HeaderNameSet(namedOthers)
         // HEAD answers what GET would (status, fields, the unwrapped length): it goes upstream as GET,
         // is judged like one, and the server writes the answer without its body.
         let method = ex.method == "HEAD" ? "GET" : ex.method
         // Codings follow the client (issue 19): the upstream is asked for what the client accepts and
         // Peel can decode, and for none when the client named none.
         let preserveHost = config.preserveHost
-        let upstreamCodings = CompressionPolicy.upstreamAcceptEncoding(acceptEncoding, decodable: UpstreamClient.decodableCodings)
+        let upstreamCodings = CompressionPolicy.upstreamAcceptEncoding(facts.acceptEncoding, decodable: UpstreamClient.decodableCodings)
+        let host = facts.host
+        let id = call.requestId
         let transfer = upstream.send(method: method, path: basePath + target.path, query: target.query, body: .exchange(ex),
                                      acceptEncoding: upstreamCodings, headers: { lines in
             var sawAccept = false
             var sawContentType = false
             ex.forEachField { field in
-                if field.isIn(Self.droppedRequest) { return }
-                if let connectionNamed, field.isIn(connectionNamed) { return }
-                if !traceOK && field.isIn(Self.traceFields) { return }
-                switch field.index(in: Self.curlDefaults) {
-                case 0: sawAccept = true
-                case 1: sawContentType = true
-                default: break
-                }
+                if field.isIn(dropped) { return }
+                if field.token == .other, let namedOther, field.isIn(namedOther) { return }
+                if field.token == .accept { sawAccept = true } else if field.token == .contentType { sawContentType = true }
                 lines.append(field)
             }
             // The hop that connected to Peel is appended; from a trusted proxy the chain it sent is
             // kept before it. Proto and host are always this hop's (http, the Host Peel was sent):
             // absolute URLs the upstream builds from them name its own origin, which Peel rewrites
             // to the public one (a trusted proxy's X-Forwarded-Host/-Proto, see publicOrigin).
-            lines.append("X-Forwarded-For", xff.map { $0 + ", " + peer } ?? peer)
+            lines.append("X-Forwarded-For", facts.xForwardedFor.map { $0 + ", " + peer } ?? peer)
             lines.append("X-Forwarded-Proto", "http")
             if let host { lines.append("X-Forwarded-Host", host) }
-            lines.append("Forwarded", Self.forwardedElement(kept: forwarded, peer: peer, host: host))
+            lines.append("Forwarded", Self.forwardedElement(kept: facts.forwarded, peer: peer, host: host))
             // nginx's `proxy_set_header Host $host`: curl sends this one instead of the upstream's.
             if preserveHost, let host { lines.append("Host", host) }
             lines.append("X-Request-Id", id)
@@ -410,14 +314,8 @@ final class Forwarder {
         }
     }
 
-    /// Request fields Peel reads, by position: see `handle`.
-    private static let inspected = HeaderNameSet(["x-request-id", "host", "x-forwarded-for", "accept-language",
-                                                  "connection", "origin", "access-control-request-method",
-                                                  "access-control-request-headers", "x-forwarded-proto",
-                                                  "x-forwarded-host", "accept-encoding", "authorization", "forwarded",
-                                                  "traceparent"])
     /// Trace Context fields, dropped together when traceparent is not in its W3C form.
-    private static let traceFields = HeaderNameSet(["traceparent", "tracestate"])
+    private static let traceFields = FieldSet([.traceparent, .tracestate])
     /// The client behind a trusted `peer`: X-Forwarded-For walked from the right past every trusted
     /// hop, the first untrusted one (nginx realip with `real_ip_recursive on`). All trusted: the
     /// leftmost. An entry that is not an address ends the walk at the hop after it, which a trusted
@@ -463,9 +361,6 @@ final class Forwarder {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Fields curl would add itself when the client sent none.
-    private static let curlDefaults = HeaderNameSet(["accept", "content-type"])
-    private static let droppedRequest = HeaderNameSet(RequestPolicy.droppedRequestHeaders)
 
     func nextRequestId() -> String {
         idCounter &+= 1
@@ -510,10 +405,10 @@ final class Forwarder {
                 cache.refresh(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization,
                               requestField: { Self.requestValue(ex, $0) }, notModified: response.headers)
             }
-            let contentType = response.headers.first("content-type")
+            let contentType = response.headers.first(.contentType)
             let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
                                         isOptions: call.exchange.method == "OPTIONS",
-                                        contentDisposition: response.headers.first("content-disposition"))
+                                        contentDisposition: response.headers.first(.contentDisposition))
             let judged = response.body.withUnsafeBufferPointer {
                 judgeWithCode(answer, body: $0, config: call.rules.envelope, passesThrough: call.passesUnjudged)
             }
@@ -553,12 +448,12 @@ final class Forwarder {
     /// length; judged answers and codings the client cannot take are decoded. Inside curl's header
     /// callback: nothing here may call curl.
     private func keepsCoding(_ call: Call, status: Int, head: ResponseHeadView) -> Bool {
-        guard let coding = head.first("content-encoding").map({ trimOWS($0) }), !coding.isEmpty,
+        guard let coding = head.first(.contentEncoding).map({ trimOWS($0) }), !coding.isEmpty,
               coding.lowercased() != "identity",
               CompressionPolicy.accepts(call.acceptEncoding, contentEncoding: coding) else { return false }
-        let answer = UpstreamAnswer(status: status, contentType: head.first("content-type"), path: call.path, isHead: false,
+        let answer = UpstreamAnswer(status: status, contentType: head.first(.contentType), path: call.path, isHead: false,
                                     isOptions: call.exchange.method == "OPTIONS",
-                                    contentDisposition: head.first("content-disposition"))
+                                    contentDisposition: head.first(.contentDisposition))
         guard passesUnjudged(answer, config: call.rules.envelope) else { return false }
         call.keptCoding = coding
         return true
@@ -570,10 +465,10 @@ final class Forwarder {
     /// anything else is buffered whole (judged, or passed with its length and maybe compressed).
     /// Runs inside curl's write callback: nothing here may call curl.
     private func headArrived(_ call: Call, status: Int, head: ResponseHeadView) -> StreamSink? {
-        let contentType = head.first("content-type")
+        let contentType = head.first(.contentType)
         let answer = UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
                                     isOptions: call.exchange.method == "OPTIONS",
-                                    contentDisposition: head.first("content-disposition"))
+                                    contentDisposition: head.first(.contentDisposition))
         // The call's own rules (a reload mid-call must not mix two), decided once for this answer.
         let passes = passesUnjudged(answer, config: call.rules.envelope)
         call.passesUnjudged = passes
@@ -582,9 +477,9 @@ final class Forwarder {
         // An answer curl decodes has a Content-Length that says nothing of its decoded size, so it
         // streams like one of unknown length (chunked) rather than meet max_upstream_body. Any other
         // declared length is the body's, and is kept (issue 19: downloads keep their length).
-        let coding = head.first("content-encoding").map { trimOWS($0) }
+        let coding = head.first(.contentEncoding).map { trimOWS($0) }
         let decoded = call.keptCoding == nil && coding.map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
-        let declared = decoded ? nil : head.first("content-length").flatMap { Int(trimOWS($0)) }.flatMap { $0 >= 0 ? $0 : nil }
+        let declared = decoded ? nil : head.first(.contentLength).flatMap { Int(trimOWS($0)) }.flatMap { $0 >= 0 ? $0 : nil }
         if !isEventStream, let length = declared, length <= config.streamThreshold {
             return nil
         }
@@ -592,18 +487,11 @@ final class Forwarder {
         let headers = head.copy()
         call.upstreamStatus = status
         call.upstreamHeaders = headers
-        let corsFields = cors?.answerFields(origin: call.origin, upstreamExposed: Self.exposedNames(headers)) ?? []
-        let draining = self.draining
-        let kept = call.keptCoding
-        let vary = Self.varyValue(headers, adding: (kept != nil ? ["Accept-Encoding"] : []) + Self.varyNames(corsFields))
-        guard let stream = call.exchange.startStream(status: status, contentLength: declared, headers: { [self] out in
-            out.add(headers, dropping: droppedResponse)
-            addRewritten(headers, call, to: &out)
-            out.add("X-Request-Id", call.requestId)
-            for (name, value) in corsFields where !Self.isVary(name) { out.add(name, value) }
-            if let vary { out.add("Vary", vary) }
-            if let kept { out.add("Content-Encoding", kept) }
-            if draining { out.add("Connection", "close") }
+        let shaped = shaper.shape(Reply(status: status, kind: .relayed, upstream: headers, body: .stream(contentLength: declared)),
+                                  context(call), encode: { _, _ in nil })
+        let rewrite = self.rewrite
+        guard let stream = call.exchange.startStream(status: status, contentLength: declared, headers: { out in
+            shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })
         }) else {
             return { _ in .abort }
         }
@@ -682,86 +570,25 @@ final class Forwarder {
     /// when the client accepts a coding Peel offers. `contentType` replaces the upstream's when set.
     private func pass(_ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?, kind: String,
                       contentType: String?) {
-        pass(call, status: status, headers: response.headers, body: response.body, hold: response.hold, range: range,
-             kind: kind, contentType: contentType)
+        emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: contentType,
+                         body: .bytes(response.body, range: range, hold: response.hold)), log: kind)
     }
 
-    /// `pass` for a body and fields from anywhere (the offline cache's too), with `extra` fields after Peel's.
-    private func pass(_ call: Call, status: Int, headers upstreamHeaders: ResponseHeaders, body: [UInt8], hold: BudgetHold?,
-                      range: Range<Int>?, kind: String, contentType: String?, extra: [(String, String)] = []) {
+    /// The shaper's view of `call`.
+    private func context(_ call: Call) -> ReplyContext {
+        ReplyContext(requestId: call.requestId, origin: call.origin, acceptEncoding: call.acceptEncoding, keptCoding: call.keptCoding)
+    }
+
+    /// Shapes `reply` and writes it: the one way every buffered answer leaves the forwarder.
+    private func emit(_ call: Call, _ reply: Reply, log kind: String, code: Int64? = nil) {
         guard !call.exchange.answered else { return }
-        let draining = self.draining
-        let corsFields = cors?.answerFields(origin: call.origin, upstreamExposed: Self.exposedNames(upstreamHeaders)) ?? []
-        let slice = range ?? 0..<body.count
-        let effectiveType = contentType ?? upstreamHeaders.first("content-type")
-        // A body kept in the upstream's coding is not compressed again.
-        let kept = call.keptCoding
-        // A candidate's representation depends on Accept-Encoding, whether or not this client sent one.
-        let candidate = kept == nil && compression.isCandidate(status: status, contentType: effectiveType, count: slice.count)
-            && upstreamHeaders.first("content-range") == nil
-        var encoded: (coding: ContentCoding, body: [UInt8])? = nil
-        if candidate, let coding = CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered) {
-            let body = body.withUnsafeBytes { all in
-                encoder.encode(UnsafeRawBufferPointer(rebasing: all[slice]), as: coding)
-            }
-            if let body { encoded = (coding, body) }
+        let shaped = shaper.shape(reply, context(call), encode: { [encoder] in encoder.encode($0, as: $1) })
+        let rewrite = self.rewrite
+        guard case .bytes(let body, let range, let hold) = shaped.body else { return }
+        call.exchange.respond(status: shaped.status, body: body, range: range, keeping: hold, closing: shaped.closing) { out in
+            shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })
         }
-        // A 204 has no content, so no Content-Type (RFC 9110 §15.3.5, §8.3): not the envelope's either.
-        let dropsType = contentType != nil || status == 204
-        let vary = Self.varyValue(upstreamHeaders, adding: (candidate || kept != nil ? ["Accept-Encoding"] : []) + Self.varyNames(corsFields))
-        let dropping = switch (dropsType, encoded != nil) {
-        case (false, false): droppedResponse
-        case (true, false): droppedResponseAndType
-        case (false, true): droppedResponseEncoded
-        case (true, true): droppedResponseAndTypeEncoded
-        }
-        let headers: (inout ReplyHeaders) -> Void = { [self] out in
-            out.add(upstreamHeaders, dropping: dropping)
-            addRewritten(upstreamHeaders, call, to: &out)
-            out.add("X-Request-Id", call.requestId)
-            for (name, value) in corsFields where !Self.isVary(name) { out.add(name, value) }
-            if draining { out.add("Connection", "close") }
-            if let contentType { out.add("Content-Type", contentType) }
-            for (name, value) in extra { out.add(name, value) }
-            if let vary { out.add("Vary", vary) }
-            if let kept { out.add("Content-Encoding", kept) }
-            if let encoded {
-                out.add("Content-Encoding", encoded.coding.rawValue)
-                // A strong validator names one exact representation; the encoded one differs from the
-                // upstream's, so its ETag is weakened, as nginx's gzip does (RFC 9110 §8.8.1, §8.8.3).
-                if let etag = upstreamHeaders.first("etag") { out.add("ETag", etag.hasPrefix("W/") ? etag : "W/" + etag) }
-            }
-        }
-        if let encoded {
-            call.exchange.respond(status: status, body: encoded.body, range: nil, headers: headers)
-            record(call, status: status, kind: kind, bytes: encoded.body.count, code: nil)
-        } else {
-            call.exchange.respond(status: status, body: body, range: range, keeping: hold, headers: headers)
-            record(call, status: status, kind: kind, bytes: slice.count, code: nil)
-        }
-    }
-
-    /// Adds the upstream's Location, Content-Location, Refresh and Set-Cookie fields rewritten to name
-    /// Peel (when those rewrites are on; otherwise the bulk copy passed them as they were).
-    private func addRewritten(_ headers: ResponseHeaders, _ call: Call, to out: inout ReplyHeaders) {
-        let redirects = config.rewriteRedirects
-        let cookies = config.rewriteCookies
-        guard redirects || cookies else { return }
-        headers.forEachField { f in
-            switch f.index(in: Self.rewrittenFields) {
-            case 0?, 1?: if redirects { out.add(f.nameString, rewrite.location(f.valueString, publicOrigin: call.publicOrigin)) }
-            case 2?: if redirects { out.add(f.nameString, rewrite.refresh(f.valueString, publicOrigin: call.publicOrigin)) }
-            case 3?: if cookies { out.add(f.nameString, rewrite.setCookie(f.valueString)) }
-            default: break
-            }
-        }
-    }
-
-    /// Fields every answer Peel writes itself carries (the upstream's answers carry their own). The
-    /// hook for cross-origin fields: CORS (Fetch §3.2) must apply to `/_peel/reachability` as to any
-    /// answer, so whatever the Forwarder adds for CORS belongs here too.
-    private func ownFields(_ call: Call) -> [(String, String)] {
-        [("X-Request-Id", call.requestId)] + (cors?.answerFields(origin: call.origin) ?? [])
+        record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
     }
 
     /// Methods whose non-error answers invalidate stored ones (RFC 9111 §4.4; RFC 9110 §9.2.1).
@@ -824,37 +651,14 @@ final class Forwarder {
     /// §2: Peel's cache answered, a hit, served because the upstream is offline). A 304 answers a
     /// conditional request whose validator matches: the app's own copy is current.
     private func answerStale(_ call: Call, _ hit: OfflineCacheHit) {
-        let extra = [("Age", String(hit.age)), ("Cache-Status", "Peel; hit; detail=offline")]
         if hit.status == 304 {
-            // RFC 9110 §15.4.5: the fields a 200 would carry that describe the stored answer, no body:
-            // its ETag weakened and `Vary: Accept-Encoding` where the 200 would have been compressed.
-            let candidate = hit.contentType != nil
-                && compression.isCandidate(status: 200, contentType: hit.contentType, count: hit.storedBodyCount)
-            let compressed = candidate && CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered) != nil
-            // The upstream's own CORS fields too, when it manages CORS (Peel's come below otherwise).
-            let upstreamCORS = cors == nil ? Set(CORSPolicy.upstreamFields) : []
-            var fields = hit.fields.pairs.filter {
-                let name = $0.0.lowercased()
-                return (Self.keptOnNotModified.contains(name) || upstreamCORS.contains(name)) && name != "vary"
-            }
-            if compressed {
-                fields = fields.map { $0.0.lowercased() == "etag" && !$0.1.hasPrefix("W/") ? ($0.0, "W/" + $0.1) : $0 }
-            }
-            let corsFields = cors?.answerFields(origin: call.origin, upstreamExposed: Self.exposedNames(hit.fields)) ?? []
-            // One Vary field, as the 200 would carry: the stored names, Accept-Encoding, CORS's.
-            let vary = Self.varyValue(hit.fields, adding: (candidate ? ["Accept-Encoding"] : []) + Self.varyNames(corsFields))
-            var headers = fields + extra + [("X-Request-Id", call.requestId)] + corsFields.filter { !Self.isVary($0.0) }
-            if let vary { headers.append(("Vary", vary)) }
-            if draining { headers.append(("Connection", "close")) }
-            return send(call, status: 304, headers: headers, body: [], kind: "offline-cache", code: nil)
+            let kind = Reply.Kind.staleNotModified(age: hit.age, storedType: hit.contentType, storedCount: hit.storedBodyCount)
+            return emit(call, Reply(status: 304, kind: kind, upstream: hit.fields, body: .bytes([], range: nil, hold: nil)),
+                        log: "offline-cache")
         }
-        pass(call, status: hit.status, headers: hit.fields, body: hit.body, hold: nil, range: nil, kind: "offline-cache",
-             contentType: hit.contentType, extra: extra)
+        emit(call, Reply(status: hit.status, kind: .stale(age: hit.age), upstream: hit.fields, contentType: hit.contentType,
+                         body: .bytes(hit.body, range: nil, hold: nil)), log: "offline-cache")
     }
-
-    /// RFC 9110 §15.4.5: what a 304 carries of the answer it stands for.
-    private static let keptOnNotModified: Set<String> = ["cache-control", "content-location", "date", "etag", "expires", "vary",
-                                                         "last-modified"]
 
     /// The reachability document, or with `Accept: text/event-stream` a stream of it (issue 13).
     private func answerReachability(_ call: Call, events: Bool) {
@@ -862,9 +666,10 @@ final class Forwarder {
         guard ex.method == "GET" || ex.method == "HEAD" else {
             let p = Problem(kind: .badRequest, status: 405, detail: "\(config.reachabilityPath ?? "") answers GET and HEAD only")
             let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: config.envelope.problemTypeBase)
-            let headers = [("Content-Type", "application/problem+json"), ("Cache-Control", "no-store"), ("Allow", "GET, HEAD")]
-                + ownFields(call)
-            return send(call, status: 405, headers: headers, body: body, kind: p.kind.rawValue, code: p.code)
+            return emit(call, Reply(status: 405, kind: .own, fields: [("Content-Type", "application/problem+json"),
+                                                                      ("Cache-Control", "no-store"), ("Allow", "GET, HEAD")],
+                                    body: .bytes(body, range: nil, hold: nil), compressible: false),
+                        log: p.kind.rawValue, code: p.code)
         }
         let snap = reachability.snapshot
         // While draining, a new stream would only be cut at once: the document answers instead.
@@ -874,11 +679,12 @@ final class Forwarder {
                 // Peel's own bounds, not the upstream's fault: the problem names which one.
                 return answer(call, .tooManyStreams(perClient: refusal == .clientFull))
             }
-            let fields = ownFields(call)
+            let shaped = shaper.shape(Reply(status: 200, kind: .own, fields: [("Content-Type", "text/event-stream"),
+                                                                              ("Cache-Control", "no-store")],
+                                            body: .stream(contentLength: nil)), context(call), encode: { _, _ in nil })
+            let rewrite = self.rewrite
             guard let stream = ex.startStream(status: 200, headers: { out in
-                out.add("Content-Type", "text/event-stream")
-                out.add("Cache-Control", "no-store")
-                for (name, value) in fields { out.add(name, value) }
+                shaped.forEachField(rewrite: rewrite, publicOrigin: { nil }, { out.add($0) }, { out.add($0, $1) })
             }) else {
                 streams.release(client: client)
                 return record(call, status: 499, kind: "client-closed", bytes: 0, code: nil)
@@ -888,9 +694,8 @@ final class Forwarder {
             return record(call, status: 200, kind: "reachability-stream", bytes: 0, code: nil)
         }
         let body = Array(reachabilityDocument(state: snap.state, since: snap.since, reason: snap.publicReason).utf8)
-        var headers = [("Content-Type", "application/json"), ("Cache-Control", "no-store")] + ownFields(call)
-        if draining { headers.append(("Connection", "close")) }
-        send(call, status: 200, headers: headers, body: body, kind: "reachability", code: nil)
+        emit(call, Reply(status: 200, kind: .own, fields: [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
+                         body: .bytes(body, range: nil, hold: nil), compressible: false), log: "reachability")
     }
 
     private func refuse(_ call: Call, _ why: String) {
@@ -907,37 +712,15 @@ final class Forwarder {
         if let reason = p.reason { call.reason = reason }
         if p.upstreamStatus == nil { p.upstreamStatus = call.upstreamStatus }
         let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.rules.envelope.problemTypeBase)
-        var headers: [(String, String)] = [("Content-Type", "application/problem+json"), ("X-Request-Id", call.requestId)]
-        // The upstream's fields that clients act on stay (a 429's Retry-After, a logout's Set-Cookie).
-        var sawCacheControl = false
-        var sawChallenge = false
-        call.upstreamHeaders?.forEachField { f in
-            guard let i = f.index(in: keptOnProblem) else { return }
-            switch i {
-            case 1: headers.append((f.nameString, config.rewriteCookies ? rewrite.setCookie(f.valueString) : f.valueString))
-            case 2: sawChallenge = true; headers.append((f.nameString, f.valueString))
-            case 4: sawCacheControl = true; headers.append((f.nameString, f.valueString))
-            default: headers.append((f.nameString, f.valueString))
-            }
-        }
-        if !sawCacheControl { headers.append(("Cache-Control", "no-store")) }
-        // RFC 9110 §15.5.2: a 401 carries a challenge; the Bearer scheme's for an expired token (RFC 6750 §3).
-        if p.status == 401 && !sawChallenge { headers.append(("WWW-Authenticate", "Bearer error=\"invalid_token\"")) }
-        if p.kind == .offline { headers.append(("Retry-After", retryAfter)) }
+        var fields: [(String, String)] = []
+        if p.kind == .offline { fields.append(("Retry-After", retryAfter)) }
         // Bodies held now are answered within seconds; a client may try again after one.
-        if p.kind == .serverBusy { headers.append(("Retry-After", "1")) }
-        if let cors { headers += cors.answerFields(origin: call.origin, upstreamExposed: call.upstreamHeaders.map(Self.exposedNames) ?? []) }
-        if draining || p.kind == .badRequest { headers.append(("Connection", "close")) }
-        var sent = body
-        if compression.isCandidate(status: p.status, contentType: "application/problem+json", count: body.count) {
-            headers.append(("Vary", "Accept-Encoding"))
-            if let coding = CompressionPolicy.negotiate(call.acceptEncoding, offered: compression.offered),
-               let encoded = body.withUnsafeBytes({ encoder.encode($0, as: coding) }) {
-                headers.append(("Content-Encoding", coding.rawValue))
-                sent = encoded
-            }
-        }
-        send(call, status: p.status, headers: Self.foldingVary(headers), body: sent, kind: p.kind.rawValue, code: p.code)
+        if p.kind == .serverBusy { fields.append(("Retry-After", "1")) }
+        // The upstream's fields that clients act on stay (a 429's Retry-After, a logout's Set-Cookie):
+        // the shaper keeps them for a problem.
+        emit(call, Reply(status: p.status, kind: .problem(p.kind), upstream: call.upstreamHeaders, fields: fields,
+                         body: .bytes(body, range: nil, hold: nil), closing: p.kind == .badRequest),
+             log: p.kind.rawValue, code: p.code)
     }
 
     /// Longest excerpt of a refused upstream body in the access log, in bytes of the body.
@@ -961,71 +744,6 @@ final class Forwarder {
             }
         }
         return body.count > excerptBytes ? out + "…" : out
-    }
-
-    /// Whether a field name is Vary.
-    static func isVary(_ name: String) -> Bool { name.utf8.count == 4 && name.lowercased() == "vary" }
-
-    /// The names listed by the Vary fields among `fields`.
-    static func varyNames(_ fields: [(String, String)]) -> [String] {
-        fields.filter { isVary($0.0) }.flatMap { $0.1.split(separator: ",").map { trimOWS($0) } }
-    }
-
-    /// One Vary value: the upstream's names, then `adding`, each once whatever its case (RFC 9110
-    /// §12.5.5; two Vary fields, or a name twice, confuse caches); `*` alone when anyone said `*`.
-    static func varyValue(_ upstream: ResponseHeaders, adding: [String]) -> String? {
-        var names: [String] = []
-        upstream.forEachField { f in
-            if f.isIn(varyField) { names += f.valueString.split(separator: ",").map { trimOWS($0) } }
-        }
-        return mergedVary(names + adding)
-    }
-
-    /// `names` without empty ones and repeats (case-insensitive), joined; `*` when one is `*`.
-    static func mergedVary(_ names: [String]) -> String? {
-        var seen: Set<String> = []
-        var out: [String] = []
-        for name in names where !name.isEmpty {
-            if name == "*" { return "*" }
-            if seen.insert(name.lowercased()).inserted { out.append(name) }
-        }
-        return out.isEmpty ? nil : out.joined(separator: ", ")
-    }
-
-    /// `headers` with every Vary field folded into one, where the first one was.
-    static func foldingVary(_ headers: [(String, String)]) -> [(String, String)] {
-        let names = varyNames(headers)
-        guard let merged = mergedVary(names) else { return headers.filter { !isVary($0.0) } }
-        var out: [(String, String)] = []
-        var placed = false
-        for (name, value) in headers {
-            if isVary(name) {
-                if !placed { out.append(("Vary", merged)); placed = true }
-            } else {
-                out.append((name, value))
-            }
-        }
-        return out
-    }
-
-    private static let varyField = HeaderNameSet(["vary"])
-
-    /// The names in the upstream's Access-Control-Expose-Headers fields (Express's pagination list),
-    /// merged into Peel's own when it manages CORS.
-    static func exposedNames(_ headers: ResponseHeaders) -> [String] {
-        var names: [String] = []
-        headers.forEachField { f in
-            if f.isIn(exposeField) { names += f.valueString.split(separator: ",").map { trimOWS($0) } }
-        }
-        return names
-    }
-
-    private static let exposeField = HeaderNameSet(["access-control-expose-headers"])
-
-    private func send(_ call: Call, status: Int, headers: [(String, String)], body: [UInt8], kind: String, code: Int64?) {
-        guard !call.exchange.answered else { return }
-        call.exchange.respond(status: status, headers: headers, body: body)
-        record(call, status: status, kind: kind, bytes: body.count, code: code)
     }
 
     /// Counts the answer and writes its access-log line: `code` is the one Peel answered with (a

@@ -1,3 +1,5 @@
+import PeelIO
+
 /// What the forwarder decided about a request before any upstream work.
 enum RequestCheck: Equatable {
     /// Forward to `path` (with `query`, no leading `?`).
@@ -9,17 +11,10 @@ enum RequestCheck: Equatable {
 /// Request-target and header rules (RFC 9110, RFC 9112); pure, so tests reach them without sockets.
 enum RequestPolicy {
     /// Hop-by-hop fields never forwarded (RFC 9110 §7.6.1), plus ones Peel sets itself.
-    static let droppedRequestHeaders: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
-        "proxy-authorization", "host", "content-length", "expect", "accept-encoding",
-        "x-forwarded-proto", "x-forwarded-host", "x-forwarded-for", "x-request-id", "forwarded",
-    ]
-
-    /// Upstream response fields not passed to the client: hop-by-hop, and those describing the envelope bytes.
-    static let droppedResponseHeaders: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade",
-        "proxy-authenticate", "content-length", "content-encoding", "content-md5", "x-request-id",
-    ]
+    static let droppedRequestFields = FieldSet.hopByHop.union(FieldSet([
+        .proxyAuthorization, .host, .contentLength, .expect, .acceptEncoding,
+        .xForwardedProto, .xForwardedHost, .xForwardedFor, .xRequestId, .forwarded,
+    ]))
 
     /// True for a traceparent in the W3C Trace Context form (§3.2.2): `00-` 32 lowercase hex (not all
     /// zeros) `-` 16 lowercase hex (not all zeros) `-` 2 lowercase hex, exactly 55 bytes for version 00;

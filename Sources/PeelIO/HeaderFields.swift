@@ -47,6 +47,8 @@ public struct HeaderField {
     // Request fields are slices of the request buffer (not NUL-terminated); copy before handing to C.
     let name: UnsafeRawBufferPointer
     let value: UnsafeRawBufferPointer
+    /// The name's token, identified when the field was read (`.other` for names Peel does not act on).
+    public let token: FieldToken
 
     /// The name as sent.
     public var nameString: String { String(decoding: name, as: UTF8.self) }
@@ -56,6 +58,9 @@ public struct HeaderField {
     public func index(in set: HeaderNameSet) -> Int? { set.index(of: name) }
     /// Whether the name is in `set`.
     public func isIn(_ set: HeaderNameSet) -> Bool { set.index(of: name) != nil }
+    /// Whether the token is in `set`.
+    @inline(__always)
+    public func isIn(_ set: FieldSet) -> Bool { set.contains(token) }
     /// Whether the value, without ASCII case, equals `lowercased`.
     public func valueEquals(_ lowercased: StaticString) -> Bool {
         Self.equalsLowercased(value, lowercased)
@@ -83,24 +88,37 @@ public struct ResponseHeaders: Sendable, Hashable {
     private var storage: [UInt8] = []
     /// Number of fields.
     public private(set) var count = 0
+    /// The tokens of the fields present: `has` without a walk, and walks skipped when nothing they
+    /// look for is there.
+    public private(set) var present = FieldSet([])
 
     /// Creates an empty block.
     public init() {}
 
-    /// Creates a block from pairs (tests and synthetic answers).
+    /// Creates a block from pairs (tests, synthetic answers, stored ones decoded). A field whose
+    /// name is not a token or whose value holds CR, LF or NUL is left out, as the collector refuses
+    /// them from the wire: every block holds only fields the reply writer may copy unchecked.
     public init(_ pairs: [(String, String)]) {
         let collector = HeaderCollector()
         for (n, v) in pairs {
+            guard !n.isEmpty, n.utf8.allSatisfy(isTokenByte), !v.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 })
+            else { continue }
             var n = n
             var v = v
-            n.withUTF8 { nb in v.withUTF8 { vb in collector.append(UnsafeRawBufferPointer(nb), UnsafeRawBufferPointer(vb)) } }
+            n.withUTF8 { nb in
+                v.withUTF8 { vb in
+                    let name = UnsafeRawBufferPointer(nb)
+                    collector.append(name, UnsafeRawBufferPointer(vb), token: FieldToken.identify(name))
+                }
+            }
         }
         self = collector.take()
     }
 
-    fileprivate init(storage: [UInt8], count: Int) {
+    fileprivate init(storage: [UInt8], count: Int, present: FieldSet) {
         self.storage = storage
         self.count = count
+        self.present = present
     }
 
     /// These fields without any the `Connection` field names: connection options are hop-by-hop and
@@ -109,8 +127,9 @@ public struct ResponseHeaders: Sendable, Hashable {
     /// names no field, and `Keep-Alive` is hop-by-hop and dropped by the gateway anyway.
     func droppingConnectionOptions() -> ResponseHeaders {
         var named: Set<[UInt8]> = []
+        guard present.contains(.connection) else { return self }
         forEachField { f in
-            guard HeaderField.equalsLowercased(f.name, "connection") else { return }
+            guard f.token == .connection else { return }
             HeaderTokens.forEach(f.value) { option in
                 if HeaderField.equalsLowercased(option, "keep-alive") || HeaderField.equalsLowercased(option, "close") { return }
                 var o = Array(option)
@@ -121,17 +140,20 @@ public struct ResponseHeaders: Sendable, Hashable {
         if named.isEmpty { return self }
         var kept: [UInt8] = []
         var keptCount = 0
+        var keptPresent = FieldSet([])
         forEachField { f in
             var lower = Array(f.name)
             for i in lower.indices where lower[i] &- 0x41 < 26 { lower[i] |= 0x20 }
             if named.contains(lower) { return }
+            kept.append(f.token.rawValue)
+            keptPresent.insert(f.token)
             kept += f.name
             kept.append(0)
             kept += f.value
             kept.append(0)
             keptCount += 1
         }
-        return ResponseHeaders(storage: kept, count: keptCount)
+        return ResponseHeaders(storage: kept, count: keptCount, present: keptPresent)
     }
 
     /// The first value of `lowercasedName`, if present.
@@ -142,6 +164,20 @@ public struct ResponseHeaders: Sendable, Hashable {
         }
         return found
     }
+
+    /// The first value of the field `token` names, if present.
+    public func first(_ token: FieldToken) -> String? {
+        guard present.contains(token) else { return nil }
+        var found: String? = nil
+        forEachField { f in
+            if found == nil, f.token == token { found = f.valueString }
+        }
+        return found
+    }
+
+    /// Whether a field `token` names is present.
+    @inline(__always)
+    public func has(_ token: FieldToken) -> Bool { present.contains(token) }
 
     /// The fields as String pairs, in order.
     public var pairs: [(String, String)] {
@@ -156,16 +192,18 @@ public struct ResponseHeaders: Sendable, Hashable {
         storage.withUnsafeBytes { Self.walk($0, body) }
     }
 
-    /// Calls `body` with each NUL-terminated name/value pair in `all`, in order.
+    /// Calls `body` with each field in `all` (`token name NUL value NUL`, the token one byte), in order.
     static func walk(_ all: UnsafeRawBufferPointer, _ body: (HeaderField) -> Void) {
         guard let base = all.baseAddress else { return }
         var i = 0
         while i < all.count {
-            let nameCount = strlen(base.advanced(by: i).assumingMemoryBound(to: CChar.self))
-            let valueStart = i + nameCount + 1
+            let token = FieldToken(rawValue: all[i]) ?? .other
+            let nameStart = i + 1
+            let nameCount = strlen(base.advanced(by: nameStart).assumingMemoryBound(to: CChar.self))
+            let valueStart = nameStart + nameCount + 1
             let valueCount = strlen(base.advanced(by: valueStart).assumingMemoryBound(to: CChar.self))
-            body(HeaderField(name: UnsafeRawBufferPointer(start: base + i, count: nameCount),
-                             value: UnsafeRawBufferPointer(start: base + valueStart, count: valueCount)))
+            body(HeaderField(name: UnsafeRawBufferPointer(start: base + nameStart, count: nameCount),
+                             value: UnsafeRawBufferPointer(start: base + valueStart, count: valueCount), token: token))
             i = valueStart + valueCount + 1
         }
     }
@@ -176,11 +214,12 @@ public struct ResponseHeaders: Sendable, Hashable {
 public struct ResponseHeadView {
     let collector: HeaderCollector
 
-    /// The first value of `lowercasedName`, if present.
-    public func first(_ lowercasedName: StaticString) -> String? {
+    /// The first value of the field `token` names, if present.
+    public func first(_ token: FieldToken) -> String? {
+        guard collector.present.contains(token) else { return nil }
         var found: String? = nil
         collector.forEachField { f in
-            if found == nil, HeaderField.equalsLowercased(f.name, lowercasedName) { found = f.valueString }
+            if found == nil, f.token == token { found = f.valueString }
         }
         return found
     }
@@ -202,6 +241,8 @@ final class HeaderCollector {
     private var capacity = 1024
     private var used = 0
     private var fields = 0
+    /// The tokens of the fields collected so far.
+    private(set) var present = FieldSet([])
     private var complete = false
     private var headBytes = 0
     private var fieldsSeen = 0
@@ -231,13 +272,15 @@ final class HeaderCollector {
     private func startResponse() {
         used = 0
         fields = 0
+        present = FieldSet([])
         complete = false
     }
 
     /// The fields so far, without those the upstream named in `Connection`, kept for `take()`
     /// (a streamed answer's head is relayed before the transfer ends).
     func snapshot() -> ResponseHeaders {
-        ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields).droppingConnectionOptions()
+        ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields, present: present)
+            .droppingConnectionOptions()
     }
 
     /// Calls `body` with each field collected so far, in place.
@@ -248,7 +291,7 @@ final class HeaderCollector {
     /// The fields collected so far, as a value the response can carry, without those the upstream
     /// named in `Connection`.
     func take() -> ResponseHeaders {
-        let all = ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields)
+        let all = ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields, present: present)
         reset()
         return all.droppingConnectionOptions()
     }
@@ -291,14 +334,19 @@ final class HeaderCollector {
         // Whitespace before the colon: a proxy removes it before forwarding (RFC 9112 §5.1).
         while nameEnd > 0 && (line[nameEnd - 1] == 0x20 || line[nameEnd - 1] == 0x09) { nameEnd -= 1 }
         let name = UnsafeRawBufferPointer(start: base, count: nameEnd)
-        guard nameEnd > 0, name.allSatisfy(isTokenByte) else {
-            return refuse("the upstream sent a field name that is not an RFC 9110 token")
+        // Checked and identified in one pass: the one place an upstream field's name is read.
+        var pack = NamePack()
+        for k in 0..<nameEnd {
+            let b = name[k]
+            guard isTokenByte(b) else { return refuse("the upstream sent a field name that is not an RFC 9110 token") }
+            pack.add(b, at: k)
         }
+        guard nameEnd > 0 else { return refuse("the upstream sent a field name that is not an RFC 9110 token") }
         let value = Self.trimmed(base, colon + 1, end)
         if let bad = Self.badValue(value) { return refuse(bad) }
         fieldsSeen += 1
         if fieldsSeen > Self.maxFields { return refuse("the upstream's head has more than 256 fields") }
-        append(name, value)
+        append(name, value, token: FieldToken.identify(pack, length: nameEnd))
         return true
     }
 
@@ -346,7 +394,10 @@ final class HeaderCollector {
     }
 
     /// Adds one field.
-    func append(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
+    func append(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, token: FieldToken) {
+        var t = token.rawValue
+        withUnsafeBytes(of: &t) { put($0) }
+        present.insert(token)
         putTerminated(name)
         putTerminated(value)
         fields += 1

@@ -170,7 +170,7 @@ final class ClientConnection {
 
     /// Writes `ex`'s answer (called by the exchange, once).
     func reply(_ ex: HTTPExchange, status: Int, body: [UInt8], range: Range<Int>, keeping: AnyObject? = nil,
-               headers: (inout ReplyHeaders) -> Void) {
+               closing asked: Bool = false, headers: (inout ReplyHeaders) -> Void) {
         guard !closed, exchange === ex else { return }
         if let foreign = ex.refusal?.foreignReply {
             // A client speaking HTTP/2 or TLS: its own protocol's goodbye (or nothing), never an HTTP/1.1 head.
@@ -185,7 +185,7 @@ final class ClientConnection {
         head.begin(status: status)
         var out = ReplyHeaders(head: head)
         headers(&out)
-        let closing = machine.replyStarted(closing: head.closes || server.draining, now: monotonicSeconds())
+        let closing = machine.replyStarted(closing: asked || server.draining, now: monotonicSeconds())
         // RFC 9110 §6.4.1: 1xx, 204 and 304 answers have no body; HEAD gets the length GET would.
         let bodyless = status < 200 || status == 204 || status == 304
         // RFC 9110 §15.3.6: a 205 has no content either, but unlike 204 it must say so (Content-Length:
@@ -215,7 +215,7 @@ final class ClientConnection {
         let declared = noBody ? nil : contentLength
         // HTTP/1.0 has no chunked coding: a body of unknown length ends with the connection (RFC 9112 §6.3).
         let http10 = ex.version.minor == 0
-        let closing = machine.replyStarted(closing: head.closes || server.draining || http10, now: monotonicSeconds())
+        let closing = machine.replyStarted(closing: server.draining || http10, now: monotonicSeconds())
         // A 205 streams nothing and says so with Content-Length: 0 (RFC 9110 §15.3.6), as `reply` does.
         let resetContent = status == 205
         streamBodyless = noBody || resetContent || ex.isHead

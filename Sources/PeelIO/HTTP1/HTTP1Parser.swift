@@ -28,6 +28,8 @@ struct HTTP1Parser {
         var nameEnd: Int32
         var valueStart: Int32
         var valueEnd: Int32
+        /// The name's token, identified once as the name was read.
+        var token = FieldToken.other
     }
 
     /// What a call to `parse` got to.
@@ -71,7 +73,7 @@ struct HTTP1Parser {
     private var versionBits: UInt64 = 0
     private var versionLength = 0
     // header fields
-    private var nameBits = (UInt64(0), UInt64(0), UInt64(0))
+    private var nameBits = NamePack()
     private var field = Field.other
     private var contentLengths = 0
     private var transferEncoding = false
@@ -177,9 +179,6 @@ struct HTTP1Parser {
     private static let http11 = pack("HTTP/1.1"), http10 = pack("HTTP/1.0"), http20 = pack("HTTP/2.0")
     /// `PRI`, the HTTP/2 preface's method (RFC 9113 §3.4), packed like `methodBits`.
     private static let priMethod: UInt64 = 0x50_52_49
-    // Field names Peel acts on, lowercased and packed into three words (names up to 24 bytes).
-    private static let contentLengthName = pack3("content-length"), transferEncodingName = pack3("transfer-encoding")
-    private static let connectionName = pack3("connection"), expectName = pack3("expect")
 
     private static func pack(_ s: String) -> UInt64 {
         var v: UInt64 = 0
@@ -187,22 +186,6 @@ struct HTTP1Parser {
         return v
     }
 
-    private static func pack3(_ s: String) -> (UInt64, UInt64, UInt64, Int) {
-        var words = (UInt64(0), UInt64(0), UInt64(0))
-        for (i, b) in s.utf8.enumerated() { packNameByte(&words, b, at: i) }
-        return (words.0, words.1, words.2, s.utf8.count)
-    }
-
-    private static func packNameByte(_ words: inout (UInt64, UInt64, UInt64), _ b: UInt8, at k: Int) {
-        let v = UInt64(b | 0x20)
-        if k < 8 {
-            words.0 = words.0 << 8 | v
-        } else if k < 16 {
-            words.1 = words.1 << 8 | v
-        } else if k < 24 {
-            words.2 = words.2 << 8 | v
-        }
-    }
 
     /// Reads what has arrived of the current message: `buffer` holds it from offset 0 (its first
     /// byte) to the last byte received. Resumes where the previous call stopped; chunked bodies are
@@ -320,7 +303,7 @@ struct HTTP1Parser {
             while j < n {
                 let c = bytes[j]
                 guard Self.isTchar(c) else { break }
-                Self.packNameByte(&words, c, at: j - nameStart)
+                words.add(c, at: j - nameStart)
                 j += 1
             }
             nameBits = words
@@ -363,7 +346,7 @@ struct HTTP1Parser {
             if b == 0x20 || b == 0x09 { return .refused(.malformed(.obsFold)) }
             if fields.count >= limits.maxFields { return .refused(.headTooLarge) }
             state = .fieldName
-            nameBits = (0, 0, 0)
+            nameBits = NamePack()
             let at = Int32(truncatingIfNeeded: i)
             fields.append(FieldRange(nameStart: at, nameEnd: at, valueStart: at, valueEnd: at))
             return fieldNameByte(b, at: i)
@@ -462,30 +445,32 @@ struct HTTP1Parser {
             fields[f].nameEnd = Int32(truncatingIfNeeded: i)
             fields[f].valueStart = Int32(truncatingIfNeeded: i + 1)
             state = .fieldValue
-            // Longer names match none of these; their packed words are incomplete, so compare the length first.
-            let name = (nameBits.0, nameBits.1, nameBits.2, length > 24 ? 0 : length)
-            if name == Self.contentLengthName {
+            // The one place a request field's name is identified; every later stage reads the token.
+            let token = FieldToken.identify(nameBits, length: length)
+            fields[f].token = token
+            switch token {
+            case .contentLength:
                 field = .contentLength
                 contentLengths += 1
                 if contentLengths > 1 { return .refused(.malformed(.duplicateContentLength)) }
-            } else if name == Self.transferEncodingName {
+            case .transferEncoding:
                 field = .transferEncoding
                 if transferEncoding { teValue.append(UInt8(ascii: ",")) }
                 transferEncoding = true
-            } else if name == Self.connectionName {
+            case .connection:
                 field = .connection
                 connectionFields.append(f)
-            } else if name == Self.expectName {
+            case .expect:
                 field = .expect
                 expectFields.append(f)
-            } else {
+            default:
                 field = .other
             }
             return nil
         }
         if b == 0x20 || b == 0x09 { return .refused(.malformed(.spaceBeforeColon)) }
         guard Self.isTchar(b) else { return .refused(.malformed(.badFieldName)) }
-        Self.packNameByte(&nameBits, b, at: i - Int(fields[f].nameStart))
+        nameBits.add(b, at: i - Int(fields[f].nameStart))
         return nil
     }
 

@@ -63,13 +63,23 @@ public final class HTTPExchange {
         let base = UnsafeRawPointer(request.buffer.base)
         for f in request.fields {
             body(HeaderField(name: UnsafeRawBufferPointer(start: base + Int(f.nameStart), count: Int(f.nameEnd - f.nameStart)),
-                             value: UnsafeRawBufferPointer(start: base + Int(f.valueStart), count: Int(f.valueEnd - f.valueStart))))
+                             value: UnsafeRawBufferPointer(start: base + Int(f.valueStart), count: Int(f.valueEnd - f.valueStart)),
+                             token: f.token))
         }
     }
 
     /// Calls `body` with each request header, in order, as Strings.
     public func forEachHeader(_ body: (String, String) -> Void) {
         forEachField { body($0.nameString, $0.valueString) }
+    }
+
+    /// The first value of the field `token` names, if present.
+    public func header(_ token: FieldToken) -> String? {
+        var found: String?
+        forEachField { f in
+            if found == nil, f.token == token { found = f.valueString }
+        }
+        return found
     }
 
     /// The first value of header `name` (case-insensitive), if present.
@@ -110,8 +120,8 @@ public final class HTTPExchange {
     }
 
     /// Answers once with `headers` and `body`; later calls, and calls after the client left, do nothing.
-    public func respond(status: Int, headers: [(String, String)], body: [UInt8]) {
-        respond(status: status, body: body) { out in
+    public func respond(status: Int, headers: [(String, String)], body: [UInt8], closing: Bool = false) {
+        respond(status: status, body: body, closing: closing) { out in
             for (name, value) in headers { out.add(name, value) }
         }
     }
@@ -119,14 +129,17 @@ public final class HTTPExchange {
     /// Answers once with `body[range]` (all of it when nil) and the fields `headers` adds; later
     /// calls, and calls after the client left, do nothing. The body is sent from the array itself.
     /// `keeping` stays alive until the body is written (or the connection closes): a budget hold.
+    /// `closing` asks that the connection end after this answer (a refused request); the connection
+    /// layer alone writes its fate, adding its own reasons (draining, a refusal, HTTP/1.0).
     public func respond(status: Int, body: [UInt8], range: Range<Int>? = nil, keeping: AnyObject? = nil,
-                        headers: (inout ReplyHeaders) -> Void) {
+                        closing: Bool = false, headers: (inout ReplyHeaders) -> Void) {
         guard !answered else { return }
         answered = true
         onClientGone = nil
         guard let connection else { return }
         self.connection = nil
-        connection.reply(self, status: status, body: body, range: range ?? 0..<body.count, keeping: keeping, headers: headers)
+        connection.reply(self, status: status, body: body, range: range ?? 0..<body.count, keeping: keeping, closing: closing,
+                         headers: headers)
     }
 
     /// Starts an answer whose body is written in pieces (`ReplyStream.write`, then `finish`). With

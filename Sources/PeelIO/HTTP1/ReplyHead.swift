@@ -7,19 +7,36 @@ import Glibc
 public struct ReplyHeaders {
     let head: ReplyHead
 
-    /// Adds `name: value`.
+    /// Adds `name: value`, its token identified here.
     public mutating func add(_ name: String, _ value: String) {
         var name = name
         var value = value
         name.withUTF8 { n in
-            value.withUTF8 { v in head.field(UnsafeRawBufferPointer(n), UnsafeRawBufferPointer(v)) }
+            value.withUTF8 { v in
+                let name = UnsafeRawBufferPointer(n)
+                head.field(name, UnsafeRawBufferPointer(v), token: FieldToken.identify(name), checked: false)
+            }
         }
     }
 
-    /// Copies the upstream's fields except those named in `dropping`, without a String per field.
-    public mutating func add(_ fields: ResponseHeaders, dropping: HeaderNameSet) {
+    /// Adds `name: value` under a token already known (Peel's own fields).
+    public mutating func add(_ token: FieldToken, _ name: StaticString, _ value: String) {
+        var value = value
+        name.withUTF8Buffer { n in
+            value.withUTF8 { v in head.field(UnsafeRawBufferPointer(n), UnsafeRawBufferPointer(v), token: token, checked: false) }
+        }
+    }
+
+    /// Adds one upstream field as it is: its token was identified and its value checked when it
+    /// was collected (every `ResponseHeaders` holds only safe fields).
+    public mutating func add(_ field: HeaderField) {
+        head.field(field.name, field.value, token: field.token, checked: true)
+    }
+
+    /// Copies the upstream's fields except those whose token is in `dropping`, without a String per field.
+    public mutating func add(_ fields: ResponseHeaders, dropping: FieldSet) {
         fields.forEachField { f in
-            if !f.isIn(dropping) { head.field(f.name, f.value) }
+            if !f.isIn(dropping) { head.field(f.name, f.value, token: f.token, checked: true) }
         }
     }
 }
@@ -37,8 +54,6 @@ final class ReplyHead {
     var count: Int { end - start }
     /// A Date field was added (the upstream's, kept).
     private(set) var hasDate = false
-    /// A `Connection: close` was added.
-    private(set) var closes = false
 
     init() { storage = UnsafeMutableRawPointer.allocate(byteCount: 512, alignment: 1) }
     deinit { storage.deallocate() }
@@ -46,7 +61,6 @@ final class ReplyHead {
     /// Starts a head after any bytes already queued (a `100 Continue`).
     func begin(status: Int) {
         hasDate = false
-        closes = false
         put("HTTP/1.1 ")
         putNumber(status)
         put(" ")
@@ -54,20 +68,20 @@ final class ReplyHead {
         put("\r\n")
     }
 
-    /// Adds one field line, unless the writer owns that field or it would break the head.
-    func field(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) {
-        guard !name.isEmpty, Self.isSafe(name), Self.isSafe(value) else { return }
-        switch HeaderNameSet.ownedByWriter.index(of: name) {
-        case 0?, 1?:
-            return  // content-length, transfer-encoding: framed by the writer
-        case 2?:
+    /// Adds one field line, unless the writer owns that field or it would break the head. `checked`
+    /// fields (the upstream's, checked once when collected) skip the CR/LF/NUL scan.
+    func field(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, token: FieldToken, checked: Bool) {
+        guard checked || (!name.isEmpty && Self.isSafe(name) && Self.isSafe(value)) else { return }
+        switch token {
+        case .contentLength, .transferEncoding:
+            return  // framed by the writer
+        case .date:
             if hasDate { return }
             hasDate = true
-        case 3?:
-            var close = false
-            HeaderTokens.forEach(value) { if HeaderField.equalsLowercased($0, "close") { close = true } }
-            if close { closes = true }
-            return  // the writer states the connection's fate once, at the end
+        case .connection:
+            // The connection's fate is the connection layer's (it states it once, at the end); an
+            // upstream's Connection field is hop-by-hop and never reaches here.
+            return
         default:
             break
         }
@@ -194,11 +208,6 @@ final class ReplyHead {
         for c in b where c == 0x0D || c == 0x0A || c == 0 { return false }
         return true
     }
-}
-
-extension HeaderNameSet {
-    /// Fields the reply writer sets or interprets itself, by position (see `ReplyHead.field`).
-    static let ownedByWriter = HeaderNameSet(["content-length", "transfer-encoding", "date", "connection"])
 }
 
 /// The current time as an IMF-fixdate (RFC 9110 §5.6.7), formatted at most once per second per loop.
