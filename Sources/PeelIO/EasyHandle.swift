@@ -93,14 +93,15 @@ final class EasyHandle {
         let writeCB = peel_easy_setopt_write_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
             let n = size * count
-            if !t.headSeen {
-                t.headSeen = true
+            if !t.state.bodyStarted {
+                t.state = .buffering
                 if let onHead = t.onHead, let h = t.handle {
                     t.onHead = nil
                     var status = 0
                     peel_easy_getinfo_long(h.easy, CURLINFO_RESPONSE_CODE, &status)
                     if let sink = onHead(status, ResponseHeadView(collector: h.head)) {
                         t.sink = sink
+                        t.state = .streaming(paused: false)
                         // A stream lasts as long as it lasts (a download to a slow client, server-sent
                         // events): the whole-exchange timeout no longer applies once it flows.
                         _ = peel_easy_setopt_long(h.easy, CURLOPT_TIMEOUT_MS, 0)
@@ -117,18 +118,19 @@ final class EasyHandle {
                     if t.idleTimer != nil { t.lastRead = monotonicSeconds() }
                     return n
                 case .pause:
-                    t.paused = true
+                    t.state = .streaming(paused: true)
                     return 0x1000_0001  // CURL_WRITEFUNC_PAUSE
                 case .abort: return 0
                 }
             }
+            if case .stopped = t.state { return 0 }
             if t.body.count + n > t.limit {
-                t.tooLarge = true
+                t.state = .stopped(.tooLarge)
                 return 0
             }
             if let budget = t.budget {
                 guard budget.reserve(n) else {
-                    t.overBudget = true
+                    t.state = .stopped(.overBudget)
                     return 0
                 }
                 t.budgetHeld += n
@@ -151,8 +153,8 @@ final class EasyHandle {
             // curl closes a connection whose transfer failed instead of pooling it.
             guard let h = t.handle else { return n }
             guard h.head.addLine(UnsafeRawBufferPointer(start: data, count: n)) else { return 0 }
-            if !t.finalHeadSeen && h.head.finalHeadComplete {
-                t.finalHeadSeen = true
+            if t.state == .awaitingHead && h.head.finalHeadComplete {
+                t.state = .headWhole
                 if let keepsCoding = t.keepsCoding {
                     t.keepsCoding = nil
                     var status = 0

@@ -299,10 +299,10 @@ public final class UpstreamClient {
     /// The one place CURLcodes become Peel's failure kinds.
     private func classify(_ code: CURLcode, handle h: EasyHandle, transfer t: UpstreamTransfer) -> UpstreamFailure {
         let easy = h.easy
-        if code == CURLE_ABORTED_BY_CALLBACK && t.resendRefused { return t.refusedResend }
+        if code == CURLE_ABORTED_BY_CALLBACK && t.state == .stopped(.resendRefused) { return t.refusedResend }
         if code == CURLE_WRITE_ERROR, let why = h.head.violation { return .protocolError(why) }
-        if code == CURLE_WRITE_ERROR && t.overBudget { return .overBudget }
-        let tooLarge = t.tooLarge
+        if code == CURLE_WRITE_ERROR && t.state == .stopped(.overBudget) { return .overBudget }
+        let tooLarge = t.state == .stopped(.tooLarge)
         var text = String(cString: curl_easy_strerror(code))
         if h.errorBuffer.pointee != 0 { text = String(cString: h.errorBuffer) }
         if h.localSocketError != 0 {

@@ -171,6 +171,38 @@ public enum UpstreamBody {
     case bytes([UInt8])
 }
 
+/// Where one upstream transfer is (issue 20: one value instead of flags over several classes).
+enum TransferState: Equatable {
+    /// The request is going out, or the answer's head is coming in.
+    case awaitingHead
+    /// The final head is whole (`keepsCoding` was asked); no body byte yet.
+    case headWhole
+    /// The body is buffered whole, to be judged.
+    case buffering
+    /// The body goes to a sink as it arrives; `paused` while the client reads slowly.
+    case streaming(paused: Bool)
+    /// A callback stopped the transfer, and this is what curl's generic error means.
+    case stopped(TransferStop)
+
+    /// Whether the first body byte arrived (and `onHead` was asked).
+    var bodyStarted: Bool {
+        switch self {
+        case .awaitingHead, .headWhole: return false
+        case .buffering, .streaming, .stopped: return true
+        }
+    }
+}
+
+/// Why one of curl's callbacks stopped a transfer.
+enum TransferStop: Equatable {
+    /// The buffered body outgrew the limit (`.tooLarge`).
+    case tooLarge
+    /// The memory budget refused more of the body (`.overBudget`).
+    case overBudget
+    /// curl was about to send a request a second time that must not be (`.notResent`).
+    case resendRefused
+}
+
 /// A transfer in flight; `cancel()` stops it without calling its completion.
 public final class UpstreamTransfer {
     /// The pooled handle while the transfer runs; nil once finished or cancelled.
@@ -183,23 +215,19 @@ public final class UpstreamTransfer {
     var ownedRequestBody: [UInt8] = []
     /// Keeps the exchange whose body curl reads in place alive until the transfer ends.
     var requestBodyOwner: HTTPExchange?
-    /// Set when the body outgrew `limit`; turns curl's write error into `.tooLarge`.
-    var tooLarge = false
+    /// Where the transfer is, and why a callback stopped it: one value, read by `classify`.
+    var state = TransferState.awaitingHead
     /// The request method, as sent.
     var method = ""
     /// How many times curl may send the request: 1 for non-idempotent methods, 2 for the others.
     var allowedSends = 1
     /// How many times curl was about to send it (CURLOPT_PREREQFUNCTION calls).
     var sends = 0
-    /// Set when a re-send was refused; turns curl's callback abort into `.notResent`.
-    var resendRefused = false
     /// Largest body accepted, in bytes.
     var limit = 0
     /// The budget the body is counted against, and how much of it this transfer holds.
     var budget: MemoryBudget?
     var budgetHeld = 0
-    /// Set when the budget refused more of the body; turns curl's write error into `.overBudget`.
-    var overBudget = false
     /// Runs once with the result; nil after it ran or after `cancel()`.
     var completion: ((Result<UpstreamResponse, UpstreamFailure>) -> Void)?
     /// The client that runs the transfer.
@@ -212,10 +240,8 @@ public final class UpstreamTransfer {
     public var onHead: ((Int, ResponseHeadView) -> StreamSink?)?
     /// The sink `onHead` chose; nil while the body is buffered.
     var sink: StreamSink?
-    /// Whether `onHead` was asked.
-    var headSeen = false
     /// Whether the sink paused the transfer (it waits for `resume()`).
-    var paused = false
+    var paused: Bool { if case .streaming(paused: true) = state { return true } else { return false } }
     /// Monotonic seconds of the last body bytes a streamed answer's sink took (or of its resume).
     var lastRead = 0.0
     /// Cuts a streamed answer whose upstream goes silent (`UpstreamOptions.idleTimeout`); nil until
@@ -251,8 +277,6 @@ public final class UpstreamTransfer {
     /// fields: true keeps the body in the content coding it arrived in (curl does not decode it, so
     /// a declared Content-Length stays true). Runs inside curl's header callback: no curl calls.
     public var keepsCoding: ((Int, ResponseHeadView) -> Bool)?
-    /// Whether `keepsCoding` was asked.
-    var finalHeadSeen = false
     /// The body is in its content coding, as the upstream sent it (`keepsCoding` said so).
     public internal(set) var codingKept = false
 
@@ -260,7 +284,7 @@ public final class UpstreamTransfer {
     /// it from inside the sink.
     public func resume() {
         guard paused, let h = handle else { return }
-        paused = false
+        state = .streaming(paused: false)
         lastRead = monotonicSeconds()
         // CURLPAUSE_CONT is 0; curl may deliver the held bytes from inside this call.
         let rc = curl_easy_pause(h.easy, 0)
@@ -292,7 +316,7 @@ public final class UpstreamTransfer {
     func mayBeSent() -> Bool {
         sends += 1
         if sends <= allowedSends { return true }
-        resendRefused = true
+        state = .stopped(.resendRefused)
         return false
     }
 
