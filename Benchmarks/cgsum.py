@@ -3,6 +3,7 @@
 
     python3 Benchmarks/cgsum.py callgrind.out.PID.1 [REQUESTS] [TOP]
     python3 Benchmarks/cgsum.py callgrind.out.PID.1 REQUESTS callers SUBSTRING   who calls it, how often
+    python3 Benchmarks/cgsum.py callgrind.out.PID.1 REQUESTS floor OBJECT        one library with the C runtime it calls
 
 With REQUESTS, every count is also shown per request.
 """
@@ -69,6 +70,20 @@ def main():
         rows = [(c, k) for k, c in EDGES.items() if want in k[1]]
         for c, (caller, callee) in sorted(rows, reverse=True)[:40]:
             print("%9.0f instr/req  %6.2f calls/req  %s  <-  %s" % (c / n, EDGE_CALLS[(caller, callee)] / n, callee[:60], caller[:100]))
+        return
+    if len(sys.argv) > 4 and sys.argv[3] == "floor":
+        # What one library costs with the C runtime it calls (malloc, free, memcpy, sscanf…): its
+        # own instructions plus every call it makes into libc, jemalloc and the loader. Calls back
+        # into Peel (curl's write and header callbacks) are not counted.
+        want = sys.argv[4]
+        ob_of = {}
+        for (ob, fn), _ in by_fn.items():
+            ob_of.setdefault(fn, ob)
+        runtime = ("libc.so", "libjemalloc", "ld-linux", "libm.so")
+        own = sum(c for (ob, _), c in by_fn.items() if want in ob)
+        into = sum(c for (caller, callee), c in EDGES.items()
+                   if want in ob_of.get(caller, "") and any(r in ob_of.get(callee, "") for r in runtime))
+        print("%s: %.0f own + %.0f in the C runtime = %.0f instructions per request" % (want, own / n, into / n, (own + into) / n))
         return
     top = int(sys.argv[3]) if len(sys.argv) > 3 else 40
     total = sum(by_fn.values())

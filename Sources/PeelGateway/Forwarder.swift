@@ -250,7 +250,7 @@ final class Forwarder {
 
     /// The upstream call: the request's fields minus hop-by-hop ones and those Peel sets, then
     /// Peel's own forwarding fields.
-    private func forward(_ call: Call, _ facts: RequestFacts, target: (path: String, query: String?), peer: String) {
+    private func forward(_ call: Call, _ facts: borrowing RequestFacts, target: (path: String, query: String?), peer: String) {
         let ex = call.exchange
         // Options a Connection field names (RFC 9110 §7.6.1): by token where they have one, by bytes otherwise.
         var namedTokens = FieldSet([])
@@ -269,7 +269,10 @@ final class Forwarder {
         // Peel can decode, and for none when the client named none.
         let preserveHost = config.preserveHost
         let upstreamCodings = CompressionPolicy.upstreamAcceptEncoding(facts.acceptEncoding, decodable: UpstreamClient.decodableCodings)
+        // The closure below captures these, not the facts (a copy of every String in them).
         let host = facts.host
+        let forwardedFor = facts.xForwardedFor
+        let forwarded = facts.forwarded
         let id = call.requestId
         let transfer = upstream.send(method: method, path: basePath + target.path, query: target.query, body: .exchange(ex),
                                      acceptEncoding: upstreamCodings, headers: { lines in
@@ -285,10 +288,10 @@ final class Forwarder {
             // kept before it. Proto and host are always this hop's (http, the Host Peel was sent):
             // absolute URLs the upstream builds from them name its own origin, which Peel rewrites
             // to the public one (a trusted proxy's X-Forwarded-Host/-Proto, see publicOrigin).
-            lines.append("X-Forwarded-For", facts.xForwardedFor.map { $0 + ", " + peer } ?? peer)
+            lines.append("X-Forwarded-For", forwardedFor.map { $0 + ", " + peer } ?? peer)
             lines.append("X-Forwarded-Proto", "http")
             if let host { lines.append("X-Forwarded-Host", host) }
-            lines.append("Forwarded", Self.forwardedElement(kept: facts.forwarded, peer: peer, host: host))
+            lines.append("Forwarded", Self.forwardedElement(kept: forwarded, peer: peer, host: host))
             // nginx's `proxy_set_header Host $host`: curl sends this one instead of the upstream's.
             if preserveHost, let host { lines.append("Host", host) }
             lines.append("X-Request-Id", id)

@@ -164,6 +164,12 @@ public struct FieldSet: Sendable, Hashable {
 
     private init(bits: UInt64) { self.bits = bits }
 
+    /// The set with `token` too (`.other` is never kept).
+    @inline(__always)
+    public func inserting(_ token: FieldToken) -> FieldSet {
+        token == .other ? self : FieldSet(bits: bits | 1 << UInt64(token.rawValue))
+    }
+
     /// Adds `token` (`.other` is never kept).
     @inline(__always)
     public mutating func insert(_ token: FieldToken) { if token != .other { bits |= 1 << UInt64(token.rawValue) } }

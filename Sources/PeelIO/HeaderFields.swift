@@ -387,7 +387,8 @@ final class HeaderCollector {
     /// Why `value` may not be relayed: CR, LF and NUL in a field value are invalid and dangerous, and
     /// a recipient must reject them or replace them with SP (RFC 9110 §5.5); an intermediary rejects.
     private static func badValue(_ value: UnsafeRawBufferPointer) -> String? {
-        for b in value where b == 0x0D || b == 0x0A || b == 0x00 {
+        // Most bytes are above CR: one compare each.
+        for b in value where b <= 0x0D && (b == 0x0D || b == 0x0A || b == 0x00) {
             return "the upstream sent a field value with \(b == 0 ? "NUL" : b == 0x0D ? "CR" : "LF") in it"
         }
         return nil
@@ -397,7 +398,8 @@ final class HeaderCollector {
     func append(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, token: FieldToken) {
         var t = token.rawValue
         withUnsafeBytes(of: &t) { put($0) }
-        present.insert(token)
+        // An assignment, not a mutating call on the property: no dynamic exclusivity check per field.
+        present = present.inserting(token)
         putTerminated(name)
         putTerminated(value)
         fields += 1
@@ -415,15 +417,10 @@ final class HeaderCollector {
         used += b.count
     }
 
+    /// Appends `b` and its NUL. Callers hand over checked bytes only: a name of token characters, a
+    /// value `badValue` passed (no NUL, CR or LF), or a pair `ResponseHeaders.init` checked.
     private func putTerminated(_ b: UnsafeRawBufferPointer) {
-        let start = used
         put(b)
-        // A NUL inside a field would cut it short in C; it is never valid there (RFC 9110 §5.5).
-        if b.count > 0, memchr(bytes + start, 0, b.count) != nil {
-            for i in start..<used where bytes.load(fromByteOffset: i, as: UInt8.self) == 0 {
-                bytes.storeBytes(of: 0x20, toByteOffset: i, as: UInt8.self)
-            }
-        }
         bytes.storeBytes(of: 0, toByteOffset: used, as: UInt8.self)
         used += 1
     }

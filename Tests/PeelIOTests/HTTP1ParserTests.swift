@@ -196,8 +196,8 @@ final class HTTP1ParserTests: XCTestCase {
         XCTAssertEqual(RequestError.bodyTooLarge.status, 413)
         XCTAssertEqual(RequestError.expectationFailed.status, 417)
         XCTAssertEqual(RequestError.headTimeout.status, 408)
-        XCTAssertEqual(ReasonPhrase.of(422), "Unprocessable Content")
-        XCTAssertEqual(ReasonPhrase.of(429), "Too Many Requests")
+        XCTAssertEqual(ReasonPhrase.of(422).description, "Unprocessable Content")
+        XCTAssertEqual(ReasonPhrase.of(429).description, "Too Many Requests")
     }
 
     func testFieldNamesOver24Bytes_andNearMisses_areNotMistakenForFramingFields() {

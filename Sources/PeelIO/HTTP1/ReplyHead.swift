@@ -143,11 +143,6 @@ final class ReplyHead {
         s.withUTF8Buffer { append(UnsafeRawBufferPointer($0)) }
     }
 
-    private func put(_ s: String) {
-        var s = s
-        s.withUTF8 { append(UnsafeRawBufferPointer($0)) }
-    }
-
     private func putNumber(_ v: Int) {
         var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
         var n = max(0, v)

@@ -85,7 +85,7 @@ public enum RequestError: Equatable, Sendable, Error {
 
 /// RFC 9110 §15 reason phrases for the status line (clients ignore them; people read them).
 enum ReasonPhrase {
-    static func of(_ status: Int) -> String {
+    static func of(_ status: Int) -> StaticString {
         switch status {
         case 100: return "Continue"
         case 101: return "Switching Protocols"
