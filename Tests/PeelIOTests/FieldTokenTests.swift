@@ -26,6 +26,12 @@ final class FieldTokenTests: XCTestCase {
         }
     }
 
+    func testTheTokenCharacterBitsAreRFC9110s() {
+        let tchar = Set(Array("!#$%&'*+-.^_`|~0123456789".utf8) + Array(UInt8(ascii: "a")...UInt8(ascii: "z"))
+                        + Array(UInt8(ascii: "A")...UInt8(ascii: "Z")))
+        for b in 0...255 { XCTAssertEqual(isTokenByte(UInt8(b)), tchar.contains(UInt8(b)), "byte \(b)") }
+    }
+
     func testFieldSetMembership() {
         let set = FieldSet([.host, .vary, .age])
         XCTAssertTrue(set.contains(.host))

@@ -159,21 +159,8 @@ struct HTTP1Parser {
         messageEnd = 0
     }
 
-    private static func isTchar(_ b: UInt8) -> Bool { tchar[Int(b)] }
-
-    // RFC 9110 §5.6.2 token characters.
-    private static let tchar: [Bool] = (0..<256).map { b in
-        switch UInt8(b) {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
-             UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
-             UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-            return true
-        default:
-            return false
-        }
-    }
+    @inline(__always)
+    private static func isTchar(_ b: UInt8) -> Bool { isTokenByte(b) }
 
     private static let head = pack("HEAD"), trace = pack("TRACE")
     private static let http11 = pack("HTTP/1.1"), http10 = pack("HTTP/1.0"), http20 = pack("HTTP/2.0")
