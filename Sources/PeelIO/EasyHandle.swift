@@ -12,6 +12,8 @@ final class EasyHandle {
     var url: OpaquePointer?
     /// The response's header lines, captured by CURLOPT_HEADERFUNCTION.
     let head = HeaderCollector()
+    /// The request's header lines (CURLOPT_HTTPHEADER), reused from transfer to transfer.
+    let headers = HeaderBlock()
     /// The client's `generation` when this handle was set up.
     var generation = 0
     /// errno of a socket() that failed for this transfer (EMFILE, ENFILE, ENOBUFS, ENOMEM), else 0.

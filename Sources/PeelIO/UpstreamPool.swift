@@ -7,10 +7,8 @@ extension UpstreamClient {
     @discardableResult
     public func send(method: String, url: String, headers: [String], body: UpstreamBody, acceptEncoding: String = "",
                      completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
-        var list = UpstreamHeaderList(scratch: scratch)
-        for line in headers { list.append(line: line) }
-        return start(method: method, headers: list.list, body: body, acceptEncoding: acceptEncoding,
-                     completion: completion) { h throws(PeelIOError) in
+        return start(method: method, headers: { list in for line in headers { list.append(line: line) } }, body: body,
+                     acceptEncoding: acceptEncoding, completion: completion) { h throws(PeelIOError) in
             try h.set(CURLOPT_CURLU, nil)
             try h.set(CURLOPT_REQUEST_TARGET, nil)
             try h.set(CURLOPT_URL, url)
@@ -24,9 +22,7 @@ extension UpstreamClient {
     public func send(method: String, path: String, query: String?, body: UpstreamBody, acceptEncoding: String = "",
                      headers: (inout UpstreamHeaderList) -> Void,
                      completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
-        var list = UpstreamHeaderList(scratch: scratch)
-        headers(&list)
-        return start(method: method, headers: list.list, body: body, acceptEncoding: acceptEncoding,
+        return start(method: method, headers: headers, body: body, acceptEncoding: acceptEncoding,
                      completion: completion) { h throws(PeelIOError) in
             // The handle's URL is the origin, parsed once; the path and query go in as the request
             // target, copied into the request line as they are. (Setting them as URL parts would
@@ -38,9 +34,10 @@ extension UpstreamClient {
         }
     }
 
-    /// Takes a handle, points it at the new transfer and adds it to the multi; `target` sets the URL.
-    /// Every refusal fails this transfer alone, through its completion, with the handle back in the pool.
-    func start(method: String, headers: UnsafeMutablePointer<curl_slist>?, body: UpstreamBody, acceptEncoding: String,
+    /// Takes a handle, writes the header lines `headers` adds into it, points it at the new transfer
+    /// and adds it to the multi; `target` sets the URL. Every refusal fails this transfer alone,
+    /// through its completion, with the handle back in the pool.
+    func start(method: String, headers: (inout UpstreamHeaderList) -> Void, body: UpstreamBody, acceptEncoding: String,
                completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void,
                target: (EasyHandle) throws(PeelIOError) -> Void) -> UpstreamTransfer {
         let t = UpstreamTransfer()
@@ -51,7 +48,6 @@ extension UpstreamClient {
         t.method = method
         t.allowedSends = UpstreamTransfer.isIdempotent(method) ? 2 : 1
         guard inFlight < options.maxInFlight else {
-            curl_slist_free_all(headers)
             failSoon(t, .overloaded)
             return t
         }
@@ -59,12 +55,12 @@ extension UpstreamClient {
         do throws(PeelIOError) {
             h = try takeHandle()
         } catch {
-            curl_slist_free_all(headers)
             failSoon(t, .other(error.description))
             return t
         }
         t.handle = h
-        t.headerList = headers
+        var list = UpstreamHeaderList(block: h.headers)
+        headers(&list)
         h.errorBuffer.pointee = 0
         h.localSocketError = 0
         h.head.reset()
@@ -121,10 +117,7 @@ extension UpstreamClient {
         default:
             if bodyLen > 0 || method == "POST" || method == "PUT" || method == "PATCH" {
                 // curl adds `Expect: 100-continue` to large bodies; the client already sent the whole body.
-                guard let list = curl_slist_append(t.headerList, "Expect:") else {
-                    throw curlError(CURLE_OUT_OF_MEMORY, "curl_slist_append(Expect:)")
-                }
-                t.headerList = list
+                h.headers.add(line: "Expect:")
                 try h.set(CURLOPT_POST, 1)
                 try h.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: curl_off_t(bodyLen))
                 // POSTFIELDS must not be NULL or curl would read the body from stdin-like callbacks.
@@ -138,7 +131,7 @@ extension UpstreamClient {
                 try h.set(CURLOPT_CUSTOMREQUEST, method)
             }
         }
-        try h.set(CURLOPT_HTTPHEADER, UnsafeRawPointer(t.headerList))
+        try h.set(CURLOPT_HTTPHEADER, h.headers.list().map { UnsafeRawPointer($0) })
     }
 
     /// Runs `t`'s completion with `failure` on the next loop pass, never inside `send` (whose caller
@@ -191,8 +184,7 @@ extension UpstreamClient {
         // The body is the completion's now (or dropped); it stops counting against the budget.
         t.budget?.release(t.budgetHeld)
         t.budgetHeld = 0
-        if let list = t.headerList { curl_slist_free_all(list) }
-        t.headerList = nil
+        h.headers.reset()
         t.requestBodyOwner = nil
         t.ownedRequestBody = []
         Unmanaged.passUnretained(t).release()

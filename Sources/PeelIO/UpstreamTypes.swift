@@ -207,8 +207,6 @@ enum TransferStop: Equatable {
 public final class UpstreamTransfer {
     /// The pooled handle while the transfer runs; nil once finished or cancelled.
     var handle: EasyHandle?
-    /// The request's header list, freed when the transfer finishes.
-    var headerList: UnsafeMutablePointer<curl_slist>?
     /// Response body bytes received so far.
     var body: [UInt8] = []
     /// The request body when the transfer owns it (`UpstreamBody.bytes`).
