@@ -587,7 +587,10 @@ final class Forwarder {
         guard !call.exchange.answered else { return }
         let shaped = shaper.shape(reply, context(call), encode: { [encoder] in encoder.encode($0, as: $1) })
         let rewrite = self.rewrite
-        guard case .bytes(let body, let range, let hold) = shaped.body else { return }
+        guard case .bytes(let body, let range, let hold) = shaped.body else {
+            // Streams start in headArrived and answerReachability, never here.
+            preconditionFailure("emit takes buffered answers only")
+        }
         call.exchange.respond(status: shaped.status, body: body, range: range, keeping: hold, closing: shaped.closing) { out in
             shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })
         }

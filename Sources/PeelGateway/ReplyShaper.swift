@@ -185,7 +185,11 @@ struct ReplyShaper {
         var fields: [(String, String)] = []
         fields.reserveCapacity(reply.fields.count + corsFields.count + 6)
         // Whether the representation depends on Accept-Encoding, whether or not this client sent one.
-        var variesByCoding = ctx.keptCoding != nil
+        // Only a relayed body is in the upstream's coding; a problem or Peel's own document made
+        // after the head arrived is Peel's JSON (review of issue 20: a truncated gzip passthrough's
+        // 502 went out marked `Content-Encoding: gzip`).
+        let keptCoding = reply.kind == .relayed ? ctx.keptCoding : nil
+        var variesByCoding = keptCoding != nil
         var coding: ContentCoding? = nil
         var dropType = false
 
@@ -194,9 +198,10 @@ struct ReplyShaper {
             let slice = range ?? 0..<bytes.count
             // A problem's type is Peel's, whatever the upstream's answer said.
             let effectiveType = reply.kind.isProblem ? ShapedReply.problemType : reply.contentType ?? upstream?.first(.contentType)
-            let candidate = reply.compressible && ctx.keptCoding == nil
+            let candidate = reply.compressible && keptCoding == nil
                 && compression.isCandidate(status: reply.status, contentType: effectiveType, count: slice.count)
-                && !present.contains(.contentRange)
+                // A part of the upstream's representation (206) is relayed as it is; a problem is Peel's own body.
+                && (reply.kind.isProblem || !present.contains(.contentRange))
             if candidate {
                 variesByCoding = true
                 if let c = CompressionPolicy.negotiate(ctx.acceptEncoding, offered: compression.offered),
@@ -261,7 +266,7 @@ struct ReplyShaper {
             varyNames += value.split(separator: ",").map { trimOWS($0) }
         }
         if let vary = Self.mergedVary(varyNames) { fields.append(("Vary", vary)) }
-        if let kept = ctx.keptCoding { fields.append(("Content-Encoding", kept)) }
+        if let keptCoding { fields.append(("Content-Encoding", keptCoding)) }
         if let coding { fields.append(("Content-Encoding", coding.rawValue)) }
 
         return ShapedReply(status: reply.status, upstream: upstream, selection: selection, rewrites: rewrites,

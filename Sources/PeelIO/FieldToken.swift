@@ -83,17 +83,19 @@ public enum FieldToken: UInt8, Sendable, CaseIterable {
     /// Longest token name in bytes (`access-control-allow-credentials`); `NamePack` holds this many.
     public static let longestName = 32
 
-    /// The token for a name given as bytes, any case; `.other` for names Peel does not act on.
+    /// The token for a name given as bytes, any case; `.other` for names Peel does not act on and
+    /// for anything that is not a field name (a byte outside tchar: the fold would map CR onto `-`).
     public static func identify(_ name: UnsafeRawBufferPointer) -> FieldToken {
         var pack = NamePack()
         for (i, b) in name.enumerated() {
-            guard i < longestName else { return .other }
+            guard i < longestName, isTokenByte(b) else { return .other }
             pack.add(b, at: i)
         }
         return identify(pack, length: name.count)
     }
 
-    /// The token for a name packed by `NamePack` (the parser packs as it reads).
+    /// The token for a name packed by `NamePack` (the parser packs as it reads). The caller has
+    /// checked that every byte is a token character.
     @inline(__always)
     public static func identify(_ pack: NamePack, length: Int) -> FieldToken {
         guard length > 0, length <= longestName else { return .other }

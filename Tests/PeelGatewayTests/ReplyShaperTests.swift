@@ -23,7 +23,7 @@ final class ReplyShaperTests: XCTestCase {
     private let upstreamFields = ResponseHeaders([
         ("Content-Type", "application/json"), ("Content-Length", "999"), ("Connection", "keep-alive"),
         ("Transfer-Encoding", "chunked"), ("ETag", "\"v1\""), ("Vary", "Accept-Language"), ("Cache-Control", "max-age=60"),
-        ("Location", "http://up.internal:9000/api/next"), ("Set-Cookie", "s=1; Domain=up.internal; Path=/api"),
+        ("Location", "http://up.internal:9000/api/next"), ("Content-Location", "http://up.internal:9000/api/item/1"), ("Set-Cookie", "s=1; Domain=up.internal; Path=/api"),
         ("Access-Control-Allow-Origin", "*"), ("Access-Control-Expose-Headers", "X-Page"), ("X-Page", "2"),
         ("Retry-After", "5"), ("X-Request-Id", "upstream-id"), ("Content-Encoding", "gzip"), ("Proxy-Authenticate", "Basic"),
         ("Date", "Tue, 01 Dec 2026 10:00:00 GMT"), ("Last-Modified", "Mon, 30 Nov 2026 10:00:00 GMT"),
@@ -134,6 +134,7 @@ final class ReplyShaperTests: XCTestCase {
                             XCTAssertTrue(vary.contains("Accept-Language"), "the upstream's Vary names are kept: \(label)")
                             XCTAssertEqual(all("etag"), [encoded ? "W/\"v1\"" : "\"v1\""], label)
                             XCTAssertEqual(all("location"), ["https://peel.example/next"], label)
+                            XCTAssertEqual(all("content-location"), ["https://peel.example/item/1"], label)
                             XCTAssertEqual(all("set-cookie"), ["s=1; Path=/"], label)
                             XCTAssertEqual(all("x-page"), ["2"], label)
                             XCTAssertEqual(all("date").count, 1, label)
@@ -142,6 +143,8 @@ final class ReplyShaperTests: XCTestCase {
                             XCTAssertEqual(all("etag"), [weak ? "W/\"v1\"" : "\"v1\""], label)
                             XCTAssertEqual(all("cache-control"), ["max-age=60"], label)
                             XCTAssertEqual(all("last-modified").count, 1, label)
+                            XCTAssertEqual(all("content-location"), ["https://peel.example/item/1"],
+                                           "rewritten as the 200's would be: \(label)")
                             XCTAssertEqual(all("content-type"), [], "a 304 describes, it has no content: \(label)")
                             XCTAssertEqual(all("x-page"), [], label)
                             XCTAssertEqual(all("set-cookie"), [], label)
@@ -153,6 +156,7 @@ final class ReplyShaperTests: XCTestCase {
                             XCTAssertEqual(all("www-authenticate"), ["Bearer error=\"invalid_token\""], label)
                             XCTAssertEqual(all("etag"), [], label)
                             XCTAssertEqual(all("location"), [], label)
+                            XCTAssertEqual(all("content-location"), [], label)
                             XCTAssertEqual(all("x-page"), [], label)
                         case .offlineProblem:
                             XCTAssertEqual(all("content-type"), ["application/problem+json"], label)
@@ -169,6 +173,39 @@ final class ReplyShaperTests: XCTestCase {
             }
         }
         XCTAssertEqual(rows, Case.allCases.count * 8)
+    }
+
+    /// Review of issue 20: a call whose upstream body was to pass in its coding (kept gzip) and then
+    /// broke is answered with a problem, which is Peel's JSON and must not claim that coding.
+    func testOnlyARelayedAnswer_carriesTheKeptCoding() {
+        for c in Case.allCases {
+            let ctx = ReplyContext(requestId: "i", origin: nil, acceptEncoding: "gzip", keptCoding: "gzip")
+            var encoded = false
+            let shaped = shaper(cors: false, compression: true).shape(reply(c), ctx) { bytes, _ in
+                encoded = true
+                return Array(bytes.prefix(3))
+            }
+            let fields = render(shaped)
+            let codings = fields.filter { $0.0 == "Content-Encoding" }.map(\.1)
+            switch c {
+            case .unwrapped, .passthrough:
+                XCTAssertEqual(codings, ["gzip"], "\(c)")
+                XCTAssertFalse(encoded, "a body in its upstream coding is not encoded again: \(c)")
+            case .problem, .offlineProblem:
+                XCTAssertEqual(codings, encoded ? ["gzip"] : [], "only Peel's own compression names a coding: \(c)")
+                XCTAssertTrue(encoded, "a problem is compressed on its own terms: \(c)")
+            default:
+                XCTAssertEqual(codings, encoded ? ["gzip"] : [], "\(c): \(fields)")
+            }
+        }
+    }
+
+    func testAProblemFromA206_isStillCompressible() {
+        let r = Reply(status: 502, kind: .problem(.badUpstreamFormat),
+                      upstream: ResponseHeaders([("Content-Range", "bytes 0-9/100")]), body: .bytes(body, range: nil, hold: nil))
+        let fields = render(shaper(cors: false, compression: true).shape(r, ReplyContext(requestId: "i", origin: nil,
+                                                                                          acceptEncoding: "gzip", keptCoding: nil)) { b, _ in Array(b) })
+        XCTAssertEqual(fields.filter { $0.0 == "Content-Encoding" }.map(\.1), ["gzip"])
     }
 
     func testA204_carriesNoContentType_notEvenTheEnvelopes() {
