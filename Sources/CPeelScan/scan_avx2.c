@@ -33,8 +33,7 @@ PEEL_TARGET PEEL_INLINE void K(masks)(const uint8_t *p, peel_masks *m) {
     m->backslash = K(bits)(EQ(a, '\\'), EQ(b, '\\'));
     m->open = K(bits)(EQ(fa, '{'), EQ(fb, '{'));
     m->close = K(bits)(EQ(fa, '}'), EQ(fb, '}'));
-    m->colon = K(bits)(EQ(a, ':'), EQ(b, ':'));
-    m->comma = K(bits)(EQ(a, ','), EQ(b, ','));
+    m->separator = K(bits)(_mm256_or_si256(EQ(a, ':'), EQ(a, ',')), _mm256_or_si256(EQ(b, ':'), EQ(b, ',')));
     m->space = K(bits)(EQ(a, ' '), EQ(b, ' '));
 #undef EQ
     m->control = K(bits)(K(at_most)(a, 0x1F), K(at_most)(b, 0x1F));

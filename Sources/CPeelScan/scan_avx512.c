@@ -20,8 +20,7 @@ PEEL_TARGET PEEL_INLINE void K(masks)(const uint8_t *p, peel_masks *m) {
     m->backslash = _mm512_cmpeq_epi8_mask(v, K(splat)('\\'));
     m->open = _mm512_cmpeq_epi8_mask(folded, K(splat)('{'));
     m->close = _mm512_cmpeq_epi8_mask(folded, K(splat)('}'));
-    m->colon = _mm512_cmpeq_epi8_mask(v, K(splat)(':'));
-    m->comma = _mm512_cmpeq_epi8_mask(v, K(splat)(','));
+    m->separator = _mm512_cmpeq_epi8_mask(v, K(splat)(':')) | _mm512_cmpeq_epi8_mask(v, K(splat)(','));
     m->space = _mm512_cmpeq_epi8_mask(v, K(splat)(' '));
     m->control = _mm512_cmplt_epu8_mask(v, K(splat)(0x20));
     m->high = _mm512_movepi8_mask(v);

@@ -12,9 +12,9 @@
 /// Blocks classified per refill of the position buffer (1 KiB of body).
 #define PEEL_CHUNK 16
 
-/// The bitmaps of one 64-byte block, bit i for byte i.
+/// The bitmaps of one 64-byte block, bit i for byte i; `separator` is `,` and `:`.
 typedef struct {
-    uint64_t quote, backslash, open, close, colon, comma, space, control, high;
+    uint64_t quote, backslash, open, close, separator, space, control, high;
 } peel_masks;
 
 /// Stage 1's state across 64-byte blocks.

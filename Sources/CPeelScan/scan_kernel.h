@@ -77,7 +77,7 @@ PEEL_TARGET PEEL_INLINE uint64_t K(classify)(peel_stage1 *s, const uint8_t *p) {
     uint64_t outside = ~strings;
     uint64_t open = m.open & outside;
     uint64_t close = m.close & outside;
-    uint64_t separators = (m.colon | m.comma) & outside;
+    uint64_t separators = m.separator & outside;
     // Bytes of numbers and literals (and of anything else outside strings, which stage 2 refuses).
     uint64_t run = ~(open | close | separators | space | quote | strings);
     uint64_t run_start = run & ~((run << 1) | s->run_carry);
@@ -137,8 +137,8 @@ PEEL_TARGET __attribute__((noinline)) static size_t K(fill)(peel_stage1 *s, uint
 
 /// Stage 2: the grammar over the positions, with the same depth stack and top-level member
 /// reports as the token scanner.
-PEEL_TARGET bool K(peel_scan)(const uint8_t *base, size_t n, size_t start, size_t max_depth, uint64_t *stack,
-                              peel_scan_member_fn member, void *context) {
+PEEL_TARGET PEEL_INLINE bool K(walk)(const uint8_t *base, size_t n, size_t start, size_t max_depth, uint64_t *stack,
+                                     peel_scan_member_fn member, void *context, const bool members) {
     peel_stage1 s;
     memset(&s, 0, offsetof(peel_stage1, tail));
     s.base = base;
@@ -157,7 +157,7 @@ PEEL_TARGET bool K(peel_scan)(const uint8_t *base, size_t n, size_t start, size_
     // The top-level member being read, when members are reported; members sit at depth 1, and
     // without a callback no depth is ever reported (one compare on the hot path instead of two).
     size_t name_start = 0, name_end = 0, value_start = 0;
-    const size_t report = member ? 1 : SIZE_MAX;
+    const size_t report = members ? 1 : SIZE_MAX;
 
 // The next position and its byte; (n, 0) at the end of the body or once stage 1 failed (NUL never
 // starts or separates anything, so every check that follows fails on it).
@@ -229,7 +229,7 @@ after_scalar:
 
 after_value:
     // A value just ended at `end`; p is the next position and c its byte.
-    if (depth == report) {
+    if (members && depth == report) {
         if (end == SIZE_MAX && (end = peel_string_end(base, n, value_start + 1)) == 0) return false;
         if (!member(context, name_start, name_end, value_start, end)) return false;
     }
@@ -251,7 +251,7 @@ after_value:
 
 squeezed_comma:
     // A comma left out of the positions sits at p - 1, right after the value that ended.
-    if (depth == report) {
+    if (members && depth == report) {
         if (end == SIZE_MAX && (end = peel_string_end(base, n, value_start + 1)) == 0) return false;
         if (!member(context, name_start, name_end, value_start, end)) return false;
     }
@@ -269,7 +269,7 @@ key:
         } else if (base[p - 1] != ':') {
             return false;
         }
-        if (depth == report) {
+        if (members && depth == report) {
             name_start = quote + 1;
             name_end = peel_string_end(base, n, quote + 1);
             if (name_end-- == 0) return false;
@@ -280,4 +280,11 @@ key:
 #undef NEXT
 #undef BIT
 #undef WORD
+}
+
+/// Two copies of the walk: validation alone keeps fewer values live than with member reports.
+PEEL_TARGET bool K(peel_scan)(const uint8_t *base, size_t n, size_t start, size_t max_depth, uint64_t *stack,
+                              peel_scan_member_fn member, void *context) {
+    if (member) return K(walk)(base, n, start, max_depth, stack, member, context, true);
+    return K(walk)(base, n, start, max_depth, stack, NULL, NULL, false);
 }
