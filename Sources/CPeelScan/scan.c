@@ -1,7 +1,7 @@
 // Run-time kernel choice: the CPU is asked once, and the answer cached.
 #include "scan_common.h"
 
-#if defined(__x86_64__)
+#if PEEL_SCAN_X86
 bool peel_scan_avx2(const uint8_t *base, size_t n, size_t start, size_t max_depth, uint64_t *stack,
                     peel_scan_member_fn member, void *context);
 bool peel_scan_avx512(const uint8_t *base, size_t n, size_t start, size_t max_depth, uint64_t *stack,
@@ -21,7 +21,7 @@ static unsigned peel_detect(void) {
 #endif
 
 unsigned peel_scan_kernels(void) {
-#if defined(__x86_64__)
+#if PEEL_SCAN_X86
     // 0 means "not asked yet"; bit 31 marks an answer, so a CPU with no wide kernel is asked once too.
     static unsigned cached = 0;
     unsigned known = __atomic_load_n(&cached, __ATOMIC_RELAXED);
@@ -37,7 +37,7 @@ unsigned peel_scan_kernels(void) {
 
 bool peel_scan(unsigned kernel, const uint8_t *base, size_t n, size_t start, size_t max_depth, uint64_t *stack,
                peel_scan_member_fn member, void *context) {
-#if defined(__x86_64__)
+#if PEEL_SCAN_X86
     // A kernel the CPU lacks would die on an illegal instruction: refuse it instead.
     if ((peel_scan_kernels() & kernel) != kernel || start >= n) return false;
     if (kernel == PEEL_SCAN_AVX512) return peel_scan_avx512(base, n, start, max_depth, stack, member, context);

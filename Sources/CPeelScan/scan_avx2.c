@@ -2,7 +2,7 @@
 // Only this file's functions carry the target features; the rest of the binary stays baseline x86-64.
 #include "scan_common.h"
 
-#if defined(__x86_64__)
+#if PEEL_SCAN_X86
 #include <immintrin.h>
 
 #define PEEL_TARGET __attribute__((target("avx2,bmi,popcnt,pclmul")))

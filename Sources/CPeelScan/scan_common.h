@@ -7,6 +7,12 @@
 
 #include <string.h>
 
+// The kernels exist on x86-64 only; PEEL_SCAN_NO_X86 builds the portable side there too, so a
+// plain compile checks what other architectures get (peel_scan_kernels() == 0).
+#if defined(__x86_64__) && !defined(PEEL_SCAN_NO_X86)
+#define PEEL_SCAN_X86 1
+#endif
+
 #define PEEL_INLINE static inline __attribute__((always_inline))
 
 /// Blocks classified per refill of the position buffer (1 KiB of body).
@@ -154,14 +160,14 @@ PEEL_INLINE size_t peel_number(const uint8_t *base, size_t n, size_t i, uint8_t 
     return i;
 }
 
-#if defined(__x86_64__)
+#if PEEL_SCAN_X86
 #include <emmintrin.h>
 #endif
 
 /// peel_number without a loop per digit: digit runs are measured with one count of trailing bits
 /// over the next 16 bytes, so numbers of varying length do not each mispredict a loop exit.
 PEEL_INLINE size_t peel_number_fast(const uint8_t *base, size_t n, size_t i, uint8_t c) {
-#if defined(__x86_64__)
+#if PEEL_SCAN_X86
     if (n - i < 16) return peel_number(base, n, i, c);
     __m128i v = _mm_sub_epi8(_mm_loadu_si128((const __m128i *)(base + i)), _mm_set1_epi8('0'));
     uint32_t digits = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(9)), v));
