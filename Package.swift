@@ -29,8 +29,14 @@ let package = Package(
         .target(name: "CPeelRedis", dependencies: ["CHiredis", "CEvent"], cSettings: dwarf4),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
-        // Pure rules: strict JSON scanner, envelope verdicts, problem documents. No C, no I/O.
-        .target(name: "PeelEnvelope", swiftSettings: strict),
+        // The scanner's wide kernels (issue 20): AVX2 and AVX-512 stage 1 and the position walk in C,
+        // because Swift cannot attach target features to a function and a portable binary cannot
+        // assume them globally. Pure computation: no I/O, no allocation, no library but the compiler's.
+        .target(name: "CPeelScan", cSettings: dwarf4 + [.unsafeFlags(["-O2"])]),
+
+        // Pure rules: strict JSON scanner, envelope verdicts, problem documents. No I/O; its one C
+        // dependency is CPeelScan, which only computes over the buffer it is lent.
+        .target(name: "PeelEnvelope", dependencies: ["CPeelScan"], swiftSettings: strict),
 
         // The only home of unsafe pointers: event loops, the HTTP/1.1 server, the curl multi driver,
         // the Redis connection and HMAC.

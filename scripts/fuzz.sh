@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # libFuzzer + AddressSanitizer targets, each checked against an independent reference:
-#   scanner  PeelEnvelope's scanner and judge(), against a reference JSON reader;
+#   scanner  PeelEnvelope's scanner and judge(), against a reference JSON reader, and every scan
+#            kernel the CPU runs (SSE2, AVX2, AVX-512) against the token scanner and each other;
 #   http     PeelIO's HTTP/1.1 request parser and ConnectionMachine, against the demo's request parser.
 # FUZZ_TARGET picks one (default: all, scanner first); FUZZ_SECONDS bounds each run (default 60).
 # Everything lands in .build-fuzz/.
@@ -29,11 +30,20 @@ if ! ls "$resource_dir"/../clang/*/lib/linux/libclang_rt.fuzzer-"$(uname -m)".a 
 fi
 
 fuzz_scanner() {
+  # CPeelScan (the AVX2 and AVX-512 kernels) is C: compiled by the toolchain's clang with the same
+  # sanitizers (coverage for libFuzzer, AddressSanitizer), then linked beside the Swift module.
+  local clang scan="$out/cpeelscan"
+  clang="$(dirname "$(command -v "$swiftc")")/clang"
+  mkdir -p "$scan"
+  for c in "$root"/Sources/CPeelScan/*.c; do
+    "$clang" -fsanitize=fuzzer-no-link,address -O2 -g -I "$root/Sources/CPeelScan/include" -c "$c" \
+      -o "$scan/$(basename "$c" .c).o"
+  done
   # One module from the library sources plus the entry point, so the oracle can see internals.
   # Compiled from inside $out: with -g, swiftc writes module files to the working directory.
   (cd "$out" && "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -wmo -g \
-    -module-name ScannerFuzz \
-    "$root"/Sources/PeelEnvelope/*.swift "$root"/Fuzz/ScannerFuzz/*.swift \
+    -module-name ScannerFuzz -I "$root/Sources/CPeelScan/include" \
+    "$root"/Sources/PeelEnvelope/*.swift "$root"/Fuzz/ScannerFuzz/*.swift "$scan"/*.o \
     -o "$out/scanner-fuzz")
 
   # Seed from the shared JSONTestSuite files when present, plus Peel's own envelope seeds.

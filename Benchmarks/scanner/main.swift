@@ -1,5 +1,6 @@
 // Times judge() against Foundation's JSONSerialization (parse, pick `data`, serialise again) on a
-// ~200-byte and a ~100 KB envelope, in the same process. Built by run.sh with -O -wmo.
+// ~200-byte and a ~100 KB envelope, and each scan kernel (AVX-512, AVX2, SSE2, tokens) on the same
+// bytes, in the same process. Built by run.sh with -O -wmo.
 import Foundation
 
 /// Keeps results alive so the optimiser cannot drop the work.
@@ -65,6 +66,11 @@ func report(_ name: String, bytes: [UInt8], iterations: Int) {
     let config = EnvelopeConfig()
     let answer = UpstreamAnswer(status: 200, contentType: "application/json", path: "/items", isHead: false)
     guard case .unwrap(200, _?) = judge(answer, body: bytes, config: config) else { fatalError("benchmark body does not unwrap") }
+    for path in ScanCore.Path.allCases where ScanCore.available(path) {
+        var members = EnvelopeMembers()
+        let valid = bytes.withUnsafeBufferPointer { ScanCore.run($0, maxDepth: 512, names: nil, members: &members, path: path) }
+        guard valid else { fatalError("benchmark body refused by \(path)") }
+    }
     let data = Data(bytes)
 
     let judgeCase = {
@@ -72,6 +78,15 @@ func report(_ name: String, bytes: [UInt8], iterations: Int) {
         return 0
     }
     let validateCase = { JSONScanner.validate(bytes) ? 1 : 0 }
+    // Each kernel forced, validating only; one this CPU lacks is named and left out.
+    let kernels: [(String, ScanCore.Path)] = [("AVX-512", .avx512), ("AVX2", .avx2), ("SSE2", .sse2), ("tokens", .portable)]
+    let here = kernels.filter { ScanCore.available($0.1) }
+    let kernelCases: [(iterations: Int, body: () -> Int)] = here.map { _, path in
+        (iterations, {
+            var members = EnvelopeMembers()
+            return bytes.withUnsafeBufferPointer { ScanCore.run($0, maxDepth: 512, names: nil, members: &members, path: path) } ? 1 : 0
+        })
+    }
     let foundationCase = {
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let inner = object["data"],
             let out = try? JSONSerialization.data(withJSONObject: inner, options: [.fragmentsAllowed])
@@ -79,7 +94,7 @@ func report(_ name: String, bytes: [UInt8], iterations: Int) {
         return out.count
     }
     // Foundation is a few hundred times slower, so it gets one call per round and fewer rounds' worth of time.
-    let times = measure([(iterations, judgeCase), (iterations, validateCase), (1, foundationCase)])
+    let times = measure([(iterations, judgeCase), (iterations, validateCase), (1, foundationCase)] + kernelCases)
     let (judgeNs, validateNs, foundationNs) = (times[0], times[1], times[2])
     let gbs = { (ns: Double) in Double(bytes.count) / ns }  // bytes per ns == GB/s
     print("\(name): \(bytes.count) bytes")
@@ -87,6 +102,12 @@ func report(_ name: String, bytes: [UInt8], iterations: Int) {
     print(String(format: "  JSONScanner.validate()        %12.0f ns/op  %6.2f GB/s", validateNs, gbs(validateNs)))
     print(String(format: "  JSONSerialization parse+write %12.0f ns/op  %6.2f GB/s", foundationNs, gbs(foundationNs)))
     print(String(format: "  ratio Foundation / judge()    %12.1fx", foundationNs / judgeNs))
+    for (index, (name, _)) in here.enumerated() {
+        let ns = times[3 + index]
+        let label = "  scan, \(name) kernel".padding(toLength: 32, withPad: " ", startingAt: 0)
+        print(label + String(format: "%12.0f ns/op  %6.2f GB/s", ns, gbs(ns)))
+    }
+    for (name, path) in kernels where !ScanCore.available(path) { print("  scan, \(name) kernel: this CPU lacks it") }
 }
 
 report("small envelope", bytes: smallEnvelope(), iterations: 2_000)

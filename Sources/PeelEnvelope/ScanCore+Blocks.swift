@@ -1,40 +1,17 @@
-// The two-stage scanner (x86-64): stage 1 classifies 64-byte blocks with SSE2 into bitmaps whose
+// The SSE2 two-stage scanner (x86-64): stage 1 classifies 64-byte blocks into bitmaps whose
 // set bits are the structural bytes and value starts; stage 2 takes those positions straight from
 // the bitmaps, one block at a time, with the same container and envelope bookkeeping as the token
 // scanner. Positions no longer depend on each other, so the CPU can run ahead instead of waiting
 // token by token.
-// The token scanner (ScanCore.scan) stays the portable path and the path for short bodies.
+// The token scanner (ScanCore.scan) stays the portable path and the path for short bodies; the
+// AVX2 and AVX-512 kernels (CPeelScan, ScanCore+Kernels.swift) are the same design in C.
 #if arch(x86_64)
     import _Builtin_intrinsics.intel
 #endif
 
 extension ScanCore {
-    /// Which scanner run() uses; the forced choices exist for tests and the fuzzer.
-    enum Path {
-        /// Blocks for bodies of `blockThreshold` bytes or more where SSE2 exists, else tokens.
-        case automatic
-        /// The block scanner wherever it exists (the token scanner elsewhere).
-        case blocks
-        /// The token scanner.
-        case portable
-    }
-
-    /// Shorter bodies go to the token scanner: the block scanner's set-up does not pay off there.
+    /// Shorter bodies go to the token scanner: the block scanners' set-up does not pay off there.
     static let blockThreshold = 512
-
-    /// Whether run() takes the block scanner for a body of n bytes.
-    @inline(__always)
-    static func usesBlocks(_ path: Path, _ n: Int) -> Bool {
-        #if arch(x86_64)
-            switch path {
-            case .automatic: return n >= blockThreshold
-            case .blocks: return true
-            case .portable: return false
-            }
-        #else
-            return false
-        #endif
-    }
 
     /// Bits of the bytes a backslash escapes, given the backslash bits of a block; `carry` is 1 when
     /// the previous block ended in an unfinished escape, and is updated for the next block.
@@ -428,7 +405,7 @@ extension ScanCore {
 
 #else
     extension ScanCore {
-        /// Never called: usesBlocks() is false without SSE2.
+        /// Never called: scanner() picks no block scanner without SSE2.
         static func runBlocks(
             _ base: UnsafePointer<UInt8>, _ n: Int, _ depthLimit: Int, _ words: Int, _ names: EnvelopeNames?,
             _ members: inout EnvelopeMembers

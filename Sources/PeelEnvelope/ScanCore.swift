@@ -16,8 +16,14 @@ enum ScanCore {
         let depthLimit = max(0, maxDepth)
         // A document cannot nest deeper than it has bytes, so this bounds the stack for any maxDepth.
         let words = min(depthLimit, n) / 64 + 1
-        if usesBlocks(path, n) {
+        let chosen = scanner(path, n)
+        switch chosen {
+        case .tokens:
+            break
+        case .sse2:
             return runBlocks(base, n, depthLimit, words, names, &members)
+        case .avx2, .avx512:
+            return runKernel(chosen, base, n, depthLimit, words, names, &members)
         }
         return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: words) { stack in
             stack.initialize(repeating: 0)

@@ -3,10 +3,14 @@ import XCTest
 
 @testable import PeelEnvelope
 
-/// The block scanner (64-byte SIMD blocks, x86-64) against the portable token scanner: same verdict
-/// and same envelope ranges, with everything that can straddle a block edge put at every offset.
-/// Where the block scanner does not exist, `.blocks` runs the token scanner and these tests still pass.
+/// The block scanners (64-byte SIMD blocks, x86-64: SSE2 in Swift, AVX2 and AVX-512 in CPeelScan)
+/// against the portable token scanner and against each other: same verdict and same envelope
+/// ranges, with everything that can straddle a block edge put at every offset. Every kernel this
+/// CPU runs is compared; KernelTests checks that this is every kernel the CPU's flags promise.
 final class BlockScannerTests: XCTestCase {
+    /// The block kernels this CPU runs.
+    static let kernels = [ScanCore.Path.sse2, .avx2, .avx512].filter { ScanCore.available($0) }
+
     private struct Outcome: Equatable {
         var valid: Bool
         var members: EnvelopeMembers?
@@ -22,17 +26,24 @@ final class BlockScannerTests: XCTestCase {
         }
     }
 
-    /// Both scanners agree, with and without envelope names; returns the verdict.
+    /// Every kernel agrees with the token scanner (and so with every other kernel), with and
+    /// without envelope names; returns the verdict.
     @discardableResult
     private func agree(_ bytes: [UInt8], maxDepth: Int = 512, file: StaticString = #filePath, line: UInt = #line) -> Bool {
         let portable = scan(bytes, .portable, maxDepth: maxDepth)
-        let blocks = scan(bytes, .blocks, maxDepth: maxDepth)
-        XCTAssertEqual(blocks, portable, "paths disagree on \(String(decoding: bytes, as: UTF8.self).debugDescription)", file: file, line: line)
         let portableEnvelope = scan(bytes, .portable, maxDepth: maxDepth, envelope: true)
-        let blocksEnvelope = scan(bytes, .blocks, maxDepth: maxDepth, envelope: true)
-        XCTAssertEqual(
-            blocksEnvelope, portableEnvelope, "paths disagree (envelope) on \(String(decoding: bytes, as: UTF8.self).debugDescription)",
-            file: file, line: line)
+        for kernel in Self.kernels {
+            let blocks = scan(bytes, kernel, maxDepth: maxDepth)
+            if blocks != portable {
+                XCTFail("\(kernel) says \(blocks), tokens \(portable) on \(String(decoding: bytes, as: UTF8.self).debugDescription)", file: file, line: line)
+            }
+            let blocksEnvelope = scan(bytes, kernel, maxDepth: maxDepth, envelope: true)
+            if blocksEnvelope != portableEnvelope {
+                XCTFail(
+                    "\(kernel) says \(blocksEnvelope), tokens \(portableEnvelope) (envelope) on \(String(decoding: bytes, as: UTF8.self).debugDescription)",
+                    file: file, line: line)
+            }
+        }
         return portable.valid
     }
 
@@ -191,13 +202,15 @@ final class BlockScannerTests: XCTestCase {
             let filler = String(repeating: "x", count: pad)
             let doc = #"{"f":"\#(filler)","co\u0064e":7,"message":"a\"b","data":{"k":[1,2,{"z":null}]},"n":1}"#
             XCTAssertTrue(agree(Array(doc.utf8)))
-            let members = scan(Array(doc.utf8), .blocks, envelope: true).members
-            XCTAssertNotNil(members?.code)
-            XCTAssertNotNil(members?.data)
-            // A duplicate envelope member fails on both paths.
             let duplicate = Array((doc.dropLast() + #","data":1}"#).utf8)
             XCTAssertTrue(agree(duplicate))
-            XCTAssertFalse(scan(duplicate, .blocks, envelope: true).valid)
+            for kernel in Self.kernels {
+                let members = scan(Array(doc.utf8), kernel, envelope: true).members
+                XCTAssertNotNil(members?.code, "\(kernel)")
+                XCTAssertNotNil(members?.data, "\(kernel)")
+                // A duplicate envelope member fails on every path.
+                XCTAssertFalse(scan(duplicate, kernel, envelope: true).valid, "\(kernel)")
+            }
         }
     }
 
@@ -232,11 +245,12 @@ final class BlockScannerTests: XCTestCase {
     }
 
     func testAutomaticPathUsesBlocksOnlyForLargeBodies() {
-        XCTAssertFalse(ScanCore.usesBlocks(.automatic, ScanCore.blockThreshold - 1))
-        XCTAssertFalse(ScanCore.usesBlocks(.portable, 1 << 20))
+        XCTAssertEqual(ScanCore.scanner(.automatic, ScanCore.blockThreshold - 1), .tokens)
+        XCTAssertEqual(ScanCore.scanner(.portable, 1 << 20), .tokens)
         #if arch(x86_64)
-            XCTAssertTrue(ScanCore.usesBlocks(.automatic, ScanCore.blockThreshold))
-            XCTAssertTrue(ScanCore.usesBlocks(.blocks, 1))
+            let best: ScanCore.Scanner = ScanCore.available(.avx512) ? .avx512 : ScanCore.available(.avx2) ? .avx2 : .sse2
+            XCTAssertEqual(ScanCore.scanner(.automatic, ScanCore.blockThreshold), best)
+            XCTAssertEqual(ScanCore.scanner(.sse2, 1), .sse2)
         #endif
     }
 }

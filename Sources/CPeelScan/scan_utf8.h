@@ -1,0 +1,62 @@
+// UTF-8 validation tables (Keiser and Lemire, "Validating UTF-8 In Less Than One Instruction Per
+// Byte", 2021): each error is a bit set in all three lookups, by the high and low nibble of the
+// previous byte and the high nibble of the current one. RFC 3629 §4 is the grammar they encode.
+#ifndef CPEELSCAN_UTF8_H
+#define CPEELSCAN_UTF8_H
+
+#include <stdint.h>
+
+enum {
+    PEEL_TOO_SHORT = 1 << 0,       // a lead byte not followed by a continuation byte
+    PEEL_TOO_LONG = 1 << 1,        // an ASCII byte followed by a continuation byte
+    PEEL_OVERLONG_3 = 1 << 2,      // E0 80..9F
+    PEEL_TOO_LARGE = 1 << 3,       // F4 90..BF, F5..FF then 90..BF: past U+10FFFF
+    PEEL_SURROGATE = 1 << 4,       // ED A0..BF: U+D800..DFFF
+    PEEL_OVERLONG_2 = 1 << 5,      // C0 or C1 then a continuation byte
+    PEEL_TOO_LARGE_1000 = 1 << 6,  // F5..FF then 80..8F
+    PEEL_OVERLONG_4 = 1 << 6,      // F0 80..8F
+    PEEL_TWO_CONTINUATIONS = 1 << 7,
+    PEEL_CARRY = PEEL_TOO_SHORT | PEEL_TOO_LONG | PEEL_TWO_CONTINUATIONS,
+};
+
+/// By the previous byte's high nibble.
+static const uint8_t peel_utf8_first_high[16] = {
+    PEEL_TOO_LONG, PEEL_TOO_LONG, PEEL_TOO_LONG, PEEL_TOO_LONG, PEEL_TOO_LONG, PEEL_TOO_LONG, PEEL_TOO_LONG, PEEL_TOO_LONG,
+    PEEL_TWO_CONTINUATIONS, PEEL_TWO_CONTINUATIONS, PEEL_TWO_CONTINUATIONS, PEEL_TWO_CONTINUATIONS,
+    PEEL_TOO_SHORT | PEEL_OVERLONG_2,
+    PEEL_TOO_SHORT,
+    PEEL_TOO_SHORT | PEEL_OVERLONG_3 | PEEL_SURROGATE,
+    PEEL_TOO_SHORT | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000 | PEEL_OVERLONG_4,
+};
+
+/// By the previous byte's low nibble.
+static const uint8_t peel_utf8_first_low[16] = {
+    PEEL_CARRY | PEEL_OVERLONG_3 | PEEL_OVERLONG_2 | PEEL_OVERLONG_4,
+    PEEL_CARRY | PEEL_OVERLONG_2,
+    PEEL_CARRY,
+    PEEL_CARRY,
+    PEEL_CARRY | PEEL_TOO_LARGE,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000 | PEEL_SURROGATE,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000,
+    PEEL_CARRY | PEEL_TOO_LARGE | PEEL_TOO_LARGE_1000,
+};
+
+/// By the current byte's high nibble.
+static const uint8_t peel_utf8_second_high[16] = {
+    PEEL_TOO_SHORT, PEEL_TOO_SHORT, PEEL_TOO_SHORT, PEEL_TOO_SHORT, PEEL_TOO_SHORT, PEEL_TOO_SHORT, PEEL_TOO_SHORT, PEEL_TOO_SHORT,
+    PEEL_TOO_LONG | PEEL_OVERLONG_2 | PEEL_TWO_CONTINUATIONS | PEEL_OVERLONG_3 | PEEL_TOO_LARGE_1000 | PEEL_OVERLONG_4,
+    PEEL_TOO_LONG | PEEL_OVERLONG_2 | PEEL_TWO_CONTINUATIONS | PEEL_OVERLONG_3 | PEEL_TOO_LARGE,
+    PEEL_TOO_LONG | PEEL_OVERLONG_2 | PEEL_TWO_CONTINUATIONS | PEEL_SURROGATE | PEEL_TOO_LARGE,
+    PEEL_TOO_LONG | PEEL_OVERLONG_2 | PEEL_TWO_CONTINUATIONS | PEEL_SURROGATE | PEEL_TOO_LARGE,
+    PEEL_TOO_SHORT, PEEL_TOO_SHORT, PEEL_TOO_SHORT, PEEL_TOO_SHORT,
+};
+
+#endif
