@@ -1,32 +1,129 @@
-/// The three envelope members, read from a body that passed the strict scan.
-struct Envelope: Equatable {
-    /// The business code.
-    var code: Int64
-    /// The message, when present and non-empty.
-    var message: String?
-    /// Byte range of data's raw value, when present.
-    var data: Range<Int>?
+/// A dialect prepared once for scanning: its name tables and which slot holds each role's member.
+struct CompiledDialect: Hashable, Sendable {
+    /// The names looked for in the envelope object.
+    var scope: NameTable
+    /// Pattern dialects: the top-level names (the failure member, then the suffix's slot).
+    var outer: NameTable?
+    /// Slot of the code path's head.
+    var code: Int?
+    /// Slot of the success rule's member.
+    var rule: Int?
+    /// Slot of each message path's head.
+    var messages: [Int]
+    /// Slot of the payload path's head.
+    var payload: Int?
+    /// Slot of each extra's head.
+    var extras: [Int]
 
-    /// Reads the envelope from a whole body; nil when the body is not a well-formed envelope.
-    static func read(_ body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig) -> Envelope? {
+    init(_ d: Dialect) {
+        let names = d.scopeNames
+        let slot = { (name: String) in names.firstIndex(of: name) }
+        scope = NameTable(names)
+        code = d.code.flatMap { slot($0.head) }
+        rule = d.success.member.flatMap(slot)
+        messages = d.messages.map { slot($0.head)! }
+        extras = d.extras.map { slot($0.head)! }
+        if case .member(let p) = d.payload { payload = slot(p.head) }
+        if case .pattern(let suffix, let failure) = d.payload {
+            outer = NameTable(failure.map { [$0] } ?? [], suffix: suffix)
+        }
+    }
+}
+
+/// A member copied byte-exact into a problem's `upstream` object.
+public struct UpstreamMember: Hashable, Sendable {
+    /// The dialect's path for it (`sub_code`, `error.details`).
+    public var name: String
+    /// The member's raw JSON value.
+    public var raw: [UInt8]
+
+    /// Creates a member.
+    public init(name: String, raw: [UInt8]) {
+        self.name = name
+        self.raw = raw
+    }
+}
+
+/// What a success carries to the client.
+enum Payload: Equatable {
+    /// Nothing: 204.
+    case none
+    /// These bytes of the body, verbatim.
+    case range(Range<Int>)
+    /// The rest of an object, each member's bytes verbatim.
+    case built([UInt8])
+}
+
+/// What an envelope says under a dialect.
+struct Envelope {
+    /// What the predicate decided.
+    enum Judgement: Equatable {
+        case success(Payload)
+        case failure
+        /// JSend `error`: the server failed, not the request.
+        case error
+    }
+
+    /// The code, as the upstream wrote it.
+    var code: EnvelopeCode?
+    /// The first present, non-empty message.
+    var message: String?
+    /// The dialect's extras that were present.
+    var extras: [UpstreamMember]
+    /// Success or failure.
+    var judgement: Judgement
+
+    /// An envelope, or why the body is not one (nil: the scan refused it, and the slow walk says why).
+    enum Reading {
+        case envelope(Envelope)
+        case malformed(String?)
+    }
+
+    /// Reads a whole body under the config's dialect.
+    static func read(_ body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig) -> Reading {
+        let compiled = config.compiled
         var members = EnvelopeMembers()
-        // Only the pieces the scan needs go into the closures; capturing the whole config copies it.
         let maxDepth = config.maxDepth
-        let scanned = EnvelopeNames.with(code: config.codeField, message: config.messageField, data: config.dataField) { names in
+        let scanned = (compiled.outer ?? compiled.scope).with { names in
             ScanCore.run(body, maxDepth: maxDepth, names: names, members: &members)
         }
-        guard scanned, let base = body.baseAddress,
-            let codeRange = members.code,
-            let code = integer(base, codeRange)
-        else { return nil }
-        var message: String?
-        if let range = members.message {
-            guard base[range.lowerBound] == UInt8(ascii: "\"") else { return nil }
-            let decoded = string(base, range)
-            // An empty message says nothing, so the client gets Peel's own text instead.
-            message = decoded.isEmpty ? nil : decoded
+        guard scanned, let base = body.baseAddress else { return .malformed(nil) }
+        var object = topObject(base, body.count)
+        if let outer = compiled.outer, case .pattern(let suffix, let failure) = config.dialect.payload {
+            // The failure member first: `error_response` also ends with `_response`.
+            guard let span = (failure == nil ? nil : members[0]) ?? members[outer.count] else {
+                return .malformed("no member named *\(suffix)" + (failure.map { " or \($0)" } ?? ""))
+            }
+            guard base[span.value.lowerBound] == UInt8(ascii: "{") else {
+                return .malformed("\(memberName(base, span)) is not an object")
+            }
+            object = span.value
+            guard let inner = compiled.scope.with({ ValidJSON.members(base, object, $0) }) else {
+                return .malformed("duplicate envelope member in \(memberName(base, span))")
+            }
+            members = inner
         }
-        return Envelope(code: code, message: message, data: members.data)
+        do {
+            return .envelope(try EnvelopeReader(base: base, object: object, members: members, dialect: config.dialect,
+                                                compiled: compiled).read())
+        } catch {
+            return .malformed(error.reason)
+        }
+    }
+
+    /// The top-level object's bounds in a body the scan accepted with names (so it is an object).
+    static func topObject(_ base: UnsafePointer<UInt8>, _ n: Int) -> Range<Int> {
+        var start = n >= 3 && base[0] == 0xEF && base[1] == 0xBB && base[2] == 0xBF ? 3 : 0
+        start = ScanCore.skipWhitespace(base, n, start)
+        var end = n
+        while end > start, base[end &- 1] <= 0x20 { end &-= 1 }
+        return start..<end
+    }
+
+    /// A member's name as written (escapes kept), for reasons.
+    static func memberName(_ base: UnsafePointer<UInt8>, _ span: MemberSpan) -> String {
+        let end = ValidJSON.stringEnd(base, span.keyStart &+ 1) &- 1
+        return String(decoding: UnsafeBufferPointer(start: base + span.keyStart + 1, count: end - span.keyStart - 1), as: UTF8.self)
     }
 
     /// The code in a validated raw value: a JSON integer, or a string holding exactly one.
@@ -34,18 +131,11 @@ struct Envelope: Equatable {
         guard base[range.lowerBound] == UInt8(ascii: "\"") else {
             return integer(UnsafeBufferPointer(start: base + range.lowerBound, count: range.count))
         }
-        let start = range.lowerBound + 1
-        let end = range.upperBound - 1
-        // "\u0030" is still "0"; decode first so escapes are judged by what they mean.
-        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, end - start)) { scratch in
-            let written = StringDecoder.decode(base, start, end, into: scratch.baseAddress!)
-            return integer(UnsafeBufferPointer(start: scratch.baseAddress!, count: written))
-        }
+        return EnvelopeCode.string(string(base, range)).integerValue
     }
 
     /// Parses `-?(0|[1-9][0-9]*)` into an Int64; nil for fractions, exponents, signs, spaces or overflow.
     static func integer(_ text: UnsafeBufferPointer<UInt8>) -> Int64? {
-        // A string code follows the JSON integer grammar too, so "0" and "-3" pass and " 3", "+3", "03" do not.
         var i = 0
         let negative = i < text.count && text[i] == UInt8(ascii: "-")
         if negative { i += 1 }
@@ -79,5 +169,183 @@ struct Envelope: Equatable {
         return String(unsafeUninitializedCapacity: end - start) { out in
             StringDecoder.decode(base, start, end, into: out.baseAddress!)
         }
+    }
+}
+
+/// Why an object that is valid JSON is still not an envelope of the dialect.
+struct EnvelopeFault: Error {
+    /// Peel's words (`code missing`, `error.message is not a string`).
+    var reason: String
+}
+
+/// Applies one dialect to one object the scan accepted: code, message, extras, predicate, payload.
+struct EnvelopeReader {
+    let base: UnsafePointer<UInt8>
+    /// The envelope object's bounds.
+    let object: Range<Int>
+    /// Its members the dialect names.
+    let members: EnvelopeMembers
+    let dialect: Dialect
+    let compiled: CompiledDialect
+
+    func read() throws(EnvelopeFault) -> Envelope {
+        let code = try readCode()
+        let message = try readMessage()
+        var extras: [UpstreamMember] = []
+        for (k, path) in dialect.extras.enumerated() {
+            if let r = try value(path, slot: compiled.extras[k]) {
+                extras.append(UpstreamMember(name: path.description, raw: Array(UnsafeBufferPointer(start: base + r.lowerBound, count: r.count))))
+            }
+        }
+        let judgement: Envelope.Judgement
+        switch try succeeded(code) {
+        case true?: judgement = .success(try payload())
+        case false?: judgement = .failure
+        case nil: judgement = .error
+        }
+        return Envelope(code: code, message: message, extras: extras, judgement: judgement)
+    }
+
+    /// The raw value at `path`, whose head is in `slot`; nil when absent.
+    func value(_ path: MemberPath, slot: Int?) throws(EnvelopeFault) -> Range<Int>? {
+        guard let slot, let span = members[slot] else { return nil }
+        var r = span.value
+        for (k, step) in path.steps.enumerated().dropFirst() {
+            // `"error": null` holds no `error.code`: null is absence (Strapi sends `"data": null`).
+            if base[r.lowerBound] == UInt8(ascii: "n") { return nil }
+            guard base[r.lowerBound] == UInt8(ascii: "{") else {
+                throw EnvelopeFault(reason: "\(path.steps[..<k].joined(separator: ".")) is not an object")
+            }
+            switch ValidJSON.member(base, r, step) {
+            case .absent: return nil
+            case .duplicate: throw EnvelopeFault(reason: "duplicate member \"\(path.steps[...k].joined(separator: "."))\"")
+            case .found(let v): r = v
+            }
+        }
+        return r
+    }
+
+    func readCode() throws(EnvelopeFault) -> EnvelopeCode? {
+        guard let path = dialect.code, let r = try value(path, slot: compiled.code) else { return nil }
+        let first = base[r.lowerBound]
+        if first == UInt8(ascii: "\"") { return .string(Envelope.string(base, r)) }
+        if first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10,
+           let n = Envelope.integer(UnsafeBufferPointer(start: base + r.lowerBound, count: r.count)) {
+            return .integer(n)
+        }
+        throw EnvelopeFault(reason: "\(path) is not an integer or a string")
+    }
+
+    func readMessage() throws(EnvelopeFault) -> String? {
+        for (k, path) in dialect.messages.enumerated() {
+            guard let r = try value(path, slot: compiled.messages[k]) else { continue }
+            let first = base[r.lowerBound]
+            if first == UInt8(ascii: "n") { continue }
+            guard first == UInt8(ascii: "\"") else { throw EnvelopeFault(reason: "\(path) is not a string") }
+            // An empty message says nothing: the next path, or Peel's own text.
+            let text = Envelope.string(base, r)
+            if !text.isEmpty { return text }
+        }
+        return nil
+    }
+
+    /// true: success; false: failure; nil: JSend's `error` (the server failed).
+    func succeeded(_ code: EnvelopeCode?) throws(EnvelopeFault) -> Bool? {
+        switch dialect.success {
+        case .code:
+            guard let code else { throw EnvelopeFault(reason: "\(dialect.code!) missing") }
+            return dialect.successCodes.contains(code)
+        case .codeOrAbsent:
+            guard let code else { return true }
+            return dialect.successCodes.contains(code)
+        case .flag(let name):
+            guard let r = try value(MemberPath(stringLiteral: name), slot: compiled.rule) else {
+                throw EnvelopeFault(reason: "\(name) missing")
+            }
+            switch base[r.lowerBound] {
+            case UInt8(ascii: "t"): return true
+            case UInt8(ascii: "f"): return false
+            default: throw EnvelopeFault(reason: "\(name) is not a boolean")
+            }
+        case .status(let name):
+            guard let r = try value(MemberPath(stringLiteral: name), slot: compiled.rule) else {
+                throw EnvelopeFault(reason: "\(name) missing")
+            }
+            guard base[r.lowerBound] == UInt8(ascii: "\"") else { throw EnvelopeFault(reason: "\(name) is not a string") }
+            switch Envelope.string(base, r) {
+            case "success": return true
+            case "fail": return false
+            case "error": return nil
+            default: throw EnvelopeFault(reason: "\(name) is not success, fail or error")
+            }
+        case .errorMember(let name):
+            guard let r = try value(MemberPath(stringLiteral: name), slot: compiled.rule) else { return true }
+            return isNothing(r)
+        }
+    }
+
+    /// Whether a raw value says nothing: `null`, `false`, `""`, `{}` or `[]` (with any inner whitespace).
+    func isNothing(_ r: Range<Int>) -> Bool {
+        switch base[r.lowerBound] {
+        case UInt8(ascii: "n"), UInt8(ascii: "f"): return true
+        case UInt8(ascii: "\""): return r.count == 2
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            return ScanCore.skipWhitespace(base, r.upperBound, r.lowerBound &+ 1) == r.upperBound &- 1
+        default: return false
+        }
+    }
+
+    /// What a success sends: the payload member, or the rest of the object (SPEC: no byte dropped
+    /// without a rule), or nothing when the envelope holds only its own members.
+    func payload() throws(EnvelopeFault) -> Payload {
+        // Members the dialect does not name.
+        let others = members.count - members.found
+        guard case .member(let path) = dialect.payload else { return rest(keeping: nil) }
+        if let r = try value(path, slot: compiled.payload) {
+            if others > 0 && dialect.siblings == .keep { return rest(keeping: compiled.payload) }
+            return .range(r)
+        }
+        return others > 0 ? rest(keeping: nil) : .none
+    }
+
+    /// The object minus every envelope member but `kept`, each remaining member's bytes verbatim
+    /// and in the upstream's order; the object's own bytes when nothing is taken out.
+    func rest(keeping kept: Int?) -> Payload {
+        var cuts: [Range<Int>] = []
+        for k in members.slots.indices where k != kept {
+            let s = members.slots[k]
+            if s.keyStart >= 0 { cuts.append(s.keyStart..<s.value.upperBound) }
+        }
+        if cuts.isEmpty { return members.count == 0 ? .none : .range(object) }
+        cuts.sort { $0.lowerBound < $1.lowerBound }
+        var out: [UInt8] = []
+        out.reserveCapacity(object.count)
+        out.append(UInt8(ascii: "{"))
+        var cursor = object.lowerBound &+ 1
+        for cut in cuts {
+            append(cursor..<cut.lowerBound, to: &out)
+            cursor = cut.upperBound
+        }
+        append(cursor..<(object.upperBound &- 1), to: &out)
+        if out.count == 1 { return .none }
+        out.append(UInt8(ascii: "}"))
+        return .built(out)
+    }
+
+    /// Appends the members between two envelope members: the run without the separators that
+    /// joined it to them, after a comma when something came before.
+    private func append(_ run: Range<Int>, to out: inout [UInt8]) {
+        var a = run.lowerBound
+        var b = run.upperBound
+        a = ScanCore.skipWhitespace(base, b, a)
+        if a < b && base[a] == UInt8(ascii: ",") { a = ScanCore.skipWhitespace(base, b, a &+ 1) }
+        while b > a && base[b &- 1] <= 0x20 { b &-= 1 }
+        if b > a && base[b &- 1] == UInt8(ascii: ",") {
+            b &-= 1
+            while b > a && base[b &- 1] <= 0x20 { b &-= 1 }
+        }
+        guard a < b else { return }
+        if out.count > 1 { out.append(UInt8(ascii: ",")) }
+        out.append(contentsOf: UnsafeBufferPointer(start: base + a, count: b &- a))
     }
 }

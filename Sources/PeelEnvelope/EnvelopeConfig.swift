@@ -1,17 +1,11 @@
 /// How upstream envelopes are recognised and how their codes map to HTTP answers.
 public struct EnvelopeConfig: Sendable {
-    /// Top-level member holding the business code; default `"code"`.
-    public var codeField: String = "code"
-    /// Top-level member holding the human-readable message; default `"message"`.
-    public var messageField: String = "message"
-    /// Top-level member whose raw value is the unwrapped body; default `"data"`.
-    public var dataField: String = "data"
-    /// Envelope codes meaning success; default `[0]` (the seed's `code == 0`).
-    public var successCodes: Set<Int64> = [0]
-    /// Envelope codes meaning "token expired"; default `[7]` (the seed logs the user out on 7).
-    public var authCodes: Set<Int64> = [7]
-    /// Business code → HTTP status override for business errors; default empty.
-    public var codeStatus: [Int64: Int] = [:]
+    /// How the upstream's envelopes look; default the seed's (`Dialect.peel`).
+    public var dialect: Dialect = .peel {
+        didSet { compiled = CompiledDialect(dialect) }
+    }
+    /// The dialect's name tables and slots, prepared once per configuration, never per call.
+    var compiled = CompiledDialect(.peel)
     /// HTTP status for business errors without an override; default 422.
     public var businessStatus: Int = 422
     /// Media ranges answered without unwrapping (`type/*` wildcards, case-insensitive, parameters ignored).

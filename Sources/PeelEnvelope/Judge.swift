@@ -8,48 +8,74 @@ public func judge(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, co
     judgeWithCode(answer, body: body, config: config).verdict
 }
 
-/// `judge`, plus the envelope code the upstream sent (nil when there was no envelope), for the access log.
+/// `judge`, plus the envelope code the upstream sent (nil when there was none), for the access log.
 /// `passesThrough` is `passesUnjudged`'s answer when the caller already has it (decided when the
 /// head arrived), so the passthrough rules are not matched twice per answer.
 public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig,
-                          passesThrough known: Bool? = nil) -> (verdict: Verdict, upstreamCode: Int64?)
+                          passesThrough known: Bool? = nil) -> (verdict: Verdict, upstreamCode: EnvelopeCode?)
 {
     if known ?? passesThrough(answer, config) { return (.passthrough, nil) }
-    let envelope = Envelope.read(body, config: config)
-    return (verdict(answer, envelope, body, config), envelope?.code)
+    let reading = Envelope.read(body, config: config)
+    let code: EnvelopeCode? = if case .envelope(let e) = reading { e.code } else { nil }
+    return (verdict(answer, reading, body, config), code)
 }
 
-/// The verdict on an answer that is not passed through, from its status and envelope (nil when malformed).
-private func verdict(_ answer: UpstreamAnswer, _ envelope: Envelope?, _ body: UnsafeBufferPointer<UInt8>,
+/// The verdict on an answer that is not passed through, from its status and what its body says.
+private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ body: UnsafeBufferPointer<UInt8>,
                      _ config: EnvelopeConfig) -> Verdict {
     let status = answer.status
-    if status >= 200 && status <= 299 {
-        guard let envelope else {
-            // Only now, on the refusal, is the body walked again to say why (the fast scan only decides).
-            let reason = Envelope.diagnose(body, config: config)
-            return .problem(problem(for: .malformedEnvelope(upstreamStatus: status, reason: reason), config: config))
+    let dialect = config.dialect
+    guard status >= 200 && status <= 299 else {
+        // An upstream non-2xx is `upstream-error` whatever its envelope says, unless its code is an auth code.
+        guard case .envelope(let e) = reading else {
+            return .problem(problem(for: .upstreamStatus(status, code: nil, message: nil, reason: upstreamErrorReason(answer, nil)),
+                                    config: config))
         }
-        // Success is checked first, so a code listed as both success and auth still succeeds.
-        if config.successCodes.contains(envelope.code) {
-            // No data means nothing to send: 204 whatever 2xx the upstream used (RFC 9110 §15.3.5).
-            return .unwrap(status: envelope.data == nil ? 204 : status, data: envelope.data)
+        if let code = e.code, dialect.authCodes.contains(code) {
+            return .problem(problem(for: .authCode(code, message: e.message, upstreamStatus: status, extras: e.extras), config: config))
         }
-        if config.authCodes.contains(envelope.code) {
-            return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status), config: config))
-        }
-        return .problem(problem(for: .businessCode(envelope.code, message: envelope.message, upstreamStatus: status), config: config))
+        return .problem(problem(for: .upstreamStatus(status, code: e.code, message: e.message,
+                                                     reason: upstreamErrorReason(answer, e.code), extras: e.extras), config: config))
     }
-
-    if let envelope, config.authCodes.contains(envelope.code) {
-        return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status), config: config))
+    let envelope: Envelope
+    switch reading {
+    case .malformed(let reason):
+        // Only now, on the refusal, is the body walked again to say why (the fast scan only decides).
+        let why = reason ?? Envelope.diagnose(body, config: config)
+        return .problem(problem(for: .malformedEnvelope(upstreamStatus: status, reason: why), config: config))
+    case .envelope(let e):
+        envelope = e
     }
-    return .problem(problem(for: .upstreamStatus(status, code: envelope?.code, message: envelope?.message,
-                                                 reason: upstreamErrorReason(answer, envelope)), config: config))
+    switch envelope.judgement {
+    case .success(let payload):
+        switch payload {
+        // No payload means nothing to send: 204 whatever 2xx the upstream used (RFC 9110 §15.3.5).
+        case .none: return .unwrap(status: 204, data: nil)
+        case .range(let r): return .unwrap(status: status, data: r)
+        case .built(let bytes): return .unwrapRest(status: status, body: bytes)
+        }
+    case .failure:
+        // Success is decided first, so a code listed as both success and auth still succeeds.
+        if let code = envelope.code, dialect.authCodes.contains(code) {
+            return .problem(problem(for: .authCode(code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
+                                    config: config))
+        }
+        return .problem(problem(for: .businessCode(envelope.code, message: envelope.message, upstreamStatus: status,
+                                                   extras: envelope.extras), config: config))
+    case .error:
+        if let code = envelope.code, dialect.authCodes.contains(code) {
+            return .problem(problem(for: .authCode(code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
+                                    config: config))
+        }
+        return .problem(problem(for: .upstreamStatus(status, code: envelope.code, message: envelope.message,
+                                                     reason: "upstream \(status), envelope says the server failed",
+                                                     extras: envelope.extras), config: config))
+    }
 }
 
 /// `upstream 403 text/html`, or `upstream 500, envelope code 1001`: what Peel saw of a non-2xx answer.
-func upstreamErrorReason(_ answer: UpstreamAnswer, _ envelope: Envelope?) -> String {
-    if let envelope { return "upstream \(answer.status), envelope code \(envelope.code)" }
+func upstreamErrorReason(_ answer: UpstreamAnswer, _ code: EnvelopeCode?) -> String {
+    if let code { return "upstream \(answer.status), envelope code \(code.json)" }
     guard let type = answer.contentType, let media = type.split(separator: ";").first else {
         return "upstream \(answer.status) without Content-Type"
     }

@@ -4,8 +4,9 @@ public struct Problem: Sendable, Equatable {
     public var kind: ProblemKind
     /// HTTP status of the answer to the client.
     public var status: Int
-    /// Business code: the upstream's envelope code, or Peel's own negative code.
-    public var code: Int64
+    /// Business code: the upstream's envelope code as it was (number or string), Peel's own negative
+    /// code, or nil (`null`) for a failure judged from a body that carried no code.
+    public var code: EnvelopeCode?
     /// The upstream's message when it gave one; nil means Peel's own text.
     public var detail: String?
     /// Status the upstream answered with, when one answered.
@@ -13,10 +14,13 @@ public struct Problem: Sendable, Equatable {
     /// Peel's own diagnosis for `bad-upstream-format` and `upstream-error` (SPEC): why the answer was
     /// refused, never the upstream's body.
     public var reason: String?
+    /// The dialect's extra members (`sub_code`, `showType`), byte-exact, for the `upstream` object.
+    public var upstream: [UpstreamMember]
 
     /// Creates a problem; a nil status or code takes the kind's default.
-    public init(kind: ProblemKind, status: Int? = nil, code: Int64? = nil, detail: String? = nil, upstreamStatus: Int? = nil,
-                reason: String? = nil) {
+    public init(kind: ProblemKind, status: Int? = nil, code: EnvelopeCode? = nil, detail: String? = nil, upstreamStatus: Int? = nil,
+                reason: String? = nil, upstream: [UpstreamMember] = []) {
+        self.upstream = upstream
         self.reason = reason
         self.kind = kind
         self.status = status ?? kind.defaultStatus

@@ -61,10 +61,10 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         }
     }
 
-    /// Peel's own code for the kind; 0 for the two kinds whose code comes from the upstream.
-    public var defaultCode: Int64 {
+    /// Peel's own code for the kind; nil (`null`) for the two kinds whose code comes from the upstream.
+    public var defaultCode: EnvelopeCode? {
         switch self {
-        case .businessError, .authExpired: 0
+        case .businessError, .authExpired: nil
         // -100 is the seed's "server data structure error"; the rest continue downwards.
         case .badUpstreamFormat: -100
         case .upstreamUnreachable: -101

@@ -12,7 +12,7 @@ public func renderProblem(_ problem: Problem, requestId: String, language: Langu
     out.member("detail")
     out.string(problem.detail ?? problem.kind.detail(in: language))
     out.member("code")
-    out.integer(problem.code)
+    out.code(problem.code)
     out.member("kind")
     out.string(problem.kind.rawValue)
     out.member("request_id")
@@ -24,6 +24,18 @@ public func renderProblem(_ problem: Problem, requestId: String, language: Langu
     if let reason = problem.reason {
         out.member("reason")
         out.string(reason)
+    }
+    if !problem.upstream.isEmpty {
+        // RFC 9457 §3.2: one extension member holds what the upstream said beyond code and message.
+        out.member("upstream")
+        out.bytes.append(UInt8(ascii: "{"))
+        for (k, m) in problem.upstream.enumerated() {
+            if k > 0 { out.bytes.append(UInt8(ascii: ",")) }
+            out.string(m.name)
+            out.bytes.append(UInt8(ascii: ":"))
+            out.bytes.append(contentsOf: m.raw)
+        }
+        out.bytes.append(UInt8(ascii: "}"))
     }
     out.bytes.append(UInt8(ascii: "}"))
     return out.bytes
@@ -88,6 +100,15 @@ struct ProblemWriter {
     private mutating func appendEscape(_ letter: UInt8) {
         bytes.append(UInt8(ascii: "\\"))
         bytes.append(letter)
+    }
+
+    /// Appends a code as the upstream wrote it: a number, a string, or `null`.
+    mutating func code(_ code: EnvelopeCode?) {
+        switch code {
+        case .integer(let n)?: integer(n)
+        case .string(let s)?: string(s)
+        case nil: bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])  // null
+        }
     }
 
     /// Appends a decimal integer.

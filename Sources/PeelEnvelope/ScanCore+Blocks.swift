@@ -303,7 +303,7 @@ extension ScanCore {
             if let top {
                 let end = scanString(base, s.n, p &+ 1)
                 guard end >= 0 else { return false }
-                top.pointee.field = match(base, p &+ 1, end &- 1, top.pointee.names)
+                top.pointee.begin(base, p &+ 1, end &- 1)
                 (p, c) = next(&s, base, &bits, &start)
                 guard c == UInt8(ascii: ":") else { return false }
                 (p, c) = next(&s, base, &bits, &start)
@@ -375,15 +375,12 @@ extension ScanCore {
                 while true {
                     if depth <= 1 {
                         if depth == 0 { return q == n && !s.failed }
-                        if let top, top.pointee.field != .none {
+                        if let top, top.pointee.field != 0 {
                             if end < 0 {
                                 end = scanString(base, n, top.pointee.fieldStart &+ 1)
                                 guard end >= 0 else { return false }
                             }
-                            guard record(top.pointee.field, top.pointee.fieldStart..<end, &top.pointee.members) else {
-                                return false
-                            }
-                            top.pointee.field = .none
+                            guard top.pointee.end(end) else { return false }
                         }
                     }
                     if c == UInt8(ascii: ",") {

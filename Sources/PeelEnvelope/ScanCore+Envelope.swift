@@ -1,41 +1,105 @@
 // The envelope side of the scan: which top-level members to find, and where they were found.
 
-/// UTF-8 names of the envelope members to pick out at the top level, borrowed for one scan.
-struct EnvelopeNames {
-    /// Member holding the code.
-    var code: UnsafeBufferPointer<UInt8>
-    /// Member holding the message.
-    var message: UnsafeBufferPointer<UInt8>
-    /// Member holding the data.
-    var data: UnsafeBufferPointer<UInt8>
+/// The member names a dialect looks for in one object, packed once when the dialect is set: the
+/// scan borrows them without copying or allocating.
+struct NameTable: Hashable, Sendable {
+    /// The names' UTF-8, one after another.
+    var bytes: [UInt8] = []
+    /// Where each name starts in `bytes`, plus the end of the last.
+    var offsets: [Int] = [0]
+    /// A name suffix (`_response` for `*_response`) whose matches share the slot after the names.
+    var suffix: [UInt8] = []
 
-    /// Lends the configured names as UTF-8 buffers to body, without copying contiguous strings.
-    static func with<R>(code: String, message: String, data: String, _ body: (EnvelopeNames) -> R) -> R {
-        withUTF8Bytes(code) { code in
-            withUTF8Bytes(message) { message in
-                withUTF8Bytes(data) { data in
-                    body(EnvelopeNames(code: code, message: message, data: data))
+    /// A table of exact names and an optional suffix pattern.
+    init(_ names: [String], suffix: String? = nil) {
+        for name in names {
+            bytes += Array(name.utf8)
+            offsets.append(bytes.count)
+        }
+        self.suffix = suffix.map { Array($0.utf8) } ?? []
+    }
+
+    /// How many exact names.
+    var count: Int { offsets.count - 1 }
+
+    /// Lends the table to one scan.
+    func with<R>(_ body: (EnvelopeNames) -> R) -> R {
+        bytes.withUnsafeBufferPointer { b in
+            offsets.withUnsafeBufferPointer { o in
+                suffix.withUnsafeBufferPointer { s in
+                    body(EnvelopeNames(bytes: b.baseAddress ?? UnsafePointer(bitPattern: 1)!, offsets: o.baseAddress!,
+                                       count: o.count - 1, suffix: s))
                 }
             }
         }
     }
 }
 
-/// Byte ranges of the envelope members' raw values, as offsets into the scanned buffer.
+/// The names of one `NameTable`, borrowed for one scan.
+struct EnvelopeNames {
+    /// The names' UTF-8, one after another.
+    var bytes: UnsafePointer<UInt8>
+    /// `count + 1` offsets into `bytes`.
+    var offsets: UnsafePointer<Int>
+    /// How many exact names.
+    var count: Int
+    /// The suffix pattern; empty for none.
+    var suffix: UnsafeBufferPointer<UInt8>
+
+    /// Lends `code`, `message` and `data` as a table (the default dialect's names), for tests and tools.
+    static func with<R>(code: String, message: String, data: String, _ body: (EnvelopeNames) -> R) -> R {
+        NameTable([data, code, message]).with(body)
+    }
+}
+
+/// Where one envelope member was found: its name's opening quote and its raw value.
+struct MemberSpan: Equatable {
+    /// Offset of the name's opening quote.
+    var keyStart: Int
+    /// The raw value.
+    var value: Range<Int>
+}
+
+/// What the scan found of an object's envelope members, as offsets into the scanned buffer.
 struct EnvelopeMembers: Equatable {
-    /// Raw value of the code member.
-    var code: Range<Int>?
-    /// Raw value of the message member.
-    var message: Range<Int>?
-    /// Raw value of the data member.
-    var data: Range<Int>?
+    /// One slot per name in the table, then one for the suffix pattern; keyStart -1 when not found.
+    var slots = InlineArray<17, MemberSpan>(repeating: MemberSpan(keyStart: -1, value: 0..<0))
+    /// How many members the object has, envelope or not.
+    var count = 0
+
+    /// The span in slot k, if found.
+    subscript(_ k: Int) -> MemberSpan? {
+        let s = slots[k]
+        return s.keyStart < 0 ? nil : s
+    }
+
+    /// How many slots were filled.
+    var found: Int {
+        var n = 0
+        for k in slots.indices where slots[k].keyStart >= 0 { n += 1 }
+        return n
+    }
+
+    static func == (a: EnvelopeMembers, b: EnvelopeMembers) -> Bool {
+        guard a.count == b.count else { return false }
+        for k in a.slots.indices where a.slots[k] != b.slots[k] { return false }
+        return true
+    }
+
+    /// Stores a member's span in its slot; false when that slot was already filled.
+    @inline(__always)
+    mutating func record(_ field: ScanCore.Field, keyStart: Int, _ range: Range<Int>) -> Bool {
+        // Duplicate envelope members are ambiguous (RFC 8259 §4: names SHOULD be unique), so they fail the envelope.
+        let k = Int(field) &- 1
+        guard slots[k].keyStart < 0 else { return false }
+        slots[k] = MemberSpan(keyStart: keyStart, value: range)
+        return true
+    }
 }
 
 extension ScanCore {
-    /// Which envelope member a top-level key named.
-    enum Field: UInt8 {
-        case none, code, message, data
-    }
+    /// Which envelope member a top-level key named: 0 for none, else its slot + 1.
+    typealias Field = UInt8
 
     /// Bookkeeping for the top-level object's envelope members, kept behind a pointer so the
     /// scan loop's registers stay free for the bytes; it is touched only at depth 1.
@@ -45,28 +109,27 @@ extension ScanCore {
         /// What was found so far.
         var members = EnvelopeMembers()
         /// The member whose value is being scanned.
-        var field = Field.none
+        var field: Field = 0
+        /// Where that member's name starts (its opening quote).
+        var keyStart = 0
         /// Where that value starts.
         var fieldStart = 0
-    }
 
-    /// Stores a top-level member's range; false when that member was already seen.
-    static func record(_ field: Field, _ range: Range<Int>, _ members: inout EnvelopeMembers) -> Bool {
-        // Duplicate envelope members are ambiguous (RFC 8259 §4: names SHOULD be unique), so they fail the envelope.
-        switch field {
-        case .none:
-            return true
-        case .code:
-            guard members.code == nil else { return false }
-            members.code = range
-        case .message:
-            guard members.message == nil else { return false }
-            members.message = range
-        case .data:
-            guard members.data == nil else { return false }
-            members.data = range
+        /// Notes a top-level member whose validated name is base[start..<end].
+        @inline(__always)
+        mutating func begin(_ base: UnsafePointer<UInt8>, _ start: Int, _ end: Int) {
+            members.count &+= 1
+            keyStart = start &- 1
+            field = match(base, start, end, names)
         }
-        return true
+
+        /// Records the member begun last, whose value ended at `end`; false on a duplicate.
+        @inline(__always)
+        mutating func end(_ end: Int) -> Bool {
+            guard field != 0 else { return true }
+            defer { field = 0 }
+            return members.record(field, keyStart: keyStart, fieldStart..<end)
+        }
     }
 
     /// Which envelope member the validated name in base[start..<end] is, compared after unescaping.
@@ -81,23 +144,33 @@ extension ScanCore {
         }
     }
 
-    /// Which envelope member an unescaped name is; code first, then message, then data.
+    /// Which envelope member an unescaped name is: an exact name first, then the suffix pattern.
     private static func match(_ name: UnsafeBufferPointer<UInt8>, _ names: EnvelopeNames) -> Field {
         // Names compare by code units, not canonical equivalence, as RFC 8259 §8.3 recommends.
-        if equal(name, names.code) { return .code }
-        if equal(name, names.message) { return .message }
-        if equal(name, names.data) { return .data }
-        return .none
+        var k = 0
+        while k < names.count {
+            let start = names.offsets[k]
+            let length = names.offsets[k &+ 1] &- start
+            if length == name.count && equal(name.baseAddress, names.bytes + start, length) { return Field(k &+ 1) }
+            k &+= 1
+        }
+        let suffix = names.suffix
+        if !suffix.isEmpty && name.count > suffix.count
+            && equal(name.baseAddress! + (name.count - suffix.count), suffix.baseAddress!, suffix.count)
+        {
+            return Field(names.count &+ 1)
+        }
+        return 0
     }
 
-    /// Byte equality of two buffers.
+    /// Byte equality of two runs of `count` bytes.
     @inline(__always)
-    private static func equal(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard a.count == b.count else { return false }
+    private static func equal(_ a: UnsafePointer<UInt8>?, _ b: UnsafePointer<UInt8>, _ count: Int) -> Bool {
+        guard let a else { return count == 0 }
         var k = 0
-        while k < a.count {
+        while k < count {
             if a[k] != b[k] { return false }
-            k += 1
+            k &+= 1
         }
         return true
     }

@@ -63,21 +63,20 @@ extension ScanCore {
         }
     }
 
-    /// What a kernel's member reports need: the buffer, the names, and what was found.
+    /// What a kernel's member reports need: the buffer and the top-level bookkeeping.
     private struct KernelTop {
         /// The scanned buffer.
         let base: UnsafePointer<UInt8>
-        /// The names being looked for.
-        let names: EnvelopeNames
-        /// What was found so far.
-        var members = EnvelopeMembers()
+        /// The names and what was found so far.
+        var top: TopLevel
     }
 
     /// A kernel's report of one top-level member; `context` points to the scan's KernelTop.
     private static let reportMember: peel_scan_member_fn = { context, nameStart, nameEnd, valueStart, valueEnd in
-        let top = context!.assumingMemoryBound(to: KernelTop.self)
-        let field = ScanCore.match(top.pointee.base, nameStart, nameEnd, top.pointee.names)
-        return ScanCore.record(field, valueStart..<valueEnd, &top.pointee.members)
+        let k = context!.assumingMemoryBound(to: KernelTop.self)
+        k.pointee.top.begin(k.pointee.base, nameStart, nameEnd)
+        k.pointee.top.fieldStart = valueStart
+        return k.pointee.top.end(valueEnd)
     }
 
     /// run()'s kernel path: the C kernel walks the body and reports each top-level member, which is
@@ -92,11 +91,11 @@ extension ScanCore {
         return withUnsafeTemporaryAllocation(of: UInt64.self, capacity: words) { stack in
             stack.initialize(repeating: 0)
             guard let names else { return peel_scan(kernel, base, n, start, depthLimit, stack.baseAddress, nil, nil) }
-            var top = KernelTop(base: base, names: names)
+            var top = KernelTop(base: base, top: TopLevel(names: names))
             let ok = withUnsafeMutablePointer(to: &top) { top in
                 peel_scan(kernel, base, n, start, depthLimit, stack.baseAddress, reportMember, top)
             }
-            members = top.members
+            members = top.top.members
             return ok
         }
     }

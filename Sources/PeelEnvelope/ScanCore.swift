@@ -56,7 +56,7 @@ enum ScanCore {
                 i = scanString(base, n, nameStart)
                 guard i >= 0 else { return false }
                 if depth == 1, let top {
-                    top.pointee.field = match(base, nameStart, i &- 1, top.pointee.names)
+                    top.pointee.begin(base, nameStart, i &- 1)
                 }
                 // Compact JSON puts the colon and the value right after the name: two loads, no loops.
                 if n &- i >= 2 && base[i] == UInt8(ascii: ":") && base[i &+ 1] > 0x20 {
@@ -98,9 +98,8 @@ enum ScanCore {
             while true {
                 if depth <= 1 {
                     if depth == 0 { return token(base, n, i).0 == n }
-                    if let top, top.pointee.field != .none {
-                        guard record(top.pointee.field, top.pointee.fieldStart..<i, &top.pointee.members) else { return false }
-                        top.pointee.field = .none
+                    if let top, top.pointee.field != 0 {
+                        guard top.pointee.end(i) else { return false }
                     }
                 }
                 // Compact JSON again: a comma and the next value's first byte, or the closer, right here.

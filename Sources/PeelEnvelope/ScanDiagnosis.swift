@@ -180,7 +180,7 @@ enum ScanDiagnosis {
             if let bad = string() { return bad }
             if stack.count == 1, let names {
                 let field = ScanCore.match(base, start, i - 1, names)
-                if field != .none && !seen.insert(field.rawValue).inserted {
+                if field != 0 && !seen.insert(field).inserted {
                     let name = String(decoding: UnsafeBufferPointer(start: base + start, count: i - 1 - start), as: UTF8.self)
                     return .duplicate(name)
                 }
@@ -315,27 +315,18 @@ enum ScanDiagnosis {
 
 extension Envelope {
     /// Why `body` is not a well-formed envelope, in Peel's words (`not JSON at byte 0 (0x3c '<')`,
-    /// `trailing data at byte 1234`, `code missing`): never the body itself. Only for bodies
-    /// `read` refused.
+    /// `trailing data at byte 1234`, `duplicate member "code"`): never the body itself. Only for
+    /// bodies the scan refused.
     static func diagnose(_ body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig) -> String {
         let maxDepth = config.maxDepth
-        let diagnosis = EnvelopeNames.with(code: config.codeField, message: config.messageField, data: config.dataField) { names in
+        let diagnosis = (config.compiled.outer ?? config.compiled.scope).with { names in
             ScanDiagnosis.diagnose(body, maxDepth: maxDepth, names: names)
         }
         switch diagnosis {
         case .error(let e): return e.description
         case .notObject(let what): return "not an object (\(what))"
         case .duplicate(let name): return "duplicate member \"\(name)\""
-        case .valid: break
+        case .valid: return "not a well-formed envelope"
         }
-        var members = EnvelopeMembers()
-        let scanned = EnvelopeNames.with(code: config.codeField, message: config.messageField, data: config.dataField) { names in
-            ScanCore.run(body, maxDepth: maxDepth, names: names, members: &members)
-        }
-        guard scanned, let base = body.baseAddress else { return "not a well-formed envelope" }
-        guard let code = members.code else { return "\(config.codeField) missing" }
-        if integer(base, code) == nil { return "\(config.codeField) is not an integer" }
-        if let m = members.message, base[m.lowerBound] != UInt8(ascii: "\"") { return "\(config.messageField) is not a string" }
-        return "not a well-formed envelope"
     }
 }

@@ -29,6 +29,8 @@ public struct UpstreamAnswer: Sendable {
 public enum Verdict: Sendable, Equatable {
     /// Answer `status` with the body's bytes in `data`; nil → 204 with no body (status is then 204).
     case unwrap(status: Int, data: Range<Int>?)
+    /// Answer `status` with these bytes: the rest of the envelope object, each member verbatim.
+    case unwrapRest(status: Int, body: [UInt8])
     /// Send the upstream's status, headers and body as they are.
     case passthrough
     /// Answer with this problem document.

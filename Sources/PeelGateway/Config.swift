@@ -106,6 +106,10 @@ public struct GatewayConfig: Sendable {
     public var rise: Int = 2
     /// Envelope rules: codes, member names, code map, passthrough, problem type base.
     public var envelope = EnvelopeConfig()
+    /// The dialect the `dialect` option chose, before the field and code options change it.
+    var dialectChoice = Dialect.peel
+    /// What the field and code options change in the chosen dialect.
+    var dialectOverrides = DialectOverrides()
     /// Largest client request body in bytes (default 10 MiB).
     public var maxBody: Int = 10_485_760
     /// Largest upstream response body in bytes (default 64 MiB).

@@ -15,6 +15,8 @@ public struct ConfigError: Error, CustomStringConvertible, Equatable {
 enum ConfigValue {
     case text(String)
     case list([String])
+    /// A JSON array from the config file, its items' types kept (codes tell 0 from "0").
+    case array([Any])
     case map([String: Any])
 }
 
@@ -128,20 +130,27 @@ public enum ConfigLoader {
         OptionSpec(name: "rise", help: "consecutive successes to come back", value: "N", show: { c in "\(c.rise)" }) { c, v, o throws(ConfigError) in
             c.rise = try integer(v, o, 1...1000)
         },
-        OptionSpec(name: "success-codes", help: "envelope codes that mean success", value: "LIST", show: { c in codes(c.envelope.successCodes) }) { c, v, o throws(ConfigError) in
-            c.envelope.successCodes = try codes(v, o, default: GatewayConfig().envelope.successCodes)
+        OptionSpec(name: "dialect", help: "envelope dialect: a preset (peel, ruoyi, yudao, alibaba, wechat, jsend, antd, jeecg, alipay, error-object), or in the config file an object",
+                   value: "NAME", fixedDefault: "peel", show: { c in DialectConfig.json(c.envelope.dialect) }) { c, v, o throws(ConfigError) in
+            c.dialectChoice = try DialectConfig.dialect(v, o)
         },
-        OptionSpec(name: "auth-codes", help: "envelope codes that mean token expired", value: "LIST", show: { c in codes(c.envelope.authCodes) }) { c, v, o throws(ConfigError) in
-            c.envelope.authCodes = try codes(v, o, default: GatewayConfig().envelope.authCodes)
+        OptionSpec(name: "success-codes", help: "envelope codes that mean success: integers and \"quoted\" strings; +LIST adds to the dialect's", value: "LIST", show: { c in c.envelope.dialect.successCodes.json }) { c, v, o throws(ConfigError) in
+            c.dialectOverrides.successCodes = try DialectConfig.codes(v, o)
         },
-        OptionSpec(name: "code-field", help: "envelope code member", value: "NAME", show: { c in q(c.envelope.codeField) }) { c, v, o throws(ConfigError) in
-            c.envelope.codeField = try nonEmpty(v, o)
+        OptionSpec(name: "auth-codes", help: "envelope codes that mean token expired: integers and \"quoted\" strings; +LIST adds to the dialect's", value: "LIST", show: { c in c.envelope.dialect.authCodes.json }) { c, v, o throws(ConfigError) in
+            c.dialectOverrides.authCodes = try DialectConfig.codes(v, o)
         },
-        OptionSpec(name: "message-field", help: "envelope message member", value: "NAME", show: { c in q(c.envelope.messageField) }) { c, v, o throws(ConfigError) in
-            c.envelope.messageField = try nonEmpty(v, o)
+        OptionSpec(name: "code-field", help: "envelope code member (a dotted path reaches into objects)", value: "NAME", show: { c in c.envelope.dialect.code.map { q($0.description) } ?? "null" }) { c, v, o throws(ConfigError) in
+            c.dialectOverrides.code = try memberPath(v, o)
         },
-        OptionSpec(name: "data-field", help: "envelope data member", value: "NAME", show: { c in q(c.envelope.dataField) }) { c, v, o throws(ConfigError) in
-            c.envelope.dataField = try nonEmpty(v, o)
+        OptionSpec(name: "message-field", help: "envelope message member", value: "NAME", show: { c in q(c.envelope.dialect.messages.first?.description ?? "") }) { c, v, o throws(ConfigError) in
+            c.dialectOverrides.message = try memberPath(v, o)
+        },
+        OptionSpec(name: "data-field", help: "envelope payload member", value: "NAME", show: { c in
+            if case .member(let p) = c.envelope.dialect.payload { return q(p.description) }
+            return "null"
+        }) { c, v, o throws(ConfigError) in
+            c.dialectOverrides.data = try memberPath(v, o)
         },
         OptionSpec(name: "max-body", help: "largest client request body in bytes", value: "BYTES", show: { c in "\(c.maxBody)" }) { c, v, o throws(ConfigError) in
             c.maxBody = try integer(v, o, 0...(1 << 40))
@@ -276,34 +285,8 @@ public enum ConfigLoader {
             for p in l where !p.hasPrefix("/") { throw ConfigError(option: o, problem: "\(p) must start with /") }
             c.envelope.passthroughPaths = l
         },
-        OptionSpec(name: "code-status", help: "business code to HTTP status map, e.g. 1001=409,1002=404", value: "LIST", show: { c in codeMap(c.envelope.codeStatus) }) { c, v, o throws(ConfigError) in
-            var m: [Int64: Int] = [:]
-            let pairs: [(String, String)]
-            switch v {
-            case .map(let d):
-                pairs = try d.map { (k, val) throws(ConfigError) in
-                    guard !isBool(val), let n = val as? NSNumber else {
-                        throw ConfigError(option: o, problem: "status for \(k) must be a number")
-                    }
-                    return (k, n.stringValue)
-                }
-            default:
-                pairs = try list(v, o).map { item throws(ConfigError) in
-                    let parts = item.split(separator: "=", maxSplits: 1).map(String.init)
-                    guard parts.count == 2 else { throw ConfigError(option: o, problem: "\(item) is not CODE=STATUS") }
-                    return (parts[0], parts[1])
-                }
-            }
-            for (k, s) in pairs {
-                guard let code = Int64(k.trimmingCharacters(in: .whitespaces)) else {
-                    throw ConfigError(option: o, problem: "\(k) is not an integer code")
-                }
-                guard let st = Int(s.trimmingCharacters(in: .whitespaces)), (400...599).contains(st) else {
-                    throw ConfigError(option: o, problem: "status for \(k) must be 400-599")
-                }
-                m[code] = st
-            }
-            c.envelope.codeStatus = m
+        OptionSpec(name: "code-status", help: "business code to HTTP status map, e.g. 1001=409,\"A0400\"=400", value: "LIST", show: { c in c.envelope.dialect.codeStatus.json }) { c, v, o throws(ConfigError) in
+            c.dialectOverrides.codeStatus = try DialectConfig.codeStatus(v, o)
         },
         OptionSpec(name: "cors-origins", help: "origins (exact, https://*.example.com for its subdomains, or *) whose CORS Peel answers itself, preflights included", value: "LIST", show: { c in strs(c.corsOrigins) }) { c, v, o throws(ConfigError) in
             let l = try list(v, o, default: GatewayConfig().corsOrigins)
@@ -413,6 +396,8 @@ public enum ConfigLoader {
         // A short --timeout with the default connect timeout shortens the connect timeout with it.
         if !explicit.contains("connect-timeout") { config.connectTimeout = min(config.connectTimeout, config.timeout) }
         guard explicit.contains("upstream") else { throw ConfigError(option: "--upstream", problem: "is required (or PEEL_UPSTREAM)") }
+        // The field and code options change the chosen dialect, whichever source named either.
+        config.envelope.dialect = config.dialectOverrides.applied(to: config.dialectChoice)
         try validate(config)
         return config
     }
@@ -425,11 +410,10 @@ public enum ConfigLoader {
         if c.probeTimeout > c.probeInterval * 10 {
             throw ConfigError(option: "--probe-timeout", problem: "must not exceed ten probe intervals")
         }
-        if !c.envelope.successCodes.isDisjoint(with: c.envelope.authCodes) {
+        if !c.envelope.dialect.successCodes.isDisjoint(with: c.envelope.dialect.authCodes) {
             throw ConfigError(option: "--auth-codes", problem: "overlaps --success-codes")
         }
-        let fields = [c.envelope.codeField, c.envelope.messageField, c.envelope.dataField]
-        if Set(fields).count != 3 { throw ConfigError(option: "--data-field", problem: "code, message and data fields must differ") }
+        if let why = c.envelope.dialect.problem() { throw ConfigError(option: "--dialect", problem: why) }
         // The Fetch standard refuses a credentialed answer that allows every origin (Fetch §3.2.5).
         if c.corsCredentials && c.corsOrigins.contains("*") {
             throw ConfigError(option: "--cors-credentials", problem: "cannot be used with --cors-origins *")
@@ -467,11 +451,7 @@ public enum ConfigLoader {
         case let s as String: return .text(s)
         case let b as Bool where isBool(raw): return .text(b ? "true" : "false")
         case let n as NSNumber: return .text(n.stringValue)
-        case let a as [Any]:
-            return .list(a.map { v in
-                if let n = v as? NSNumber { return n.stringValue }
-                return "\(v)"
-            })
+        case let a as [Any]: return .array(a)
         case let d as [String: Any]: return .map(d)
         default: throw ConfigError(option: o, problem: "has an unsupported value")
         }
@@ -490,6 +470,7 @@ public enum ConfigLoader {
         switch v {
         case .text(let t): return t
         case .list(let l): return l.joined(separator: ",")
+        case .array(let a): return stringItems(a).joined(separator: ",")
         case .map: throw ConfigError(option: o, problem: "must be a string, not an object")
         }
     }
@@ -523,6 +504,7 @@ public enum ConfigLoader {
         var items: [String]
         switch v {
         case .list(let l): items = l.map { $0.trimmingCharacters(in: .whitespaces) }
+        case .array(let a): items = stringItems(a).map { $0.trimmingCharacters(in: .whitespaces) }
         case .text(let t): items = t.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
         case .map: throw ConfigError(option: o, problem: "must be a list, not an object")
         }
@@ -585,14 +567,19 @@ public enum ConfigLoader {
         return d
     }
 
-    static func codes(_ v: ConfigValue, _ o: String, default base: Set<Int64>) throws(ConfigError) -> Set<Int64> {
-        var s = Set<Int64>()
-        for item in try list(v, o, default: base.sorted().map(String.init)) {
-            guard let n = Int64(item) else { throw ConfigError(option: o, problem: "\(item) is not an integer code") }
-            s.insert(n)
+    /// A config-file array's items as text: numbers in their JSON form, strings as they are.
+    static func stringItems(_ a: [Any]) -> [String] {
+        a.map { v in
+            if let n = v as? NSNumber { return n.stringValue }
+            return "\(v)"
         }
-        if s.isEmpty { throw ConfigError(option: o, problem: "needs at least one code") }
-        return s
+    }
+
+    /// A member name or dotted path.
+    static func memberPath(_ v: ConfigValue, _ o: String) throws(ConfigError) -> MemberPath {
+        let t = try nonEmpty(v, o)
+        guard let p = MemberPath(dotted: t) else { throw ConfigError(option: o, problem: "\(t) is not a member name or a dotted path") }
+        return p
     }
 
     /// The `--help` text.
@@ -604,6 +591,7 @@ public enum ConfigLoader {
             "       peel demo [options]       start the demo upstream and the gateway in front of it",
             "       peel demo-upstream [--listen HOST:PORT]   start only the demo upstream",
             "       peel check-config [options]   print the effective configuration or the error",
+            "       peel dialects             list the envelope dialects, each with sample envelopes and Peel's answers",
             "       peel healthcheck [--admin-listen HOST:PORT]   exit 0 when the local admin /healthz answers",
             "       peel --help | --version",
             "",
@@ -659,9 +647,5 @@ public enum ConfigLoader {
         (b >= 0x30 && b <= 0x39) || (b >= 0x61 && b <= 0x66) || (b >= 0x41 && b <= 0x46)
     }
     static func num(_ d: Double) -> String { "\(d)" }
-    static func codes(_ s: Set<Int64>) -> String { "[" + s.sorted().map(String.init).joined(separator: ",") + "]" }
     static func strs(_ a: [String]) -> String { "[" + a.map(q).joined(separator: ",") + "]" }
-    static func codeMap(_ m: [Int64: Int]) -> String {
-        "{" + m.sorted { $0.key < $1.key }.map { "\(q(String($0.key))):\($0.value)" }.joined(separator: ",") + "}"
-    }
 }

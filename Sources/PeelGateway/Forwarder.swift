@@ -143,7 +143,7 @@ final class Forwarder {
         /// The upstream's answer fields, kept for a problem document made from its answer.
         var upstreamHeaders: ResponseHeaders?
         /// The envelope code as the upstream sent it; nil when there was no envelope.
-        var upstreamCode: Int64?
+        var upstreamCode: EnvelopeCode?
         /// The request's Origin (CORS).
         var origin: String?
         /// Host, X-Forwarded-Proto and X-Forwarded-Host as sent, for `publicOrigin`.
@@ -426,6 +426,13 @@ final class Forwarder {
                 }
                 pass(call, status: status, response, range: range ?? 0..<0, kind: "ok",
                      contentType: range == nil ? nil : "application/json")
+            case .unwrapRest(let status, let body):
+                // The rest of the envelope object: built from the upstream's member bytes, verbatim.
+                if let key = call.cacheKey, call.exchange.method == "GET" {
+                    store(key, call, status: status, response, range: nil, built: body)
+                }
+                emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: "application/json",
+                                 body: .bytes(body, range: nil, hold: response.hold)), log: "ok")
             case .passthrough:
                 // A newer answer that is not stored must not leave the older one servable (a 304
                 // refreshed it above; a 5xx is what stale-if-error keeps it for).
@@ -583,7 +590,7 @@ final class Forwarder {
     }
 
     /// Shapes `reply` and writes it: the one way every buffered answer leaves the forwarder.
-    private func emit(_ call: Call, _ reply: Reply, log kind: String, code: Int64? = nil) {
+    private func emit(_ call: Call, _ reply: Reply, log kind: String, code: EnvelopeCode? = nil) {
         guard !call.exchange.answered else { return }
         let shaped = shaper.shape(reply, context(call), encode: { [encoder] in encoder.encode($0, as: $1) })
         let rewrite = self.rewrite
@@ -626,14 +633,16 @@ final class Forwarder {
 
     /// Keeps a successful unwrapped GET answer for while offline, when RFC 9111 and the key rules
     /// allow (OfflineCache.store): the upstream's fields, Peel's Content-Type and the body.
-    private func store(_ key: OfflineCacheKey, _ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?) {
+    private func store(_ key: OfflineCacheKey, _ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?,
+                       built: [UInt8]? = nil) {
         // Too large for the whole cache (or a shared-store value): not worth the copy, and the older
         // answer must go.
-        if (range?.count ?? 0) > cache.maxBody { return cache.invalidate(key: key) }
-        let body = range.map { Array(response.body[$0]) } ?? []
+        if (built?.count ?? range?.count ?? 0) > cache.maxBody { return cache.invalidate(key: key) }
+        let body = built ?? range.map { Array(response.body[$0]) } ?? []
         let ex = call.exchange
+        let hasBody = built != nil || range != nil
         cache.store(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization, requestField: { Self.requestValue(ex, $0) },
-                    status: status, fields: response.headers, contentType: range == nil ? nil : "application/json", body: body)
+                    status: status, fields: response.headers, contentType: hasBody ? "application/json" : nil, body: body)
     }
 
     /// While offline: the stored answer, else the offline problem. The shared store answers within
@@ -754,7 +763,7 @@ final class Forwarder {
 
     /// Counts the answer and writes its access-log line: `code` is the one Peel answered with (a
     /// problem's), `upstream_code` the envelope code as the upstream sent it, null when it sent none.
-    private func record(_ call: Call, status: Int, kind: String, bytes: Int, code: Int64?, cut: String? = nil) {
+    private func record(_ call: Call, status: Int, kind: String, bytes: Int, code: EnvelopeCode?, cut: String? = nil) {
         guard !call.done else { return }
         call.done = true
         let duration = monotonicNow() - call.started
@@ -763,9 +772,9 @@ final class Forwarder {
         guard let accessLog else { return }
         var line = "{\"time\":\"\(rfc3339(wallNow()))\",\"request_id\":\(jsonEscaped(call.requestId))"
         line += ",\"method\":\(jsonEscaped(call.exchange.method)),\"path\":\(jsonEscaped(call.path.isEmpty ? call.exchange.target : call.path))"
-        line += ",\"status\":\(status),\"kind\":\"\(kind)\",\"code\":" + (code.map { String($0) } ?? "null")
+        line += ",\"status\":\(status),\"kind\":\"\(kind)\",\"code\":" + (code.map(\.json) ?? "null")
         line += ",\"upstream_status\":" + (call.upstreamStatus.map(String.init) ?? "null")
-        line += ",\"upstream_code\":" + (call.upstreamCode.map { String($0) } ?? "null")
+        line += ",\"upstream_code\":" + (call.upstreamCode.map(\.json) ?? "null")
         line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
         line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))"
         // Why a streamed answer was cut short (`upstream_idle`, `reset`, …), on those lines only.

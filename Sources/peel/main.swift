@@ -53,6 +53,8 @@ case "--help", "-h", "help":
     print(ConfigLoader.helpText)
 case "--version", "version":
     print("peel \(peelVersion)")
+case "dialects":
+    print(DialectCatalog.text())
 case "check-config":
     let config = loadConfig(args.dropFirst())
     print(ConfigLoader.describe(config))

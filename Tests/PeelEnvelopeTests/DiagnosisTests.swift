@@ -52,12 +52,12 @@ final class DiagnosisTests: XCTestCase {
 
     func testEnvelopeMembers_sayWhichIsWrong() {
         XCTAssertEqual(reason("{\"message\":\"ok\",\"data\":1}"), "code missing")
-        XCTAssertEqual(reason("{\"code\":\"abc\"}"), "code is not an integer")
-        XCTAssertEqual(reason("{\"code\":1.5}"), "code is not an integer")
+        XCTAssertEqual(reason("{\"code\":true}"), "code is not an integer or a string")
+        XCTAssertEqual(reason("{\"code\":1.5}"), "code is not an integer or a string")
         XCTAssertEqual(reason("{\"code\":0,\"message\":7}"), "message is not a string")
         XCTAssertEqual(reason("{\"code\":0,\"code\":1}"), "duplicate member \"code\"")
         var c = EnvelopeConfig()
-        c.codeField = "errno"
+        c.dialect.code = "errno"
         let answer = UpstreamAnswer(status: 200, contentType: nil, path: "/x", isHead: false)
         guard case .problem(let p) = judge(answer, body: Array("{\"code\":0}".utf8), config: c) else { return XCTFail("not refused") }
         XCTAssertEqual(p.reason, "errno missing", "the configured name")

@@ -118,10 +118,10 @@ final class JudgeTests: XCTestCase {
 
     func testUnwrap_withCustomFieldNames() {
         var custom = EnvelopeConfig()
-        custom.codeField = "errno"
-        custom.messageField = "msg"
-        custom.dataField = "result"
-        custom.successCodes = [200]
+        custom.dialect.code = "errno"
+        custom.dialect.messages = ["msg"]
+        custom.dialect.payload = .member("result")
+        custom.dialect.successCodes = CodeSet([200])
         let body = #"{"errno":200,"msg":"ok","result":{"a":1},"data":5,"code":9}"#
         guard case .unwrap(200, let range?) = verdict(body, config: custom) else { return XCTFail() }
         XCTAssertEqual(String(decoding: Array(body.utf8)[range], as: UTF8.self), #"{"a":1}"#)
@@ -129,8 +129,8 @@ final class JudgeTests: XCTestCase {
 
     func testUnwrap_matchesNonASCIIFieldNames() {
         var custom = EnvelopeConfig()
-        custom.codeField = "状态"
-        custom.dataField = "数据"
+        custom.dialect.code = "状态"
+        custom.dialect.payload = .member("数据")
         let body = #"{"\u72b6\u6001":0,"数据":[1]}"#
         guard case .unwrap(200, let range?) = verdict(body, config: custom) else { return XCTFail() }
         XCTAssertEqual(String(decoding: Array(body.utf8)[range], as: UTF8.self), "[1]")
@@ -138,7 +138,7 @@ final class JudgeTests: XCTestCase {
 
     func testUnwrap_withSeveralSuccessCodes() {
         var custom = EnvelopeConfig()
-        custom.successCodes = [0, 200]
+        custom.dialect.successCodes = CodeSet([0, 200])
         guard case .unwrap(200, _) = verdict(#"{"code":200,"data":1}"#, config: custom) else { return XCTFail() }
     }
 
@@ -152,12 +152,13 @@ final class JudgeTests: XCTestCase {
 
     func testAuthExpired_whenCodeIsStringSeven() {
         XCTAssertEqual(
-            verdict(#"{"code":"7"}"#), .problem(Problem(kind: .authExpired, status: 401, code: 7, upstreamStatus: 200)))
+            verdict(#"{"code":"7"}"#), .problem(Problem(kind: .authExpired, status: 401, code: "7", upstreamStatus: 200)),
+            "the integer 7 in the list matches the string holding its decimal text; the problem keeps the code as sent")
     }
 
     func testSuccessWins_whenCodeIsBothSuccessAndAuth() {
         var custom = EnvelopeConfig()
-        custom.authCodes = [0, 7]
+        custom.dialect.authCodes = CodeSet([0, 7])
         guard case .unwrap = verdict(#"{"code":0,"data":1}"#, config: custom) else { return XCTFail() }
     }
 
@@ -169,7 +170,7 @@ final class JudgeTests: XCTestCase {
 
     func testBusinessError_usesCodeStatusOverride() {
         var custom = EnvelopeConfig()
-        custom.codeStatus = [404: 404, 42: 409]
+        custom.dialect.codeStatus = CodeStatusMap([404: 404, 42: 409])
         custom.businessStatus = 400
         XCTAssertEqual(
             verdict(#"{"code":42}"#, config: custom),
@@ -181,19 +182,19 @@ final class JudgeTests: XCTestCase {
 
     func testBusinessError_whenCodeIsNegativeString() {
         XCTAssertEqual(
-            verdict(#"{"code":"-3"}"#), .problem(Problem(kind: .businessError, status: 422, code: -3, upstreamStatus: 200)))
+            verdict(#"{"code":"-3"}"#), .problem(Problem(kind: .businessError, status: 422, code: "-3", upstreamStatus: 200)))
     }
 
     func testBusinessError_acceptsInt64Limits() {
         XCTAssertEqual(
             verdict(#"{"code":9223372036854775807}"#),
-            .problem(Problem(kind: .businessError, code: .max, upstreamStatus: 200)))
+            .problem(Problem(kind: .businessError, code: .integer(.max), upstreamStatus: 200)))
         XCTAssertEqual(
             verdict(#"{"code":-9223372036854775808}"#),
-            .problem(Problem(kind: .businessError, code: .min, upstreamStatus: 200)))
+            .problem(Problem(kind: .businessError, code: .integer(.min), upstreamStatus: 200)))
         XCTAssertEqual(
             verdict(#"{"code":"-9223372036854775808"}"#),
-            .problem(Problem(kind: .businessError, code: .min, upstreamStatus: 200)))
+            .problem(Problem(kind: .businessError, code: "-9223372036854775808", upstreamStatus: 200)))
     }
 
     func testBusinessError_decodesEscapedMessage() {
@@ -227,20 +228,32 @@ final class JudgeTests: XCTestCase {
         XCTAssertEqual(verdict(#"{"Code":0}"#), formatError())
     }
 
-    func testBadFormat_whenCodeIsNotAnInteger() {
+    func testBadFormat_whenCodeIsNeitherAnIntegerNorAString() {
         for code in [
-            "1.0", "1e2", "0.5", "-0.0", "true", "null", "[0]", "{}", "\"\"", "\" 0\"", "\"0 \"", "\"+1\"", "\"01\"", "\"0x1\"",
-            "\"1.0\"", "\"abc\"", "\"٣\"", "9223372036854775808", "-9223372036854775809", "\"9223372036854775808\"",
+            "1.0", "1e2", "0.5", "-0.0", "true", "null", "[0]", "{}", "9223372036854775808", "-9223372036854775809",
             "99999999999999999999999",
         ] {
             XCTAssertEqual(verdict("{\"code\":\(code),\"data\":1}"), formatError(), "code \(code)")
         }
     }
 
+    func testBusinessError_whenCodeIsAStringThatIsNotAListedInteger_keepsItAsSent() {
+        // A string matches an integer in the list only when it is exactly that integer's decimal text.
+        for code in ["", " 0", "0 ", "+1", "00", "01", "0x1", "1.0", "abc", "٣", "9223372036854775808", "00000", "-0"] {
+            XCTAssertEqual(verdict("{\"code\":\(JSONString.quoted(code)),\"data\":1}"),
+                           .problem(Problem(kind: .businessError, code: .string(code), upstreamStatus: 200)), "code \"\(code)\"")
+        }
+    }
+
     func testBadFormat_whenMessageIsNotAString() {
-        for message in ["1", "null", "true", "[\"a\"]", "{\"a\":\"b\"}"] {
+        for message in ["1", "true", "[\"a\"]", "{\"a\":\"b\"}"] {
             XCTAssertEqual(verdict("{\"code\":0,\"message\":\(message),\"data\":1}"), formatError(), "message \(message)")
         }
+    }
+
+    func testNullMessage_isNoMessage() {
+        guard case .problem(let p) = verdict(#"{"code":5,"message":null}"#) else { return XCTFail() }
+        XCTAssertNil(p.detail, "Peel's own text")
     }
 
     func testBadFormat_whenEnvelopeMembersRepeat() {
@@ -285,7 +298,7 @@ final class JudgeTests: XCTestCase {
     func testUpstreamError_5xxWithEnvelopeKeepsItsCode() {
         XCTAssertEqual(
             verdict(#"{"code":"-9","message":"db down"}"#, status: 500),
-            .problem(Problem(kind: .upstreamError, status: 502, code: -9, detail: "db down", upstreamStatus: 500)))
+            .problem(Problem(kind: .upstreamError, status: 502, code: "-9", detail: "db down", upstreamStatus: 500)))
     }
 
     func testUpstreamError_whenEnvelopeHoldsSuccessCode() {

@@ -33,7 +33,7 @@ final class OutcomeTests: XCTestCase {
 
     func testBusinessCode_usesTheCodeStatusMapThenTheDefault() {
         var c = config
-        c.codeStatus = [1001: 409]
+        c.dialect.codeStatus = CodeStatusMap([1001: 409])
         c.businessStatus = 400
         XCTAssertEqual(status(.businessCode(1001, message: nil, upstreamStatus: 200), c), 409)
         XCTAssertEqual(status(.businessCode(1002, message: nil, upstreamStatus: 200), c), 400)
@@ -64,11 +64,11 @@ final class OutcomeTests: XCTestCase {
 
     func testJudgeWithCode_reportsTheEnvelopeCodeAsSent_zeroIncluded() {
         let answer = UpstreamAnswer(status: 200, contentType: "application/json", path: "/x", isHead: false)
-        func code(_ body: String) -> Int64? {
+        func code(_ body: String) -> EnvelopeCode? {
             Array(body.utf8).withUnsafeBufferPointer { judgeWithCode(answer, body: $0, config: config).upstreamCode }
         }
         XCTAssertEqual(code(#"{"code":0,"data":1}"#), 0)
-        XCTAssertEqual(code(#"{"code":"0","data":1}"#), 0)
+        XCTAssertEqual(code(#"{"code":"0","data":1}"#), "0", "as the upstream sent it")
         XCTAssertEqual(code(#"{"code":1001,"message":"x"}"#), 1001)
         XCTAssertNil(code("<html>"))
     }

@@ -1,3 +1,4 @@
+import PeelEnvelope
 import Foundation
 @testable import PeelGateway
 import PeelIO
@@ -19,8 +20,9 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(c.probeTimeout, 1)
         XCTAssertEqual(c.fall, 3)
         XCTAssertEqual(c.rise, 2)
-        XCTAssertEqual(c.envelope.successCodes, [0])
-        XCTAssertEqual(c.envelope.authCodes, [7])
+        XCTAssertEqual(c.envelope.dialect, .peel)
+        XCTAssertEqual(c.envelope.dialect.successCodes, CodeSet([0]))
+        XCTAssertEqual(c.envelope.dialect.authCodes, CodeSet([7]))
         XCTAssertEqual(c.maxBody, 10_485_760)
         XCTAssertEqual(c.maxUpstreamBody, 67_108_864)
         XCTAssertTrue(c.accessLog)
@@ -62,8 +64,8 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(c.timeout, 13, "flag wins")
         XCTAssertEqual(c.fall, 4, "environment beats file")
         XCTAssertEqual(c.connectTimeout, 2, "file beats default")
-        XCTAssertEqual(c.envelope.codeStatus, [1001: 409])
-        XCTAssertEqual(c.envelope.authCodes, [7, 401])
+        XCTAssertEqual(c.envelope.dialect.codeStatus, CodeStatusMap([1001: 409]))
+        XCTAssertEqual(c.envelope.dialect.authCodes, CodeSet([7, 401]))
         XCTAssertFalse(c.accessLog)
     }
 
@@ -173,7 +175,7 @@ final class ConfigTests: XCTestCase {
         XCTAssertEqual(replaced.envelope.passthroughContentTypes, ["application/x-ndjson"], "without + the list still replaces")
         var e = env
         e["PEEL_AUTH_CODES"] = "+401, 403"
-        XCTAssertEqual(try ConfigLoader.load(arguments: [], environment: e).envelope.authCodes, [7, 401, 403])
+        XCTAssertEqual(try ConfigLoader.load(arguments: [], environment: e).envelope.dialect.authCodes, CodeSet([7, 401, 403]))
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("peel-plus-\(getpid()).json")
         try Data(#"{"compression": ["+gzip"], "passthrough_content_types": ["+text/plain", "image/*"], "cors_origins": "+https://*.example.com"}"#.utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }

@@ -1,3 +1,4 @@
+import PeelEnvelope
 import Foundation
 import PeelDemo
 import PeelGateway
@@ -12,7 +13,7 @@ final class ErrorTableTests: XCTestCase {
         h = try Harness { c in
             c.timeout = 1
             c.connectTimeout = 1
-            c.envelope.codeStatus = [2002: 409]
+            c.envelope.dialect.codeStatus = CodeStatusMap([2002: 409])
             c.fall = 1000  // these tests provoke transport failures on purpose; stay online
         }
     }

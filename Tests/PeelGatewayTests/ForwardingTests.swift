@@ -1,3 +1,4 @@
+import PeelEnvelope
 import Foundation
 import PeelDemo
 import PeelGateway
@@ -212,7 +213,7 @@ final class ResponseHeaderTests: XCTestCase {
     }
 
     func testCodeStatusMap_setsTheBusinessErrorStatus() throws {
-        let h = try Harness { c in c.envelope.codeStatus = [1002: 404] }
+        let h = try Harness { c in c.envelope.dialect.codeStatus = CodeStatusMap([1002: 404]) }
         defer { h.stop() }
         let mapped = try h.request("GET", "/api/code-1002")
         XCTAssertEqual(mapped.status, 404)

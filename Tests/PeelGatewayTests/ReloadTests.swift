@@ -1,3 +1,4 @@
+import PeelEnvelope
 import Foundation
 import PeelGateway
 import PeelIO
@@ -39,7 +40,7 @@ final class ReloadTests: XCTestCase {
         while h.seen("/slow").isEmpty && Date() < deadline { usleep(10_000) }
         XCTAssertEqual(h.seen("/slow").count, 1)
         var next = h.gateway.config
-        next.envelope.successCodes = [5]
+        next.envelope.dialect.successCodes = CodeSet([5])
         XCTAssertEqual(h.gateway.reload(next), [])
         XCTAssertEqual(try c.readResponse().status, 422, "judged by the rules it started under")
         XCTAssertEqual(try h.request("GET", "/now").status, 200, "new calls use the reloaded rules")

@@ -1,0 +1,153 @@
+/// A member of an object, or of objects nested in it: `msg`, `error.message`. Each step names an
+/// object member; a step whose value is not an object (when a later step follows) is a malformed
+/// envelope.
+public struct MemberPath: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+    /// The member names from the outside in; never empty, no step empty.
+    public var steps: [String]
+
+    /// Splits a dotted path; nil when a step is empty (`a..b`, `.a`, ``).
+    public init?(dotted: String) {
+        let parts = dotted.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard !parts.isEmpty, !parts.contains(where: \.isEmpty) else { return nil }
+        steps = parts
+    }
+
+    /// A path from a literal known to be well formed.
+    public init(stringLiteral value: String) { self.init(dotted: value)! }
+
+    /// The top-level member the path starts at.
+    public var head: String { steps[0] }
+
+    /// The dotted text.
+    public var description: String { steps.joined(separator: ".") }
+}
+
+/// What marks an envelope as a success.
+public enum SuccessRule: Hashable, Sendable {
+    /// The code is present and in the success list (the seed's `code == 0`).
+    case code
+    /// The code is absent, or in the success list (WeChat `errcode`, Baidu `error_code`).
+    case codeOrAbsent
+    /// This boolean member is `true` (`success`, `ok`); `false` is a failure.
+    case flag(String)
+    /// This member is the JSend status: `"success"`; `"fail"` and `"error"` are failures.
+    case status(String)
+    /// This member (`error`, `errors`) is absent, `null`, `false` or empty; anything else is a failure.
+    case errorMember(String)
+
+    /// The member the rule reads besides the code, if any.
+    var member: String? {
+        switch self {
+        case .code, .codeOrAbsent: nil
+        case .flag(let m), .status(let m), .errorMember(let m): m
+        }
+    }
+}
+
+/// Where the payload is.
+public enum PayloadRule: Hashable, Sendable {
+    /// A member or a dotted path (`data`, `result`, `Response`).
+    case member(MemberPath)
+    /// The object minus the dialect's envelope members (WeChat, Slack, RuoYi's `rows`/`total`).
+    case rest
+    /// The top-level member whose name ends with `suffix` (`*_response`), or `failure` when present
+    /// (`error_response`): that object is the envelope, and the answer is its rest (Alipay, Taobao, JD).
+    case pattern(suffix: String, failure: String?)
+}
+
+/// What happens to members beside a present payload member.
+public enum Siblings: String, Hashable, Sendable {
+    /// The payload alone (the seed's rule).
+    case drop
+    /// The rest of the object, the payload member included.
+    case keep
+}
+
+/// A declarative description of one backend's envelope: where the code is and what type it has,
+/// what marks success, where the message and the payload are. `Dialect.presets` names the common
+/// ones; flags and the config file override their parts.
+public struct Dialect: Hashable, Sendable {
+    /// The preset this dialect is or starts from (`peel`, `ruoyi`, …).
+    public var preset: String
+    /// The code member; nil for dialects without one.
+    public var code: MemberPath?
+    /// What marks success.
+    public var success: SuccessRule
+    /// Codes meaning success (for `.code` and `.codeOrAbsent`).
+    public var successCodes: CodeSet
+    /// Codes meaning "token expired": the failure is `auth-expired` (401), whatever the predicate.
+    public var authCodes: CodeSet
+    /// Business code → HTTP status for business errors.
+    public var codeStatus: CodeStatusMap
+    /// Where the message is: the first present, non-empty string wins.
+    public var messages: [MemberPath]
+    /// Where the payload is.
+    public var payload: PayloadRule
+    /// What happens to members beside a present payload member.
+    public var siblings: Siblings
+    /// Top-level members that are envelope, not payload (`timestamp`, `sign`).
+    public var ignore: [String]
+    /// Members copied byte-exact into a problem's `upstream` object (`sub_code`, `showType`).
+    public var extras: [MemberPath]
+
+    /// Creates a dialect.
+    public init(preset: String, code: MemberPath?, success: SuccessRule, successCodes: CodeSet = CodeSet(),
+                authCodes: CodeSet = CodeSet(), codeStatus: CodeStatusMap = CodeStatusMap(), messages: [MemberPath],
+                payload: PayloadRule, siblings: Siblings = .drop, ignore: [String] = [], extras: [MemberPath] = []) {
+        self.preset = preset
+        self.code = code
+        self.success = success
+        self.successCodes = successCodes
+        self.authCodes = authCodes
+        self.codeStatus = codeStatus
+        self.messages = messages
+        self.payload = payload
+        self.siblings = siblings
+        self.ignore = ignore
+        self.extras = extras
+    }
+
+    /// The most names a dialect may look for in one object: they are matched in the scan loop.
+    public static let maxNames = 16
+
+    /// Why the dialect cannot work, naming the part; nil when it can.
+    public func problem() -> String? {
+        if case .code = success, code == nil { return "success by code needs a code member" }
+        if case .codeOrAbsent = success, code == nil { return "success by code needs a code member" }
+        if case .pattern(let suffix, let failure) = payload {
+            if suffix.isEmpty { return "payload pattern must be *SUFFIX with a non-empty suffix" }
+            if let failure, failure.isEmpty { return "payload pattern failure member must not be empty" }
+        }
+        // An extra may be the payload itself: JSend's `data` is the answer on success and the
+        // detail of a `fail`.
+        let cut = roleHeads.filter { head in !extras.contains { $0.head == head } || messages.contains { $0.head == head }
+            || code?.head == head || success.member == head || ignore.contains(head) }
+        if case .member(let p) = payload, cut.contains(p.head) {
+            return "payload member \(p.head) is also an envelope member"
+        }
+        if scopeNames.count > Dialect.maxNames { return "more than \(Dialect.maxNames) envelope members" }
+        if !successCodes.isDisjoint(with: authCodes) { return "auth codes overlap success codes" }
+        return nil
+    }
+
+    /// Top-level names of every envelope member other than the payload.
+    var roleHeads: [String] {
+        var heads: [String] = []
+        if let code { heads.append(code.head) }
+        if let m = success.member { heads.append(m) }
+        heads += messages.map(\.head) + extras.map(\.head)
+        // A pattern dialect's envelope is the matched member; what sits beside it at the top level
+        // (`sign`, `sign_type`) is never part of the answer, so its ignore list only documents them.
+        if case .pattern = payload { return heads }
+        return heads + ignore
+    }
+
+    /// The names looked for in the envelope object, each once, in a fixed order.
+    var scopeNames: [String] {
+        var names: [String] = []
+        var all = roleHeads
+        if case .member(let p) = payload { all.insert(p.head, at: 0) }
+        for n in all where !names.contains(n) { names.append(n) }
+        return names
+    }
+}

@@ -1,0 +1,94 @@
+// Walks over JSON the strict scan has already accepted: no checks, only the structure. Used for the
+// few steps below the top level a dialect names (`error.message`, an Alipay `*_response` object).
+
+/// Steps over values in a buffer that passed `ScanCore.run`.
+enum ValidJSON {
+    /// What looking for one member of an object found.
+    enum Lookup {
+        case absent
+        case found(Range<Int>)
+        case duplicate
+    }
+
+    /// The index just past the value that starts at `i` (no whitespace before it).
+    static func end(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> Int {
+        let c = base[i]
+        if c == UInt8(ascii: "\"") { return stringEnd(base, i &+ 1) }
+        if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") {
+            var depth = 0
+            var j = i
+            while true {
+                let b = base[j]
+                if b == UInt8(ascii: "\"") {
+                    j = stringEnd(base, j &+ 1)
+                    continue
+                }
+                if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") {
+                    depth &+= 1
+                } else if b == UInt8(ascii: "}") || b == UInt8(ascii: "]") {
+                    depth &-= 1
+                    if depth == 0 { return j &+ 1 }
+                }
+                j &+= 1
+            }
+        }
+        var j = i
+        while j < n {
+            let b = base[j]
+            if b == UInt8(ascii: ",") || b == UInt8(ascii: "}") || b == UInt8(ascii: "]") || b <= 0x20 { break }
+            j &+= 1
+        }
+        return j
+    }
+
+    /// The index just past the closing quote of a string whose content starts at `i`.
+    @inline(__always)
+    static func stringEnd(_ base: UnsafePointer<UInt8>, _ i: Int) -> Int {
+        var j = i
+        while true {
+            let b = base[j]
+            if b == UInt8(ascii: "\"") { return j &+ 1 }
+            j &+= b == UInt8(ascii: "\\") ? 2 : 1
+        }
+    }
+
+    /// The envelope members of the object spanning `object`, matched against `names` as the scan
+    /// matches the top level; nil when one of them appears twice.
+    static func members(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, _ names: EnvelopeNames) -> EnvelopeMembers? {
+        var top = ScanCore.TopLevel(names: names)
+        var ok = true
+        walk(base, object) { nameStart, nameEnd, value in
+            top.begin(base, nameStart, nameEnd)
+            top.fieldStart = value.lowerBound
+            ok = top.end(value.upperBound)
+            return ok
+        }
+        return ok ? top.members : nil
+    }
+
+    /// The value of the member named `name` in the object spanning `object`.
+    static func member(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, _ name: String) -> Lookup {
+        NameTable([name]).with { names in
+            guard let found = members(base, object, names) else { return .duplicate }
+            return found[0].map { .found($0.value) } ?? .absent
+        }
+    }
+
+    /// Calls `visit(nameStart, nameEnd, value)` for each member of the object spanning `object`
+    /// (name bounds exclude the quotes); stops when `visit` returns false.
+    static func walk(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, _ visit: (Int, Int, Range<Int>) -> Bool) {
+        let n = object.upperBound
+        var i = ScanCore.skipWhitespace(base, n, object.lowerBound &+ 1)
+        while base[i] == UInt8(ascii: "\"") {
+            let nameStart = i &+ 1
+            let afterName = stringEnd(base, nameStart)
+            // Past the name, its colon and the whitespace around it.
+            i = ScanCore.skipWhitespace(base, n, ScanCore.skipWhitespace(base, n, afterName) &+ 1)
+            let valueEnd = end(base, n, i)
+            guard visit(nameStart, afterName &- 1, i..<valueEnd) else { return }
+            i = ScanCore.skipWhitespace(base, n, valueEnd)
+            guard base[i] == UInt8(ascii: ",") else { return }
+            i = ScanCore.skipWhitespace(base, n, i &+ 1)
+        }
+    }
+}

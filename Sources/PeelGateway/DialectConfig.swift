@@ -1,0 +1,317 @@
+import Foundation
+import PeelEnvelope
+
+/// A change to a code list: a list replaces the dialect's, a list that starts with `+` adds to it.
+enum CodeListChange: Sendable, Equatable {
+    case replace([EnvelopeCode])
+    case add([EnvelopeCode])
+
+    /// The list after the change.
+    func applied(to base: CodeSet) -> CodeSet {
+        switch self {
+        case .replace(let codes): return CodeSet(codes)
+        case .add(let codes):
+            var set = base
+            for c in codes { set.insert(c) }
+            return set
+        }
+    }
+}
+
+/// What the field and code options (`--code-field`, `--success-codes`, …) change in the chosen
+/// dialect. They apply after `dialect`, whichever source set either, so that `--dialect ruoyi
+/// --auth-codes +403` means RuoYi's dialect with one more auth code.
+struct DialectOverrides: Sendable, Equatable {
+    var code: MemberPath?
+    var message: MemberPath?
+    var data: MemberPath?
+    var successCodes: CodeListChange?
+    var authCodes: CodeListChange?
+    var codeStatus: CodeStatusMap?
+
+    /// The dialect with these changes.
+    func applied(to base: Dialect) -> Dialect {
+        var d = base
+        if let code { d.code = code }
+        if let message { d.messages = [message] }
+        if let data { d.payload = .member(data) }
+        if let successCodes { d.successCodes = successCodes.applied(to: d.successCodes) }
+        if let authCodes { d.authCodes = authCodes.applied(to: d.authCodes) }
+        if let codeStatus { d.codeStatus = codeStatus }
+        return d
+    }
+}
+
+/// Reads dialects and codes from flags, the environment and the config file, and shows them.
+enum DialectConfig {
+    /// The presets' names, for errors.
+    static var presetNames: String { Dialect.presets.map(\.preset).joined(separator: ", ") }
+
+    /// A preset by name, or the error that lists them.
+    static func preset(_ name: String, _ o: String) throws(ConfigError) -> Dialect {
+        guard let d = Dialect.preset(named: name) else {
+            throw ConfigError(option: o, problem: "\(name) is not a dialect (presets: \(presetNames))")
+        }
+        return d
+    }
+
+    /// The `dialect` option: a preset's name, or (in the config file) an object.
+    static func dialect(_ v: ConfigValue, _ o: String) throws(ConfigError) -> Dialect {
+        switch v {
+        case .text(let name): return try preset(name, o)
+        case .map(let object): return try decode(object, o)
+        case .list, .array: throw ConfigError(option: o, problem: "must be a preset's name or an object")
+        }
+    }
+
+    /// A dialect described in the config file; unknown keys are refused with their path.
+    static func decode(_ object: [String: Any], _ o: String) throws(ConfigError) -> Dialect {
+        var d = Dialect.peel
+        if let p = object["preset"] {
+            guard let name = p as? String else { throw ConfigError(option: "\(o).preset", problem: "must be a string") }
+            d = try preset(name, "\(o).preset")
+        }
+        for key in object.keys.sorted() {
+            let value = object[key]!
+            let at = "\(o).\(key)"
+            switch key {
+            case "preset": break
+            case "code":
+                d.code = value is NSNull ? nil : try path(value, at)
+            case "success": d.success = try success(value, at)
+            case "success_codes": d.successCodes = try codes(fileValue(value), at, allowEmpty: true).applied(to: d.successCodes)
+            case "auth_codes": d.authCodes = try codes(fileValue(value), at, allowEmpty: true).applied(to: d.authCodes)
+            case "code_status": d.codeStatus = try codeStatus(fileValue(value), at)
+            case "message":
+                if let list = value as? [Any] {
+                    d.messages = try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(at)[\(k)]") }
+                } else {
+                    d.messages = [try path(value, at)]
+                }
+            case "payload": d.payload = try payload(value, at)
+            case "siblings":
+                guard let s = value as? String, let rule = Siblings(rawValue: s) else {
+                    throw ConfigError(option: at, problem: "must be drop or keep")
+                }
+                d.siblings = rule
+            case "ignore":
+                guard let list = value as? [Any] else { throw ConfigError(option: at, problem: "must be a list of member names") }
+                d.ignore = try list.enumerated().map { (k, v) throws(ConfigError) in
+                    guard let s = v as? String, !s.isEmpty else { throw ConfigError(option: "\(at)[\(k)]", problem: "must be a member name") }
+                    return s
+                }
+            case "extras":
+                guard let list = value as? [Any] else { throw ConfigError(option: at, problem: "must be a list of member paths") }
+                d.extras = try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(at)[\(k)]") }
+            default:
+                throw ConfigError(option: at, problem: "unknown key (preset, code, success, success_codes, auth_codes, code_status, message, payload, siblings, ignore, extras)")
+            }
+        }
+        d.preset = (object["preset"] as? String) ?? "peel"
+        return d
+    }
+
+    /// A member path (`msg`, `error.message`).
+    static func path(_ value: Any, _ o: String) throws(ConfigError) -> MemberPath {
+        guard let s = value as? String, let p = MemberPath(dotted: s) else {
+            throw ConfigError(option: o, problem: "must be a member name or a dotted path (error.message)")
+        }
+        return p
+    }
+
+    /// `code`, `code_or_absent`, `{"flag": NAME}`, `{"status": NAME}` or `{"error": NAME}`.
+    static func success(_ value: Any, _ o: String) throws(ConfigError) -> SuccessRule {
+        if let s = value as? String {
+            switch s {
+            case "code": return .code
+            case "code_or_absent": return .codeOrAbsent
+            default: break
+            }
+        } else if let m = value as? [String: Any], m.count == 1, let (k, v) = m.first, let name = v as? String, !name.isEmpty {
+            switch k {
+            case "flag": return .flag(name)
+            case "status": return .status(name)
+            case "error": return .errorMember(name)
+            default: break
+            }
+        }
+        throw ConfigError(option: o, problem: "must be code, code_or_absent, {\"flag\": NAME}, {\"status\": NAME} or {\"error\": NAME}")
+    }
+
+    /// A member path, `{"rest": true}`, or `{"pattern": "*SUFFIX", "failure": NAME}`.
+    static func payload(_ value: Any, _ o: String) throws(ConfigError) -> PayloadRule {
+        if value is String { return .member(try path(value, o)) }
+        if let m = value as? [String: Any] {
+            if m.count == 1, let rest = m["rest"], ConfigLoader.isBool(rest), (rest as? Bool) == true { return .rest }
+            if let pattern = m["pattern"] as? String, Set(m.keys).isSubset(of: ["pattern", "failure"]) {
+                guard pattern.hasPrefix("*"), pattern.count > 1, !pattern.dropFirst().contains("*") else {
+                    throw ConfigError(option: "\(o).pattern", problem: "must be *SUFFIX, like *_response")
+                }
+                var failure: String?
+                if let f = m["failure"] {
+                    guard let name = f as? String, !name.isEmpty else { throw ConfigError(option: "\(o).failure", problem: "must be a member name") }
+                    failure = name
+                }
+                return .pattern(suffix: String(pattern.dropFirst()), failure: failure)
+            }
+        }
+        throw ConfigError(option: o, problem: "must be a member path, {\"rest\": true} or {\"pattern\": \"*_response\", \"failure\": \"error_response\"}")
+    }
+
+    /// A config-file value as the options take it (the same conversion as top-level keys).
+    static func fileValue(_ raw: Any) -> ConfigValue {
+        switch raw {
+        case let a as [Any]: return .array(a)
+        case let d as [String: Any]: return .map(d)
+        case let s as String: return .text(s)
+        default: return .text("\(raw)")
+        }
+    }
+
+    /// A code list: from a flag or the environment, integers and double-quoted strings separated by
+    /// commas (`0,"00000"`); from the config file, a JSON array of integers and strings. A leading
+    /// `+` adds to the dialect's list (`+403`, `["+", 403]`).
+    /// Inside a dialect object an empty list is a statement (`"auth_codes": []`: no auth codes).
+    static func codes(_ v: ConfigValue, _ o: String, allowEmpty: Bool = false) throws(ConfigError) -> CodeListChange {
+        var add = false
+        var codes: [EnvelopeCode] = []
+        switch v {
+        case .map: throw ConfigError(option: o, problem: "must be a list of codes, not an object")
+        case .text, .list:
+            var text = v.flagText.trimmingCharacters(in: .whitespaces)
+            if text.hasPrefix("+") {
+                add = true
+                text = String(text.dropFirst())
+            }
+            for item in splitCodes(text) {
+                let trimmed = item.trimmingCharacters(in: .whitespaces)
+                if trimmed.isEmpty { continue }
+                codes.append(try flagCode(trimmed, o))
+            }
+        case .array(let items):
+            var rest = items[...]
+            if let first = rest.first as? String, first.hasPrefix("+") {
+                add = true
+                rest = rest.dropFirst()
+                let after = String(first.dropFirst())
+                if !after.isEmpty { codes.append(try flagCode(after, o)) }
+            }
+            for (k, item) in rest.enumerated() {
+                codes.append(try fileCode(item, "\(o)[\(k + items.count - rest.count)]"))
+            }
+        }
+        if codes.isEmpty && (add || !allowEmpty) {
+            throw ConfigError(option: o, problem: add ? "+ must be followed by what to add" : "needs at least one code")
+        }
+        return add ? .add(codes) : .replace(codes)
+    }
+
+    /// One code in flag syntax, or the error that says how to write one.
+    static func flagCode(_ text: String, _ o: String) throws(ConfigError) -> EnvelopeCode {
+        guard let code = EnvelopeCode.parse(flag: text) else {
+            throw ConfigError(option: o, problem: "\(text) is not a code: write an integer (200) or a string in double quotes (\"\(text)\")")
+        }
+        return code
+    }
+
+    /// One code in a JSON array: an integer within 64 bits, or a string.
+    static func fileCode(_ item: Any, _ o: String) throws(ConfigError) -> EnvelopeCode {
+        if let s = item as? String { return .string(s) }
+        if !ConfigLoader.isBool(item), let n = item as? NSNumber, ["i", "s", "l", "q"].contains(String(cString: n.objCType)) {
+            return .integer(n.int64Value)
+        }
+        throw ConfigError(option: o, problem: "\(item) is not a code: an integer or a string")
+    }
+
+    /// Splits a flag's code list on the commas outside double quotes.
+    static func splitCodes(_ text: String) -> [String] {
+        var items: [String] = []
+        var current = ""
+        var quoted = false
+        for ch in text {
+            if ch == "\"" { quoted.toggle() }
+            if ch == "," && !quoted {
+                items.append(current)
+                current = ""
+            } else {
+                current.append(ch)
+            }
+        }
+        items.append(current)
+        return items
+    }
+
+    /// The code → status map: `1001=409,"A0230"=401` from a flag; `{"1001": 409, "A0230": 401}` from
+    /// the file, where a key that is a canonical decimal integer means that integer.
+    static func codeStatus(_ v: ConfigValue, _ o: String) throws(ConfigError) -> CodeStatusMap {
+        var m: [EnvelopeCode: Int] = [:]
+        switch v {
+        case .map(let d):
+            for (k, val) in d {
+                guard !ConfigLoader.isBool(val), let n = val as? NSNumber, let st = Int(exactly: n.doubleValue), (400...599).contains(st) else {
+                    throw ConfigError(option: "\(o).\(k)", problem: "status must be a number 400-599")
+                }
+                let code: EnvelopeCode = EnvelopeCode.string(k).integerValue.map { .integer($0) } ?? .string(k)
+                m[code] = st
+            }
+        case .array:
+            throw ConfigError(option: o, problem: "must be an object ({\"1001\": 409}), not a list")
+        case .text, .list:
+            for item in splitCodes(v.flagText) {
+                let trimmed = item.trimmingCharacters(in: .whitespaces)
+                if trimmed.isEmpty { continue }
+                guard let eq = trimmed.lastIndex(of: "=") else { throw ConfigError(option: o, problem: "\(trimmed) is not CODE=STATUS") }
+                let code = try flagCode(String(trimmed[..<eq]).trimmingCharacters(in: .whitespaces), o)
+                guard let st = Int(trimmed[trimmed.index(after: eq)...].trimmingCharacters(in: .whitespaces)), (400...599).contains(st) else {
+                    throw ConfigError(option: o, problem: "status for \(code) must be 400-599")
+                }
+                m[code] = st
+            }
+        }
+        return CodeStatusMap(m)
+    }
+
+    /// The effective dialect as a config-file object, which reads back as the same dialect.
+    static func json(_ d: Dialect) -> String {
+        let q = ConfigLoader.q
+        var fields: [String] = ["\"preset\":" + q(d.preset)]
+        fields.append("\"code\":" + (d.code.map { q($0.description) } ?? "null"))
+        let success: String
+        switch d.success {
+        case .code: success = q("code")
+        case .codeOrAbsent: success = q("code_or_absent")
+        case .flag(let m): success = "{\"flag\":\(q(m))}"
+        case .status(let m): success = "{\"status\":\(q(m))}"
+        case .errorMember(let m): success = "{\"error\":\(q(m))}"
+        }
+        fields.append("\"success\":" + success)
+        fields.append("\"success_codes\":" + d.successCodes.json)
+        fields.append("\"auth_codes\":" + d.authCodes.json)
+        fields.append("\"code_status\":" + d.codeStatus.json)
+        fields.append("\"message\":[" + d.messages.map { q($0.description) }.joined(separator: ",") + "]")
+        let payload: String
+        switch d.payload {
+        case .member(let p): payload = q(p.description)
+        case .rest: payload = "{\"rest\":true}"
+        case .pattern(let suffix, let failure):
+            payload = "{\"pattern\":\(q("*" + suffix))" + (failure.map { ",\"failure\":\(q($0))" } ?? "") + "}"
+        }
+        fields.append("\"payload\":" + payload)
+        fields.append("\"siblings\":" + q(d.siblings.rawValue))
+        fields.append("\"ignore\":[" + d.ignore.map(q).joined(separator: ",") + "]")
+        fields.append("\"extras\":[" + d.extras.map { q($0.description) }.joined(separator: ",") + "]")
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+}
+
+extension ConfigValue {
+    /// The value as flag text: a list's items joined by commas.
+    var flagText: String {
+        switch self {
+        case .text(let t): return t
+        case .list(let l): return l.joined(separator: ",")
+        case .array(let a): return a.map { "\($0)" }.joined(separator: ",")
+        case .map: return ""
+        }
+    }
+}
