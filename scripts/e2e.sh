@@ -190,5 +190,11 @@ wait $PEEL_PID; rc=$?
 check "SIGTERM exits 0" "0" "$rc"
 check "shutdown events logged" "yes" "$(grep -q '"event":"stopped","clean":true' "$WORK/peel.err" && echo yes || echo no)"
 
+# Issue 25: every dialect preset, live, against one upstream serving every preset's samples.
+rc=0; python3 "$(dirname "$0")/dialect_e2e.py" "$PEEL" >"$WORK/dialects.txt" 2>&1 || rc=$?
+grep -E '^(FAIL|ok)' "$WORK/dialects.txt" | grep -c '^ok' >"$WORK/dialects.ok" || true
+check "dialects: every preset's samples answered as listed ($(cat "$WORK/dialects.ok") checks)" "0" "$rc"
+[ "$rc" -eq 0 ] || grep -E '^FAIL|Error|Traceback' "$WORK/dialects.txt" | head -20
+
 echo "e2e: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

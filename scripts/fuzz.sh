@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # libFuzzer + AddressSanitizer targets, each checked against an independent reference:
-#   scanner  PeelEnvelope's scanner and judge(), against a reference JSON reader, and every scan
-#            kernel the CPU runs (SSE2, AVX2, AVX-512) against the token scanner and each other;
+#   scanner  PeelEnvelope's scanner against a reference JSON reader, every scan kernel the CPU runs
+#            (SSE2, AVX2, AVX-512) against the token scanner and each other, and judge() under every
+#            dialect preset against a tree-building reference, on the input and on an envelope
+#            generated from it;
 #   http     PeelIO's HTTP/1.1 request parser and ConnectionMachine, against the demo's request parser.
 # FUZZ_TARGET picks one (default: all, scanner first); FUZZ_SECONDS bounds each run (default 60).
 # Everything lands in .build-fuzz/.
@@ -43,7 +45,8 @@ fuzz_scanner() {
   # Compiled from inside $out: with -g, swiftc writes module files to the working directory.
   (cd "$out" && "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -wmo -g \
     -module-name ScannerFuzz -I "$root/Sources/CPeelScan/include" \
-    "$root"/Sources/PeelEnvelope/*.swift "$root"/Fuzz/ScannerFuzz/*.swift "$scan"/*.o \
+    -D PEEL_FUZZ "$root"/Sources/PeelEnvelope/*.swift "$root"/Fuzz/ScannerFuzz/*.swift \
+    "$root"/Tests/PeelEnvelopeTests/DialectReference.swift "$scan"/*.o \
     -o "$out/scanner-fuzz")
 
   # Seed from the shared JSONTestSuite files when present, plus Peel's own envelope seeds.

@@ -110,7 +110,38 @@ func report(_ name: String, bytes: [UInt8], iterations: Int) {
     for (name, path) in kernels where !ScanCore.available(path) { print("  scan, \(name) kernel: this CPU lacks it") }
 }
 
+/// The rest-of-object path (issue 25) against the member path on the same ~100 KB: the large
+/// envelope's `data` members moved beside WeChat-style `errcode`/`errmsg`, judged under `wechat`,
+/// where the answer is built from the members' bytes instead of lent from the body.
+func reportRest(iterations: Int) {
+    let member = largeEnvelope()
+    let text = String(decoding: member, as: UTF8.self)
+    let inner = text.dropFirst(#"{"code":0,"message":"success","data":{"#.utf8.count).dropLast(2)
+    let rest = Array((#"{"errcode":0,"errmsg":"ok","# + inner + "}").utf8)
+    var wechat = EnvelopeConfig()
+    wechat.dialect = .wechat
+    let answer = UpstreamAnswer(status: 200, contentType: "application/json", path: "/items", isHead: false)
+    guard case .unwrap(200, _?) = judge(answer, body: member, config: EnvelopeConfig()),
+          case .unwrapRest(200, let built) = judge(answer, body: rest, config: wechat), built.count == rest.count - 26
+    else { fatalError("rest benchmark bodies do not judge as expected") }
+    let times = measure([
+        (iterations, {
+            if case .unwrap(_, let range?) = judge(answer, body: member, config: EnvelopeConfig()) { return range.count }
+            return 0
+        }),
+        (iterations, {
+            if case .unwrapRest(_, let body) = judge(answer, body: rest, config: wechat) { return body.count }
+            return 0
+        }),
+    ])
+    print("rest of the object: \(rest.count) bytes (wechat) against the member path on \(member.count) bytes (peel)")
+    print(String(format: "  judge(), payload member        %12.0f ns/op", times[0]))
+    print(String(format: "  judge(), rest of the object    %12.0f ns/op", times[1]))
+    print(String(format: "  ratio rest / member            %12.2fx (target at most 1.3x)", times[1] / times[0]))
+}
+
 report("small envelope", bytes: smallEnvelope(), iterations: 2_000)
 report("large envelope", bytes: largeEnvelope(), iterations: 20)
 report("bench /big envelope", bytes: benchListEnvelope(), iterations: 20)
+reportRest(iterations: 20)
 if sink == 42 { print("") }

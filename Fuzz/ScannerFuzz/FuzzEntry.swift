@@ -43,14 +43,6 @@ private func comparePaths(_ bytes: [UInt8], depth: Int) {
     }
 }
 
-/// The verdict without the problem's `reason` (issue 19), which the reference reader does not
-/// compute; the reason is held to the scanner on its own.
-private func withoutReason(_ verdict: Verdict) -> Verdict {
-    guard case .problem(var problem) = verdict else { return verdict }
-    problem.reason = nil
-    return .problem(problem)
-}
-
 /// Called by libFuzzer once per input.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -75,27 +67,38 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         }
     }
 
-    var config = EnvelopeConfig()
-    config.maxDepth = depth
-    for status in [200, 404, 500] {
-        let answer = UpstreamAnswer(status: status, contentType: "application/json", path: "/", isHead: false)
-        let verdict = judge(answer, body: bytes, config: config)
-        let expected = referenceVerdict(bytes, status: status, config: config)
-        if withoutReason(verdict) != expected { disagree("judge(\(status)) gave \(verdict), reference \(expected)", bytes) }
-        if case .problem(let problem) = verdict, problem.kind == .badUpstreamFormat, problem.reason?.isEmpty ?? true {
-            disagree("a malformed envelope without a reason: \(problem)", bytes)
-        }
-        switch verdict {
-        case .unwrap(_, let range?):
-            guard range.lowerBound >= 0, range.upperBound <= bytes.count else { disagree("data range out of bounds", bytes) }
-            // Any JSON value is itself a JSON text, so the unwrapped bytes must validate on their own.
-            if !JSONScanner.validate(Array(bytes[range]), maxDepth: depth) { disagree("unwrapped data is not JSON", bytes) }
-        case .problem(let problem):
-            let rendered = renderProblem(
-                problem, requestId: String(decoding: bytes.prefix(40), as: UTF8.self), language: .chinese, typeBase: "urn:x:")
-            if !JSONScanner.validate(rendered) { disagree("rendered problem is not JSON", bytes) }
-        case .unwrap(_, nil), .passthrough:
-            break
+    // The dialect target: the raw input, and an envelope built from it for each preset, judged in
+    // one pass and by the tree-building reference (Tests/PeelEnvelopeTests/DialectReference.swift).
+    var generator = EnvelopeGenerator(bytes: bytes)
+    for dialect in Dialect.presets {
+        var config = EnvelopeConfig()
+        config.maxDepth = depth
+        config.dialect = dialect
+        for body in [bytes, generator.envelope(for: dialect)] {
+            for status in [200, 404, 500] {
+                if let d = DialectReference(bytes: body, dialect: dialect, config: config).disagreement(status: status) {
+                    disagree(d, body)
+                }
+                let answer = UpstreamAnswer(status: status, contentType: "application/json", path: "/", isHead: false)
+                let verdict = judge(answer, body: body, config: config)
+                switch verdict {
+                case .problem(let problem):
+                    if problem.kind == .badUpstreamFormat, problem.reason?.isEmpty ?? true {
+                        disagree("a malformed envelope without a reason: \(problem)", body)
+                    }
+                    let rendered = renderProblem(
+                        problem, requestId: String(decoding: body.prefix(40), as: UTF8.self), language: .chinese, typeBase: "urn:x:")
+                    if !JSONScanner.validate(rendered) { disagree("rendered problem is not JSON", body) }
+                case .unwrap(_, let range?):
+                    guard range.lowerBound >= 0, range.upperBound <= body.count else { disagree("data range out of bounds", body) }
+                    // Any JSON value is itself a JSON text, so the unwrapped bytes must validate on their own.
+                    if !JSONScanner.validate(Array(body[range]), maxDepth: depth) { disagree("unwrapped data is not JSON", body) }
+                case .unwrapRest(_, let rest):
+                    if !JSONScanner.validate(rest, maxDepth: depth) { disagree("the rest of the object is not JSON", body) }
+                case .unwrap(_, nil), .passthrough:
+                    break
+                }
+            }
         }
     }
 

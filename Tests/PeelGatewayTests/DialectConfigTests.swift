@@ -117,4 +117,15 @@ final class DialectConfigTests: XCTestCase {
         XCTAssertTrue(text.contains(#"-> 200 {"token":"eyJhbGciOiJIUzUxMiJ9.e30.c2ln"}"#), text)
         XCTAssertTrue(text.contains(#""kind":"auth-expired""#))
     }
+
+    func testReadmeDialectsListing_isWhatPeelPrints() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        guard let start = text.range(of: "<!-- peel dialects -->\n```\n"), let end = text.range(of: "\n```\n<!-- /peel dialects -->") else {
+            return XCTFail("the README's dialects listing was not found")
+        }
+        let listed = String(text[start.upperBound..<end.lowerBound])
+        XCTAssertEqual(listed, DialectCatalog.text().trimmingCharacters(in: .newlines),
+                       "regenerate the README block with `peel dialects`")
+    }
 }
