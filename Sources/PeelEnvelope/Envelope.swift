@@ -1,21 +1,28 @@
-/// A dialect prepared once for scanning: its name tables and which slot holds each role's member.
-struct CompiledDialect: Hashable, Sendable {
+/// A dialect prepared once per configuration for scanning: its name tables and which slot holds each
+/// role's member. A class, so a call holds it with one reference however many parts it has.
+final class CompiledDialect: Sendable {
+    /// The dialect itself.
+    let dialect: Dialect
     /// The names looked for in the envelope object.
-    var scope: NameTable
+    let scope: NameTable
     /// Pattern dialects: the top-level names (the failure member, then the suffix's slot).
-    var outer: NameTable?
+    let outer: NameTable?
     /// Slot of the code path's head.
-    var code: Int?
+    let code: Int?
     /// Slot of the success rule's member.
-    var rule: Int?
+    let rule: Int?
     /// Slot of each message path's head.
-    var messages: [Int]
+    let messages: [Int]
     /// Slot of the payload path's head.
-    var payload: Int?
+    let payload: Int?
     /// Slot of each extra's head.
-    var extras: [Int]
+    let extras: [Int]
+
+    /// The default dialect's, shared by every configuration that keeps it.
+    static let peel = CompiledDialect(.peel)
 
     init(_ d: Dialect) {
+        dialect = d
         let names = d.scopeNames
         let slot = { (name: String) in names.firstIndex(of: name) }
         scope = NameTable(names)
@@ -23,9 +30,11 @@ struct CompiledDialect: Hashable, Sendable {
         rule = d.success.member.flatMap(slot)
         messages = d.messages.map { slot($0.head)! }
         extras = d.extras.map { slot($0.head)! }
-        if case .member(let p) = d.payload { payload = slot(p.head) }
+        if case .member(let p) = d.payload { payload = slot(p.head) } else { payload = nil }
         if case .pattern(let suffix, let failure) = d.payload {
             outer = NameTable(failure.map { [$0] } ?? [], suffix: suffix)
+        } else {
+            outer = nil
         }
     }
 }
@@ -89,7 +98,7 @@ struct Envelope {
         }
         guard scanned, let base = body.baseAddress else { return .malformed(nil) }
         var object = topObject(base, body.count)
-        if let outer = compiled.outer, case .pattern(let suffix, let failure) = config.dialect.payload {
+        if let outer = compiled.outer, case .pattern(let suffix, let failure) = compiled.dialect.payload {
             // The failure member first: `error_response` also ends with `_response`.
             guard let span = (failure == nil ? nil : members[0]) ?? members[outer.count] else {
                 return .malformed("no member named *\(suffix)" + (failure.map { " or \($0)" } ?? ""))
@@ -103,11 +112,14 @@ struct Envelope {
             }
             members = inner
         }
-        do {
-            return .envelope(try EnvelopeReader(base: base, object: object, members: members, dialect: config.dialect,
-                                                compiled: compiled).read())
-        } catch {
-            return .malformed(error.reason)
+        // The reader borrows the members where they lie: copying them per slot read costs more
+        // than the whole judgement.
+        return withUnsafePointer(to: &members) { members -> Reading in
+            do throws(EnvelopeFault) {
+                return .envelope(try EnvelopeReader(base: base, object: object, members: members, compiled: compiled).read())
+            } catch {
+                return .malformed(error.reason)
+            }
         }
     }
 
@@ -184,9 +196,10 @@ struct EnvelopeReader {
     /// The envelope object's bounds.
     let object: Range<Int>
     /// Its members the dialect names.
-    let members: EnvelopeMembers
-    let dialect: Dialect
+    let members: UnsafePointer<EnvelopeMembers>
     let compiled: CompiledDialect
+
+    var dialect: Dialect { compiled.dialect }
 
     func read() throws(EnvelopeFault) -> Envelope {
         let code = try readCode()
@@ -208,7 +221,7 @@ struct EnvelopeReader {
 
     /// The raw value at `path`, whose head is in `slot`; nil when absent.
     func value(_ path: MemberPath, slot: Int?) throws(EnvelopeFault) -> Range<Int>? {
-        guard let slot, let span = members[slot] else { return nil }
+        guard let slot, let span = members.pointee[slot] else { return nil }
         var r = span.value
         for (k, step) in path.steps.enumerated().dropFirst() {
             // `"error": null` holds no `error.code`: null is absence (Strapi sends `"data": null`).
@@ -299,7 +312,7 @@ struct EnvelopeReader {
     /// without a rule), or nothing when the envelope holds only its own members.
     func payload() throws(EnvelopeFault) -> Payload {
         // Members the dialect does not name.
-        let others = members.count - members.found
+        let others = members.pointee.count - members.pointee.found
         guard case .member(let path) = dialect.payload else { return rest(keeping: nil) }
         if let r = try value(path, slot: compiled.payload) {
             if others > 0 && dialect.siblings == .keep { return rest(keeping: compiled.payload) }
@@ -312,11 +325,10 @@ struct EnvelopeReader {
     /// and in the upstream's order; the object's own bytes when nothing is taken out.
     func rest(keeping kept: Int?) -> Payload {
         var cuts: [Range<Int>] = []
-        for k in members.slots.indices where k != kept {
-            let s = members.slots[k]
-            if s.keyStart >= 0 { cuts.append(s.keyStart..<s.value.upperBound) }
+        for k in 0..<Dialect.maxNames + 1 where k != kept {
+            if let s = members.pointee[k] { cuts.append(s.keyStart..<s.value.upperBound) }
         }
-        if cuts.isEmpty { return members.count == 0 ? .none : .range(object) }
+        if cuts.isEmpty { return members.pointee.count == 0 ? .none : .range(object) }
         cuts.sort { $0.lowerBound < $1.lowerBound }
         var out: [UInt8] = []
         out.reserveCapacity(object.count)

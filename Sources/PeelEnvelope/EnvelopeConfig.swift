@@ -1,11 +1,12 @@
 /// How upstream envelopes are recognised and how their codes map to HTTP answers.
 public struct EnvelopeConfig: Sendable {
     /// How the upstream's envelopes look; default the seed's (`Dialect.peel`).
-    public var dialect: Dialect = .peel {
-        didSet { compiled = CompiledDialect(dialect) }
+    public var dialect: Dialect {
+        get { compiled.dialect }
+        set { compiled = CompiledDialect(newValue) }
     }
-    /// The dialect's name tables and slots, prepared once per configuration, never per call.
-    var compiled = CompiledDialect(.peel)
+    /// The dialect with its name tables and slots, prepared once per configuration, never per call.
+    var compiled = CompiledDialect.peel
     /// HTTP status for business errors without an override; default 422.
     public var businessStatus: Int = 422
     /// Media ranges answered without unwrapping (`type/*` wildcards, case-insensitive, parameters ignored).

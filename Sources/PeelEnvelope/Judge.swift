@@ -24,7 +24,7 @@ public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UI
 private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ body: UnsafeBufferPointer<UInt8>,
                      _ config: EnvelopeConfig) -> Verdict {
     let status = answer.status
-    let dialect = config.dialect
+    let dialect = config.compiled.dialect
     guard status >= 200 && status <= 299 else {
         // An upstream non-2xx is `upstream-error` whatever its envelope says, unless its code is an auth code.
         guard case .envelope(let e) = reading else {

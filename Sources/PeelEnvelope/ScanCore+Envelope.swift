@@ -66,18 +66,13 @@ struct EnvelopeMembers: Equatable {
     var slots = InlineArray<17, MemberSpan>(repeating: MemberSpan(keyStart: -1, value: 0..<0))
     /// How many members the object has, envelope or not.
     var count = 0
+    /// How many slots are filled.
+    var found = 0
 
     /// The span in slot k, if found.
     subscript(_ k: Int) -> MemberSpan? {
         let s = slots[k]
         return s.keyStart < 0 ? nil : s
-    }
-
-    /// How many slots were filled.
-    var found: Int {
-        var n = 0
-        for k in slots.indices where slots[k].keyStart >= 0 { n += 1 }
-        return n
     }
 
     static func == (a: EnvelopeMembers, b: EnvelopeMembers) -> Bool {
@@ -93,6 +88,7 @@ struct EnvelopeMembers: Equatable {
         let k = Int(field) &- 1
         guard slots[k].keyStart < 0 else { return false }
         slots[k] = MemberSpan(keyStart: keyStart, value: range)
+        found &+= 1
         return true
     }
 }
