@@ -34,7 +34,7 @@ public enum OfflineStoreURL: Sendable, Equatable, CustomStringConvertible {
         guard text.hasPrefix("redis://") else { return bad("must be memory, redis://HOST:PORT[/DB] or unix:///PATH") }
         var rest = Substring(text.dropFirst(8))
         if rest.contains("?") || rest.contains("#") { return bad("must not carry a query or fragment") }
-        if rest.contains("@") { return bad("must not carry a user or password (Redis AUTH is not supported)") }
+        if rest.contains("@") { return bad("must not carry a user or password: a URL is shown and logged; give them in --offline-store-password-file") }
         var database = 0
         if let slash = rest.firstIndex(of: "/") {
             let db = rest[rest.index(after: slash)...]
@@ -131,8 +131,11 @@ final class RedisOfflineStore: OfflineStore {
     /// even read (`storable` builds a String per field: 14 µs of CPU per /small call measured).
     private var offered: [OfflineCacheKey: (raw: Int, at: Double, vary: [String], values: [String?])] = [:]
 
+    /// Bytes a reply may hold beyond the largest value Peel reads (`$<length>\r\n`, `\r\n`).
+    static let replyFraming = 64
+
     init(loop: EventLoop, cache: OfflineCache, stats: OfflineStoreStats, codec: OfflineStoreCodec, endpoint: RedisEndpoint,
-         database: Int, readTimeout: Double, workerIndex: Int) {
+         database: Int, credentials: RedisCredentials?, readTimeout: Double, workerIndex: Int) {
         self.loop = loop
         self.cache = cache
         self.stats = stats
@@ -141,7 +144,9 @@ final class RedisOfflineStore: OfflineStore {
         self.database = database
         self.readTimeout = readTimeout
         self.workerIndex = workerIndex
-        connection = RedisConnection(loop: loop)
+        // Reads ask for at most the bound plus one byte; a reply longer than that is not Redis
+        // answering Peel's commands, and is never buffered whole.
+        connection = RedisConnection(loop: loop, maxReply: codec.maxEntry + 1 + Self.replyFraming, credentials: credentials)
         connection.onEvent = { [unowned self] event in self.connectionEvent(event) }
     }
 
@@ -167,22 +172,32 @@ final class RedisOfflineStore: OfflineStore {
     private func connectionEvent(_ event: RedisConnectionEvent) {
         switch event {
         case .connected:
+            // The server answered (the handshake's reply): only now is the outage over.
             backoff = 0.1
+            stats.authFailed.store(false, ordering: .relaxed)
             if !counted { stats.connected.add(1, ordering: .relaxed) }
             counted = true
             if reportedDown || workerIndex == 0 {
                 EventLog.emit("offline_store_connected", [("worker", "\(workerIndex)"), ("store", jsonEscaped(stats.endpoint))])
             }
             reportedDown = false
-        case .connectFailed(let why), .disconnected(let why):
+        case .connectFailed(let why), .disconnected(let why), .authFailed(let why):
             if counted { stats.connected.subtract(1, ordering: .relaxed) }
             counted = false
-            stats.connectFailures.add(1, ordering: .relaxed)
+            if case .authFailed = event {
+                // Counted apart: a password to fix, not a store that is down or full.
+                stats.authFailures.add(1, ordering: .relaxed)
+                stats.authFailed.store(true, ordering: .relaxed)
+            } else {
+                stats.connectFailures.add(1, ordering: .relaxed)
+            }
             stats.lastError.withLock { $0 = (why, wallNow()) }
             if !reportedDown {
                 // Once per outage and worker: a store that stays down is in /status and /metrics.
+                let state = if case .authFailed = event { "auth_failed" } else { "down" }
                 EventLog.emit("offline_store_down", [("worker", "\(workerIndex)"), ("store", jsonEscaped(stats.endpoint)),
-                                                     ("error", jsonEscaped(why)), ("retry_in", "\(backoff)")])
+                                                     ("state", jsonEscaped(state)), ("error", jsonEscaped(why)),
+                                                     ("retry_in", "\(backoff)")])
                 reportedDown = true
             }
             // Replies still owed on the lost connection came back as failures; the bound starts again.
@@ -302,6 +317,11 @@ final class RedisOfflineStore: OfflineStore {
             case .failed:
                 self.forget(key)
                 self.stats.writesFailed.add(1, ordering: .relaxed)
+            case .error(let e) where RedisConnection.isAuthError(e):
+                // The server asks for credentials it did not ask for at connect (a `requirepass` or
+                // ACL change): not a refusal of this value. The connection starts again with AUTH.
+                self.forget(key)
+                self.connection.drop(e, auth: true)
             default:
                 // `OOM command not allowed when used memory > 'maxmemory'`, or any other refusal:
                 // counted; the call was answered long ago.
