@@ -312,6 +312,7 @@ port, mode, count_file = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 lock, n = threading.Lock(), [0]
 srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", port)); srv.listen(128)
+open(count_file, "w").write("0")  # listening: the count starts
 def huge(c):
     try:
         c.recv(65536)
@@ -337,7 +338,7 @@ PYEOF
 start_upstream
 FP=$(free_port); FA=$(free_port); FG=$(free_port)
 python3 "$WORK/fake-store.py" "$FP" close "$WORK/closes" & FAKE_PID=$!; pids+=($FAKE_PID)
-sleep 0.2
+for _ in $(seq 1 100); do [ -s "$WORK/closes" ] && break; sleep 0.05; done
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$FG --admin-listen 127.0.0.1:$FA --offline-store "redis://127.0.0.1:$FP/0" \
   >/dev/null 2>"$WORK/f.err" & F_PID=$!; pids+=($F_PID)
 sleep 5
@@ -351,7 +352,7 @@ check "... one offline_store_down line per worker for the whole outage" "2" "$(g
 # A 100 MB reply: refused as it arrives, never buffered whole; calls meanwhile are not held up.
 FP=$(free_port); FA=$(free_port); FG=$(free_port)
 python3 "$WORK/fake-store.py" "$FP" huge "$WORK/huges" & FAKE_PID=$!; pids+=($FAKE_PID)
-sleep 0.2
+for _ in $(seq 1 100); do [ -s "$WORK/huges" ] && break; sleep 0.05; done
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$FG --admin-listen 127.0.0.1:$FA --offline-store "redis://127.0.0.1:$FP/0" \
   >/dev/null 2>"$WORK/h.err" & F_PID=$!; pids+=($F_PID)
 wait_for $FA 'd["reachability"]["state"]' reachable || true
