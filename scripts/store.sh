@@ -419,3 +419,65 @@ rc=0; out=$("$PEEL" --upstream http://127.0.0.1:1 --offline-cache 1MiB --offline
   --offline-store-secret-file "$WORK/secret" 2>&1) || rc=$?
 check "a password in the store URL: exit 2, naming --offline-store-password-file, not echoing the password" "2 yes 0" \
   "$rc $(echo "$out" | grep -q -- '--offline-store-password-file' && echo yes || echo no) $(echo "$out" | grep -c -- "$PW" || true)"
+
+# What a client's request may not do to a shared entry, on both stores (RFC 9111 §4, §4.3.4): a
+# no-store request, an If-Match answered 412 and a 304 for another Vary value leave the public
+# entry every other client is served while offline. The upstream: one public endpoint, 412 for any
+# If-Match, 304 for a matching If-None-Match, Vary: X-Lang.
+cat >"$WORK/shared-upstream.py" <<'PYEOF'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        head = [("Cache-Control", "public, max-age=60"), ("ETag", '"v1"'), ("Vary", "X-Lang")]
+        if self.headers.get("If-Match"):
+            status, body = 412, b'{"code":412,"message":"precondition failed"}'
+        elif self.headers.get("If-None-Match") == '"v1"':
+            status, body = 304, b""
+        else:
+            status, body = 200, b'{"code":0,"data":{"shared":"v1"}}'
+        self.send_response(status)
+        for k, v in head: self.send_header(k, v)
+        if status != 304:
+            self.send_header("Content-Type", "application/json"); self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PYEOF
+SU=$(free_port)
+python3 "$WORK/shared-upstream.py" "$SU" & SU_PID=$!; pids+=($SU_PID)
+for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$SU/" && break; sleep 0.05; done
+shared_run() { # shared_run NAME STORE-ARGS...: one Peel in front of the shared upstream; leaves S_GW, S_ADMIN, S_PID
+  local name=$1; shift
+  S_GW=$(free_port); S_ADMIN=$(free_port)
+  "$PEEL" --upstream "http://127.0.0.1:$SU" --access-log off --workers 2 --probe-interval 0.2 --probe-timeout 0.2 \
+    --connect-timeout 0.2 --fall 2 --rise 1 --offline-cache 1MiB --offline-store-secret-file "$WORK/secret" \
+    --listen 127.0.0.1:$S_GW --admin-listen 127.0.0.1:$S_ADMIN "$@" >/dev/null 2>"$WORK/shared-$name.err" & S_PID=$!; pids+=($S_PID)
+  wait_for $S_ADMIN 'd["reachability"]["state"]' reachable || true
+}
+sget() { # sget PATH HEADER... → status
+  local p=$1; shift; local args=()
+  for h in "$@"; do args+=(-H "$h"); done
+  curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${args[@]}" -H "$H" "http://127.0.0.1:$S_GW$p"
+}
+for store in memory redis; do
+  args=(--offline-store memory); [ $store == redis ] && args=(--offline-store "redis://127.0.0.1:$RP/3")
+  [ $store == redis ] && redis-cli -p "$RP" -n 3 FLUSHDB >/dev/null
+  shared_run $store "${args[@]}"
+  [ $store == redis ] && { wait_for $S_ADMIN 'd["offline_store"]["state"]' connected || true; }
+  settle() { sleep 0.3; }
+  check "$store: the public answers (anonymous) are 200" "200 200 200" "$(sget /a 'X-Lang: en') $(sget /b 'X-Lang: en') $(sget /c 'X-Lang: en')"
+  settle
+  check "$store: /a again with Cache-Control: no-store is 200" "200" "$(sget /a 'X-Lang: en' 'Cache-Control: no-store')"
+  check "$store: /b with If-Match: the upstream answers 412" "412" "$(sget /b 'X-Lang: en' 'If-Match: "nope"')"
+  check "$store: /c for another Vary value, conditional: 304" "304" "$(sget /c 'X-Lang: fr' 'If-None-Match: "v1"')"
+  settle
+  kill $SU_PID; wait $SU_PID 2>/dev/null || true
+  wait_for $S_ADMIN 'd["reachability"]["state"]' unreachable || true
+  check "$store: offline, every other client still gets all three shared entries" "200 200 200" \
+    "$(sget /a 'X-Lang: en') $(sget /b 'X-Lang: en') $(sget /c 'X-Lang: en')"
+  kill $S_PID; wait $S_PID 2>/dev/null || true
+  python3 "$WORK/shared-upstream.py" "$SU" & SU_PID=$!; pids+=($SU_PID)
+  for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$SU/" && break; sleep 0.05; done
+done

@@ -22,6 +22,14 @@ protocol OfflineStore: AnyObject {
     func invalidate(key: OfflineCacheKey)
 }
 
+extension OfflineStore {
+    /// A newer answer to the GET or HEAD keyed `key` that is not stored: drops the stored entry when
+    /// `OfflineCacheRules.unstoredAnswerDrops` says it speaks for the resource (RFC 9111 §4).
+    func answeredUnstored(key: OfflineCacheKey, status: Int, request: CacheRequest) {
+        if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request) { invalidate(key: key) }
+    }
+}
+
 /// The in-memory cache (issue 17) as a worker's store: answers at once.
 final class MemoryOfflineStore: OfflineStore {
     private let cache: OfflineCache
