@@ -18,7 +18,9 @@ release: deps
 demo: release
 	$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel demo
 
+# The offline store's table and connection tests start their own redis-server.
 unit: deps
+	scripts/install-deps.sh redis-server
 	$(SWIFT) build $(SWIFT_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_FLAGS) --skip-build
 
@@ -56,6 +58,7 @@ bench: release
 	STORE=redis PATHS=small TARGETS="direct peel2 peelS" Benchmarks/run.sh
 
 sanitize: deps
+	scripts/install-deps.sh redis-server
 	scripts/sanitize.sh
 
 container-test: release

@@ -59,7 +59,7 @@ port, seconds, threads = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 target = sys.argv[4]
 headers = dict(h.split(": ", 1) for h in sys.argv[5:])
 lock = threading.Lock()
-statuses, errors, worst, calls = collections.Counter(), [0], [0.0], [0]
+statuses, errors, worst, calls, durations = collections.Counter(), [0], [0.0], [0], []
 def run():
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     end = time.time() + seconds
@@ -70,7 +70,7 @@ def run():
             r = conn.getresponse(); r.read()
             d = time.monotonic() - t
             with lock:
-                statuses[r.status] += 1; calls[0] += 1; worst[0] = max(worst[0], d)
+                statuses[r.status] += 1; calls[0] += 1; worst[0] = max(worst[0], d); durations.append(d)
             if r.getheader("connection", "").lower() == "close":
                 conn.close(); conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
         except Exception:
@@ -82,6 +82,8 @@ for t in ts: t.start()
 for t in ts: t.join()
 print("calls=%d errors=%d max_ms=%.0f statuses=%s" % (calls[0], errors[0], worst[0] * 1000,
       ",".join("%d:%d" % kv for kv in sorted(statuses.items()))))
+durations.sort()
+print("p99_ms=%.0f" % (durations[int(len(durations) * 0.99)] * 1000 if durations else -1))
 PYEOF
 resp() { python3 "$WORK/resp.py" "$RP" "$@"; }
 
@@ -205,7 +207,7 @@ check "the value Peel wrote, put back: served again" "200" "$(get $GB "$H" "$ALI
 python3 "$WORK/load.py" $GB 2.5 4 "$TARGET" "$H" "$ALICE" "$ALICE_COOKIE" >"$WORK/load1.txt" & LOADER=$!
 sleep 1; kill -9 $REDIS_PID; wait $REDIS_PID 2>/dev/null || true; wait $LOADER
 read -r calls errors maxms statuses < <(sed 's/[a-z_]*=//g' "$WORK/load1.txt")
-log1=$(cat "$WORK/load1.txt")
+log1=$(head -1 "$WORK/load1.txt")
 check "offline, Redis killed under load: no call failed [$log1]" "0" "$errors"
 check "... only stale answers and offline problems" "yes" "$(echo "$statuses" | grep -Eq '^200:[0-9]+,503:[0-9]+$' && echo yes || echo "no: $statuses")"
 check_le "... no call waited past the read bound (50 ms) plus scheduling slack (ms)" 400 "$maxms"
@@ -228,7 +230,7 @@ wait_for $AA 'd["reachability"]["state"]' reachable || true; wait_for $AB 'd["re
 python3 "$WORK/load.py" $GA 2.5 4 "$TARGET" "$H" "$ALICE" "$ALICE_COOKIE" >"$WORK/load2.txt" & LOADER=$!
 sleep 1; kill -9 $REDIS_PID; wait $REDIS_PID 2>/dev/null || true; wait $LOADER
 read -r calls errors maxms statuses < <(sed 's/[a-z_]*=//g' "$WORK/load2.txt")
-check "reachable, Redis killed under load: every call 200 [$(cat "$WORK/load2.txt")]" "0 200:$calls" "$errors $statuses"
+check "reachable, Redis killed under load: every call 200 [$(head -1 "$WORK/load2.txt")]" "0 200:$calls" "$errors $statuses"
 check_le "... none slowed past 400 ms" 400 "$maxms"
 check "A counts the lost connection" "yes" "$([ "$(metric $AA peel_offline_store_connect_failures_total)" -ge 1 ] && echo yes || echo no)"
 
@@ -299,3 +301,183 @@ for secret in alice-token-7f3c9e cookie-secret-51d2 path-secret-93ab /api/user; 
 done
 check "the values hold the answer (the check above could see a secret if one were there)" "yes" \
   "$(grep -aq 'Ada Lovelace' "$WORK/all-values" && echo yes || echo no)"
+
+# Stores that misbehave on purpose (issue 28): a fake that accepts every connection and closes it
+# at once (a Redis at maxclients, a port-forward with nothing behind it), and one that answers
+# anything with a 100 MB bulk reply. Each counts the connections it took.
+cat >"$WORK/fake-store.py" <<'PYEOF'
+# fake-store.py PORT close|huge COUNT-FILE
+import socket, sys, threading
+port, mode, count_file = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+lock, n = threading.Lock(), [0]
+srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port)); srv.listen(128)
+open(count_file, "w").write("0")  # listening: the count starts
+def huge(c):
+    try:
+        c.recv(65536)
+        c.sendall(b"$100000000\r\n")
+        chunk = b"x" * (1 << 20)
+        for _ in range(100):
+            c.sendall(chunk)
+        c.sendall(b"\r\n")
+        while c.recv(65536): pass
+    except OSError:
+        pass
+    c.close()
+while True:
+    c, _ = srv.accept()
+    with lock:
+        n[0] += 1
+        open(count_file, "w").write(str(n[0]))
+    if mode == "close":
+        c.close()
+    else:
+        threading.Thread(target=huge, args=(c,), daemon=True).start()
+PYEOF
+start_upstream
+FP=$(free_port); FA=$(free_port); FG=$(free_port)
+python3 "$WORK/fake-store.py" "$FP" close "$WORK/closes" & FAKE_PID=$!; pids+=($FAKE_PID)
+for _ in $(seq 1 100); do [ -s "$WORK/closes" ] && break; sleep 0.05; done
+"$PEEL" "${common[@]}" --listen 127.0.0.1:$FG --admin-listen 127.0.0.1:$FA --offline-store "redis://127.0.0.1:$FP/0" \
+  >/dev/null 2>"$WORK/f.err" & F_PID=$!; pids+=($F_PID)
+sleep 5
+taken=$(cat "$WORK/closes" 2>/dev/null || echo 0)
+kill $F_PID; wait $F_PID 2>/dev/null || true
+kill $FAKE_PID; wait $FAKE_PID 2>/dev/null || true
+check_le "a store that accepts and closes: connections in 5 s, 2 workers (backoff from 0.1 s doubling to 5 s)" 40 "$taken"
+check "... it is never taken for connected" "0" "$(grep -c '"event":"offline_store_connected"' "$WORK/f.err" || true)"
+check "... one offline_store_down line per worker for the whole outage" "2" "$(grep -c '"event":"offline_store_down"' "$WORK/f.err" || true)"
+
+# A 100 MB reply: refused as it arrives, never buffered whole; calls meanwhile are not held up.
+FP=$(free_port); FA=$(free_port); FG=$(free_port)
+python3 "$WORK/fake-store.py" "$FP" huge "$WORK/huges" & FAKE_PID=$!; pids+=($FAKE_PID)
+for _ in $(seq 1 100); do [ -s "$WORK/huges" ] && break; sleep 0.05; done
+"$PEEL" "${common[@]}" --listen 127.0.0.1:$FG --admin-listen 127.0.0.1:$FA --offline-store "redis://127.0.0.1:$FP/0" \
+  >/dev/null 2>"$WORK/h.err" & F_PID=$!; pids+=($F_PID)
+wait_for $FA 'd["reachability"]["state"]' reachable || true
+python3 "$WORK/load.py" $FG 5 4 "$TARGET" "$H" "$ALICE" >"$WORK/load3.txt"
+p99=$(sed -n 's/^p99_ms=//p' "$WORK/load3.txt")
+hwm=$(awk '/^VmHWM/{print int($2/1024)}' /proc/$F_PID/status)
+huges=$(cat "$WORK/huges" 2>/dev/null || echo 0)
+read -r calls errors maxms statuses < <(head -1 "$WORK/load3.txt" | sed 's/[a-z_]*=//g')
+check "a store answering 100 MB: every call 200 [$(head -1 "$WORK/load3.txt"), p99 ${p99} ms, peak RSS ${hwm} MB, ${huges} connections]" \
+  "0 200:$calls" "$errors $statuses"
+check "... the fake store was asked, and answered with its 100 MB" "yes" "$([ "$huges" -ge 2 ] && echo yes || echo no)"
+check_le "... calls meanwhile at p99 (ms)" 200 "$p99"
+check_le "... peak RSS (MB)" 150 "$hwm"
+check "... the reply was refused for its size, in the log" "yes" "$(grep -q 'a reply over' "$WORK/h.err" && echo yes || echo no)"
+kill $F_PID; wait $F_PID 2>/dev/null || true
+kill $FAKE_PID; wait $FAKE_PID 2>/dev/null || true
+
+# A Redis with requirepass: no password and a wrong one are auth_failed (not "connected", not
+# refused writes); the right one works; the password is shown nowhere.
+PW="pw-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+AP=$(free_port)
+redis-server --port "$AP" --bind 127.0.0.1 --requirepass "$PW" --save '' --appendonly no --dir "$WORK" >>"$WORK/redis-auth.log" 2>&1 & AUTH_PID=$!; pids+=($AUTH_PID)
+for _ in $(seq 1 100); do redis-cli -p "$AP" -a "$PW" --no-auth-warning PING 2>/dev/null | grep -q PONG && break; sleep 0.05; done
+printf '%s\n' "$PW" >"$WORK/pw"; printf 'wrong-password\n' >"$WORK/wrong-pw"
+redis-cli -p "$AP" -a "$PW" --no-auth-warning ACL SETUSER peel on ">$PW-acl" '~peel:*' '+@all' >/dev/null
+printf 'peel\n%s-acl\n' "$PW" >"$WORK/acl-pw"
+run_auth() { # run_auth NAME [PASSWORD-FILE]: a Peel on the requirepass Redis; leaves A_ADMIN, A_GW, A_PID
+  A_ADMIN=$(free_port); A_GW=$(free_port)
+  local extra=(); [ -n "${2:-}" ] && extra=(--offline-store-password-file "$2")
+  "$PEEL" "${common[@]}" --listen 127.0.0.1:$A_GW --admin-listen 127.0.0.1:$A_ADMIN --offline-store "redis://127.0.0.1:$AP/0" \
+    "${extra[@]}" >/dev/null 2>"$WORK/auth-$1.err" & A_PID=$!; pids+=($A_PID)
+  wait_for $A_ADMIN 'd["reachability"]["state"]' reachable || true
+}
+for case in none wrong; do
+  file=""; [ "$case" == wrong ] && file="$WORK/wrong-pw"
+  run_auth $case $file
+  wait_for $A_ADMIN 'd["offline_store"]["state"]' auth_failed 100 || true
+  check "requirepass, $case password: /status says auth_failed" "auth_failed 0" \
+    "$(status $A_ADMIN 'd["offline_store"]["state"], d["offline_store"]["connected_workers"]')"
+  get $A_GW "$H" "$ALICE" >/dev/null; sleep 0.3
+  check "... counted as auth failures, never as refused writes" "yes 0" \
+    "$([ "$(metric $A_ADMIN peel_offline_store_auth_failures_total)" -ge 1 ] && echo yes || echo no) $(metric $A_ADMIN 'peel_offline_store_writes_total{result="refused"}')"
+  check "... the log line says auth_failed" "yes" "$(grep '"event":"offline_store_down"' "$WORK/auth-$case.err" | grep -q '"state":"auth_failed"' && echo yes || echo no)"
+  kill $A_PID; wait $A_PID 2>/dev/null || true
+done
+for case in right acl; do
+  file="$WORK/pw"; [ "$case" == acl ] && file="$WORK/acl-pw"
+  run_auth $case "$file"
+  wait_for $A_ADMIN 'd["offline_store"]["state"]' connected 100 || true
+  check "requirepass, the $case password file: connected" "connected 2" \
+    "$(status $A_ADMIN 'd["offline_store"]["state"], d["offline_store"]["connected_workers"]')"
+  before=$(redis-cli -p "$AP" -a "$PW" --no-auth-warning DBSIZE)
+  curl -s -o /dev/null -H "$H" -H "Authorization: Bearer $case" "http://127.0.0.1:$A_GW$TARGET"
+  for _ in $(seq 1 50); do [ "$(redis-cli -p "$AP" -a "$PW" --no-auth-warning DBSIZE)" -gt "$before" ] && break; sleep 0.05; done
+  check "... and the answer is written" "yes" "$([ "$(redis-cli -p "$AP" -a "$PW" --no-auth-warning DBSIZE)" -gt "$before" ] && echo yes || echo no)"
+  curl -s "http://127.0.0.1:$A_ADMIN/status" >"$WORK/auth-status"; curl -s "http://127.0.0.1:$A_ADMIN/metrics" >"$WORK/auth-metrics"
+  "$PEEL" check-config "${common[@]}" --offline-store "redis://127.0.0.1:$AP/0" --offline-store-password-file "$file" >"$WORK/auth-config"
+  kill $A_PID; wait $A_PID 2>/dev/null || true
+  check "... the password is in none of /status, /metrics, the log, check-config" "0" \
+    "$(cat "$WORK/auth-status" "$WORK/auth-metrics" "$WORK/auth-$case.err" "$WORK/auth-config" | grep -c -- "$PW" || true)"
+  check "... check-config names the file" "yes" "$(grep -q -- "$file" "$WORK/auth-config" && echo yes || echo no)"
+done
+rc=0; out=$("$PEEL" --upstream http://127.0.0.1:1 --offline-cache 1MiB --offline-store "redis://:$PW@127.0.0.1:$AP" \
+  --offline-store-secret-file "$WORK/secret" 2>&1) || rc=$?
+check "a password in the store URL: exit 2, naming --offline-store-password-file, not echoing the password" "2 yes 0" \
+  "$rc $(echo "$out" | grep -q -- '--offline-store-password-file' && echo yes || echo no) $(echo "$out" | grep -c -- "$PW" || true)"
+
+# What a client's request may not do to a shared entry, on both stores (RFC 9111 §4, §4.3.4): a
+# no-store request, an If-Match answered 412 and a 304 for another Vary value leave the public
+# entry every other client is served while offline. The upstream: one public endpoint, 412 for any
+# If-Match, 304 for a matching If-None-Match, Vary: X-Lang.
+cat >"$WORK/shared-upstream.py" <<'PYEOF'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a): pass
+    def do_GET(self):
+        head = [("Cache-Control", "public, max-age=60"), ("ETag", '"v1"'), ("Vary", "X-Lang")]
+        if self.headers.get("If-Match"):
+            status, body = 412, b'{"code":412,"message":"precondition failed"}'
+        elif self.headers.get("If-None-Match") == '"v1"':
+            status, body = 304, b""
+        else:
+            status, body = 200, b'{"code":0,"data":{"shared":"v1"}}'
+        self.send_response(status)
+        for k, v in head: self.send_header(k, v)
+        if status != 304:
+            self.send_header("Content-Type", "application/json"); self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PYEOF
+SU=$(free_port)
+python3 "$WORK/shared-upstream.py" "$SU" & SU_PID=$!; pids+=($SU_PID)
+for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$SU/" && break; sleep 0.05; done
+shared_run() { # shared_run NAME STORE-ARGS...: one Peel in front of the shared upstream; leaves S_GW, S_ADMIN, S_PID
+  local name=$1; shift
+  S_GW=$(free_port); S_ADMIN=$(free_port)
+  "$PEEL" --upstream "http://127.0.0.1:$SU" --access-log off --workers 2 --probe-interval 0.2 --probe-timeout 0.2 \
+    --connect-timeout 0.2 --fall 2 --rise 1 --offline-cache 1MiB --offline-store-secret-file "$WORK/secret" \
+    --listen 127.0.0.1:$S_GW --admin-listen 127.0.0.1:$S_ADMIN "$@" >/dev/null 2>"$WORK/shared-$name.err" & S_PID=$!; pids+=($S_PID)
+  wait_for $S_ADMIN 'd["reachability"]["state"]' reachable || true
+}
+sget() { # sget PATH HEADER... → status
+  local p=$1; shift; local args=()
+  for h in "$@"; do args+=(-H "$h"); done
+  curl -s -o /dev/null -w '%{http_code}' --max-time 5 "${args[@]}" -H "$H" "http://127.0.0.1:$S_GW$p"
+}
+for store in memory redis; do
+  args=(--offline-store memory); [ $store == redis ] && args=(--offline-store "redis://127.0.0.1:$RP/3")
+  [ $store == redis ] && redis-cli -p "$RP" -n 3 FLUSHDB >/dev/null
+  shared_run $store "${args[@]}"
+  [ $store == redis ] && { wait_for $S_ADMIN 'd["offline_store"]["state"]' connected || true; }
+  settle() { sleep 0.3; }
+  check "$store: the public answers (anonymous) are 200" "200 200 200" "$(sget /a 'X-Lang: en') $(sget /b 'X-Lang: en') $(sget /c 'X-Lang: en')"
+  settle
+  check "$store: /a again with Cache-Control: no-store is 200" "200" "$(sget /a 'X-Lang: en' 'Cache-Control: no-store')"
+  check "$store: /b with If-Match: the upstream answers 412" "412" "$(sget /b 'X-Lang: en' 'If-Match: "nope"')"
+  check "$store: /c for another Vary value, conditional: 304" "304" "$(sget /c 'X-Lang: fr' 'If-None-Match: "v1"')"
+  settle
+  kill $SU_PID; wait $SU_PID 2>/dev/null || true
+  wait_for $S_ADMIN 'd["reachability"]["state"]' unreachable || true
+  check "$store: offline, every other client still gets all three shared entries" "200 200 200" \
+    "$(sget /a 'X-Lang: en') $(sget /b 'X-Lang: en') $(sget /c 'X-Lang: en')"
+  kill $S_PID; wait $S_PID 2>/dev/null || true
+  python3 "$WORK/shared-upstream.py" "$SU" & SU_PID=$!; pids+=($SU_PID)
+  for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$SU/" && break; sleep 0.05; done
+done

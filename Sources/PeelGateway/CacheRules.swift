@@ -91,15 +91,30 @@ public struct CacheRequest: Sendable {
     public var ifNoneMatch: String?
     /// `If-Modified-Since`, as sent.
     public var ifModifiedSince: String?
+    /// True when the request carried any Cache-Control field, or Pragma (§5.4), whatever it said.
+    public var hasDirectives: Bool
+    /// True when the request carried `If-Match`, `If-Unmodified-Since`, `If-Range` or `Range`
+    /// (RFC 9110 §13.1, §14.2): its answer may speak of a precondition or a part, not the resource.
+    public var hasOtherConditions: Bool
 
-    /// Reads the request's Cache-Control fields, Pragma and validators.
-    public init(cacheControl: [String] = [], pragma: String? = nil, ifNoneMatch: String? = nil, ifModifiedSince: String? = nil) {
+    /// Reads the request's Cache-Control fields, Pragma, validators and other preconditions.
+    public init(cacheControl: [String] = [], pragma: String? = nil, ifNoneMatch: String? = nil, ifModifiedSince: String? = nil,
+                otherConditions: Bool = false) {
         directives = CacheDirectives(cacheControl)
         if cacheControl.isEmpty, let pragma, CacheDirectives.members(pragma).contains(where: { $0.0 == "no-cache" }) {
             directives.noCache = true
         }
+        hasDirectives = !cacheControl.isEmpty || pragma != nil
         self.ifNoneMatch = ifNoneMatch
         self.ifModifiedSince = ifModifiedSince
+        hasOtherConditions = otherConditions
+    }
+
+    /// A plain request: no cache directives and no preconditions. Only a plain request's answer
+    /// speaks for the resource itself (RFC 9111 §4): a client's `no-store` forbids storing its own
+    /// answer (§5.2.1.5), and a 412 or a 304 answers a precondition (RFC 9110 §13.2.2).
+    public var isPlain: Bool {
+        !hasDirectives && !hasOtherConditions && ifNoneMatch == nil && ifModifiedSince == nil
     }
 
     /// True when the client asked for a stored answer not to be used (`no-cache`, `no-store`,

@@ -160,6 +160,10 @@ public struct GatewayConfig: Sendable {
     public var offlineStoreSecretFile: String? = nil
     /// That file's secret, read at load (never shown).
     public var offlineStoreSecret: [UInt8]? = nil
+    /// The file holding the shared store's credentials, sent with AUTH (default none).
+    public var offlineStorePasswordFile: String? = nil
+    /// That file's user and password, read at load (never shown).
+    public var offlineStoreCredentials: RedisCredentials? = nil
     /// Largest value written to or served from the shared store, in bytes (default 1 MiB).
     public var offlineStoreMaxEntry: Int = 1_048_576
     /// Seconds an offline call waits for the shared store before it gets the offline problem (default 0.05).

@@ -262,6 +262,17 @@ public enum ConfigLoader {
             c.offlineStoreSecretFile = path
             c.offlineStoreSecret = secret
         },
+        OptionSpec(name: "offline-store-password-file", help: "file holding the shared store's password (one line), or an ACL user and password (two lines), sent with AUTH",
+                   value: "PATH", show: { c in c.offlineStorePasswordFile.map(q) ?? "null" }) { c, v, o throws(ConfigError) in
+            let path = try nonEmpty(v, o)
+            guard let data = FileManager.default.contents(atPath: path) else { throw ConfigError(option: o, problem: "cannot read \(path)") }
+            switch RedisPasswordFile.parse([UInt8](data)) {
+            case .success(let credentials): c.offlineStoreCredentials = credentials
+            // The reason names the file's shape, never its bytes.
+            case .failure(let why): throw ConfigError(option: o, problem: "\(path): \(why.reason)")
+            }
+            c.offlineStorePasswordFile = path
+        },
         OptionSpec(name: "offline-store-max-entry", help: "largest value written to or served from the shared store, suffixes as for offline-cache",
                    value: "SIZE", show: { c in "\(c.offlineStoreMaxEntry)" }) { c, v, o throws(ConfigError) in
             let n = try byteSize(v, o)

@@ -436,13 +436,14 @@ final class Forwarder {
             case .passthrough:
                 // A newer answer that is not stored must not leave the older one servable (a 304
                 // refreshed it above; a 5xx is what stale-if-error keeps it for).
-                if let key = call.cacheKey, response.status != 304, response.status < 500 { cache.invalidate(key: key) }
+                if let key = call.cacheKey { cache.answeredUnstored(key: key, status: response.status, request: call.cacheRequest) }
                 pass(call, status: response.status, response, range: nil, kind: "passthrough", contentType: nil)
             case .problem(let p):
                 // An error the upstream chose to answer (a 4xx, a business or auth code) replaces
                 // what was stored: a revoked token's stale `/me`, a deleted resource, must not come
-                // back while offline. A 5xx keeps it: that is what stale answers are for.
-                if let key = call.cacheKey, response.status < 500 { cache.invalidate(key: key) }
+                // back while offline. A 5xx keeps it: that is what stale answers are for; and a
+                // precondition's answer (412) or a no-store request's leaves it (RFC 9111 §4).
+                if let key = call.cacheKey { cache.answeredUnstored(key: key, status: response.status, request: call.cacheRequest) }
                 // A body that is not an envelope: its start goes to the log (never to the client), so
                 // a developer sees the CSRF page or the plain-text error that was refused.
                 if p.kind == .badUpstreamFormat || (p.kind == .upstreamError && judged.upstreamCode == nil) {
@@ -510,7 +511,7 @@ final class Forwarder {
         // an unsafe method's success invalidates as a buffered one does (the final review of session
         // 4: streamed answers skipped both).
         invalidateAfterUnsafe(call, status: status, headers: headers)
-        if let key = call.cacheKey, status != 304, status < 500 { cache.invalidate(key: key) }
+        if let key = call.cacheKey { cache.answeredUnstored(key: key, status: status, request: call.cacheRequest) }
         // The head arrived: the upstream answered (evidence for reachability, like a buffered answer).
         reachability.recordLiveAnswer()
         if call.exchange.isHead {
@@ -637,7 +638,9 @@ final class Forwarder {
                        built: [UInt8]? = nil) {
         // Too large for the whole cache (or a shared-store value): not worth the copy, and the older
         // answer must go.
-        if (built?.count ?? range?.count ?? 0) > cache.maxBody { return cache.invalidate(key: key) }
+        if (built?.count ?? range?.count ?? 0) > cache.maxBody {
+            return cache.answeredUnstored(key: key, status: status, request: call.cacheRequest)
+        }
         let body = built ?? range.map { Array(response.body[$0]) } ?? []
         let ex = call.exchange
         let hasBody = built != nil || range != nil

@@ -100,6 +100,10 @@ public final class Gateway: @unchecked Sendable {
             kept.append("offline_store_secret_file")
             (next.offlineStoreSecret, next.offlineStoreSecretFile) = (old.offlineStoreSecret, old.offlineStoreSecretFile)
         }
+        if next.offlineStoreCredentials != old.offlineStoreCredentials || next.offlineStorePasswordFile != old.offlineStorePasswordFile {
+            kept.append("offline_store_password_file")
+            (next.offlineStoreCredentials, next.offlineStorePasswordFile) = (old.offlineStoreCredentials, old.offlineStorePasswordFile)
+        }
         if next.offlineStoreMaxEntry != old.offlineStoreMaxEntry { kept.append("offline_store_max_entry"); next.offlineStoreMaxEntry = old.offlineStoreMaxEntry }
         if next.offlineStoreTimeout != old.offlineStoreTimeout { kept.append("offline_store_timeout"); next.offlineStoreTimeout = old.offlineStoreTimeout }
         current.withLock { $0 = next }
@@ -249,11 +253,13 @@ extension Gateway {
         let n = s.snapshot()
         var last = "null"
         if let (why, at) = s.lastError.withLock({ $0 }) { last = "{\"error\":\(jsonEscaped(why)),\"at\":\"\(rfc3339(at))\"}" }
-        let state = n.connected == workers.count ? "connected" : n.connected == 0 ? "down" : "partial"
+        // A store that refuses Peel's credentials (or wants some) is not down: the password is what to fix.
+        let authFailed = n.connected < workers.count && s.authFailed.load(ordering: .relaxed)
+        let state = authFailed ? "auth_failed" : n.connected == workers.count ? "connected" : n.connected == 0 ? "down" : "partial"
         var doc = "{\"kind\":\"redis\",\"url\":\(jsonEscaped(s.endpoint)),\"state\":\"\(state)\",\"connected_workers\":\(n.connected)"
         doc += ",\"hits\":\(n.hits),\"misses\":\(n.misses),\"timeouts\":\(n.timeouts),\"errors\":\(n.readErrors)"
         doc += ",\"rejected\":\(n.rejected),\"writes\":\(n.stored),\"writes_dropped\":\(n.dropped),\"writes_refused\":\(n.refused)"
-        doc += ",\"connect_failures\":\(n.connectFailures),\"last_error\":\(last)}"
+        doc += ",\"connect_failures\":\(n.connectFailures),\"auth_failures\":\(n.authFailures),\"last_error\":\(last)}"
         return doc
     }
 }

@@ -153,6 +153,9 @@ enum MetricsRenderer {
         out += "# HELP peel_offline_store_connect_failures_total Connection attempts to the shared offline store that failed, and connections lost.\n"
         out += "# TYPE peel_offline_store_connect_failures_total counter\n"
         out += "peel_offline_store_connect_failures_total \(n.connectFailures)\n"
+        out += "# HELP peel_offline_store_auth_failures_total Connections the shared offline store refused for credentials (NOAUTH, WRONGPASS).\n"
+        out += "# TYPE peel_offline_store_auth_failures_total counter\n"
+        out += "peel_offline_store_auth_failures_total \(n.authFailures)\n"
         out += "# HELP peel_offline_store_reads_total Reads of the shared offline store while the upstream was unreachable, by result.\n"
         out += "# TYPE peel_offline_store_reads_total counter\n"
         let reads = [("hit", n.hits), ("miss", n.misses), ("timeout", n.timeouts), ("error", n.readErrors), ("rejected", n.rejected)]

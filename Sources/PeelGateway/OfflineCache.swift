@@ -161,49 +161,47 @@ public final class OfflineCache: Sendable {
         }
         let answer: OfflineCacheRules.Stored
         switch OfflineCacheRules.storable(status: status, key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
-        case .failure(let why): return refuse(key, why.text)
+        case .failure(let why):
+            if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request) { invalidate(key: key) }
+            return .refused(why.text)
         case .success(let s): answer = s
         }
         let entry = Entry(key: key, vary: answer.vary, varyValues: answer.vary.map(requestField),
                           record: OfflineCacheRules.record(answer, status: status, contentType: contentType, body: body, now: now))
         entry.rawFields = fields
         entry.insertedAt = now
-        return insert(entry, now: now)
+        let dropsOlder = OfflineCacheRules.unstoredAnswerDrops(status: status, request: request)
+        return state.withLock { $0.insertBounded(entry, now: now, dropsOlder: dropsOlder) }
     }
 
-    /// Takes a 304 answer to a conditional GET (RFC 9111 §4.3.4): a stored answer it validates has
-    /// its age start again and its fields updated; where nothing is stored, or the stored answer has
-    /// another validator, the validator alone is kept, so that while offline the same user's
-    /// conditional request with it still gets 304 (their app's own copy is current).
+    /// Takes a 304 answer to a conditional GET (`OfflineCacheRules.notModified`, RFC 9111 §4.3.4): a
+    /// stored answer it validates has its age start again and its fields updated; where nothing full
+    /// is stored the validator alone is kept, so that while offline the same user's conditional
+    /// request with it still gets 304 (their app's own copy is current). A 304 that does not match
+    /// the stored answer leaves it as it is.
     @discardableResult
     public func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
                         notModified fields: ResponseHeaders, now: Double) -> OfflineCacheStore {
-        let answer: OfflineCacheRules.Stored
-        switch OfflineCacheRules.storable(status: 200, key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
-        case .failure(let why): return refuse(key, why.text)
-        case .success(let s): answer = s
-        }
-        let varyValues = answer.vary.map(requestField)
+        let storable = OfflineCacheRules.storable(status: 200, key: key, request: request, hasAuthorization: hasAuthorization, fields: fields)
+        let vary = OfflineCacheRules.varyNames(fields)
         // One critical section from reading the stored answer to replacing it, so a newer 200 that
         // lands meanwhile is not overwritten by an entry merged from the older one.
         return state.withLock { lru in
-            if let e = lru.map[key], e.record.status != 304 {
-                // Another variant's answer is left alone (RFC 9111 §4.1).
-                guard zip(e.vary, e.varyValues).allSatisfy({ requestField($0.0) == $0.1 }) else {
-                    return .refused("the stored answer is another variant")
-                }
-                switch OfflineCacheRules.refreshed(e.record, by: answer, request: request, now: now) {
-                case .merged(let merged):
-                    return lru.insertBounded(Entry(key: key, vary: e.vary, varyValues: e.varyValues, record: merged), now: now)
-                case .noStore:
-                    lru.remove(e)
-                    return .refused("the answer says no-store")
-                case .notValidated:
-                    break
-                }
+            let e = lru.map[key]
+            let sameVariant = e.map { $0.vary == vary && zip($0.vary, $0.varyValues).allSatisfy({ requestField($0.0) == $0.1 }) } ?? false
+            switch OfflineCacheRules.notModified(stored: e?.record, sameVariant: sameVariant, storable: storable, notModified: fields,
+                                                 request: request, now: now) {
+            case .refresh(let record):
+                guard let e else { return .refused("nothing stored") }
+                return lru.insertBounded(Entry(key: key, vary: e.vary, varyValues: e.varyValues, record: record), now: now)
+            case .validator(let record, let vary):
+                return lru.insertBounded(Entry(key: key, vary: vary, varyValues: vary.map(requestField), record: record), now: now)
+            case .drop:
+                if let e { lru.remove(e) }
+                return .refused("the 304 makes the stored answer unstorable")
+            case .leave(let why):
+                return .refused(why)
             }
-            guard let record = OfflineCacheRules.validatorOnly(answer, now: now) else { return .refused("no validator in the 304") }
-            return lru.insertBounded(Entry(key: key, vary: answer.vary, varyValues: varyValues, record: record), now: now)
         }
     }
 
@@ -212,11 +210,6 @@ public final class OfflineCache: Sendable {
     /// a revoked token's stale `/me`, a deleted resource coming back).
     public func invalidate(key: OfflineCacheKey) {
         state.withLock { lru in if let e = lru.map[key] { lru.remove(e) } }
-    }
-
-    private func refuse(_ key: OfflineCacheKey, _ why: String) -> OfflineCacheStore {
-        invalidate(key: key)
-        return .refused(why)
     }
 
     /// What may be served for a GET or HEAD while offline.
@@ -251,10 +244,6 @@ public final class OfflineCache: Sendable {
         // RFC 9111 §4.1: a stored answer is used only when the fields its Vary names match.
         for (name, value) in zip(e.vary, e.varyValues) where requestField(name) != value { return .miss("Vary differs") }
         return OfflineCacheRules.serve(e.record, request: request, maxAge: settings.maxAge, override: settings.override, now: now)
-    }
-
-    private func insert(_ entry: Entry, now: Double) -> OfflineCacheStore {
-        state.withLock { $0.insertBounded(entry, now: now) }
     }
 
     final class Entry {
@@ -300,15 +289,16 @@ public final class OfflineCache: Sendable {
         }
 
         /// Inserts within the byte budget and the age bound, evicting the least recently used; an
-        /// entry that may not go in takes the older one for its key out with it.
-        mutating func insertBounded(_ e: Entry, now: Double) -> OfflineCacheStore {
+        /// entry that may not go in takes the older one for its key out with it when `dropsOlder`
+        /// (`OfflineCacheRules.unstoredAnswerDrops`).
+        mutating func insertBounded(_ e: Entry, now: Double, dropsOlder: Bool = true) -> OfflineCacheStore {
             guard e.size <= settings.capacity else {
-                if let old = map[e.key] { remove(old) }
+                if dropsOlder, let old = map[e.key] { remove(old) }
                 return .refused("larger than the cache")
             }
             // Already older than may be served (the upstream's Age): it would only take room.
             guard now - e.record.storedAt <= settings.maxAge else {
-                if let old = map[e.key] { remove(old) }
+                if dropsOlder, let old = map[e.key] { remove(old) }
                 return .refused("older than offline_cache_max_age")
             }
             insert(e)

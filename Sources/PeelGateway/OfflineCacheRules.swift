@@ -78,9 +78,15 @@ public enum OfflineCacheRules {
             switch name.lowercased() {
             case "cache-control": cacheControl.append(value)
             case "vary":
-                for v in CacheDirectives.members(value).map({ $0.0 }) {
+                for (v, argument) in CacheDirectives.members(value) {
                     // §4.1: `Vary: *` never matches a later request.
                     if v == "*" { return .failure(Refusal("Vary: *")) }
+                    // RFC 9110 §12.5.5: members are field names (tokens). `X-Lang;q=1` or `"X-Lang"`
+                    // names no field a request could carry, so no later request can be shown to
+                    // match: like `*`, the answer cannot be selected again.
+                    guard argument == nil, v.utf8.allSatisfy(isTokenByte) else {
+                        return .failure(Refusal("Vary member is not a field name"))
+                    }
                     // Peel asks the upstream for codings itself and stores the decoded body, so the
                     // client's Accept-Encoding chooses nothing stored here.
                     if v == "accept-encoding" { continue }
@@ -153,6 +159,83 @@ public enum OfflineCacheRules {
         let record = OfflineCacheRecord(status: e.status, fields: ResponseHeaders(merged), contentType: e.contentType, body: e.body,
                                         storedAt: now - Double(answer.age), etag: e.etag, lastModified: answer.lastModified ?? e.lastModified)
         return record.directives.noStore ? .noStore : .merged(record)
+    }
+
+    /// Whether a newer answer to a GET or HEAD that is not stored (a 4xx, a business or auth error,
+    /// one the upstream marks unstorable, one too large) takes the entry stored for its key with it.
+    /// Only a plain request's answer speaks for the resource (RFC 9111 §4: the newer response
+    /// replaces the older): a revoked token's `/me` or a deleted resource must not come back while
+    /// offline. A request's own directives forbid storing its answer, never the stored one
+    /// (§5.2.1.5), and a precondition's answer (412, a 304, a 206 or 416 to a Range) says nothing
+    /// of the representation stored (RFC 9110 §13.2.2). A 5xx keeps it: that is what stale answers
+    /// are for (RFC 5861 §4). A 304 is `notModified`'s to judge.
+    public static func unstoredAnswerDrops(status: Int, request: CacheRequest) -> Bool {
+        request.isPlain && status != 304 && status != 412 && status < 500
+    }
+
+    /// The request fields an answer's `Vary` names, lowercased, each once, in order, without
+    /// `Accept-Encoding` (Peel stores the decoded body); as `storable` keeps them.
+    public static func varyNames(_ fields: ResponseHeaders) -> [String] {
+        var names: [String] = []
+        for (name, value) in fields.pairs where name.lowercased() == "vary" {
+            for (v, _) in CacheDirectives.members(value) where v != "accept-encoding" && !names.contains(v) { names.append(v) }
+        }
+        return names
+    }
+
+    /// What a 304 does to what is stored under its key.
+    public enum NotModified: Sendable {
+        /// The stored answer was validated: this is it with its age started again and its fields
+        /// updated (RFC 9111 §4.3.4), stored under the same Vary names and values.
+        case refresh(OfflineCacheRecord)
+        /// Nothing full was stored: keep the 304's validator alone, under its own Vary names.
+        case validator(OfflineCacheRecord, vary: [String])
+        /// The stored answer was validated, and the 304's fields make it unstorable (no-store, or
+        /// no longer shareable): it goes.
+        case drop
+        /// Leave what is stored as it is; the rule that said so.
+        case leave(String)
+    }
+
+    /// RFC 9111 §4.3.4 for every store: a 304 refreshes only a full stored answer it validates
+    /// (`sameVariant`: the stored answer was stored under the 304's Vary names, `varyNames`, with the
+    /// request's values of them, §4.1), and a 304 that
+    /// does not match what is stored never removes or replaces it. Where nothing full is stored (nil,
+    /// or a validator-only entry) the 304's validator alone is kept, so the same user's conditional
+    /// request still gets 304 while offline. A request that says no-store leaves everything as it
+    /// is (§5.2.1.5). `storable` is the 304's own fields read by `storable(status: 200, …)`.
+    public static func notModified(stored: OfflineCacheRecord?, sameVariant: Bool, storable: Result<Stored, Refusal>,
+                                   notModified fields: ResponseHeaders, request: CacheRequest, now: Double) -> NotModified {
+        if request.directives.noStore { return .leave("the request says no-store") }
+        if let e = stored, e.status != 304 {
+            guard sameVariant else { return .leave("the stored answer is another variant") }
+            let etag = fields.first(.etag).map { trimOWS($0) }
+            let validated: Bool
+            if let tag = etag {
+                validated = e.etag.map { opaqueTag($0) == opaqueTag(tag) } ?? false
+            } else if let inm = request.ifNoneMatch {
+                // A bare 304 validates what the request's own validator named (RFC 9111 §4.3.4).
+                validated = e.etag.map { ifNoneMatchMatches(inm, etag: $0) } ?? false
+            } else {
+                validated = true
+            }
+            guard validated else { return .leave("the 304 names another representation") }
+            switch storable {
+            case .failure: return .drop
+            case .success(let answer):
+                switch refreshed(e, by: answer, request: request, now: now) {
+                case .merged(let record): return .refresh(record)
+                case .noStore: return .drop
+                case .notValidated: return .leave("the 304 names another representation")
+                }
+            }
+        }
+        guard case .success(let answer) = storable else {
+            if case .failure(let why) = storable { return .leave(why.text) }
+            return .leave("not storable")
+        }
+        guard let record = validatorOnly(answer, now: now) else { return .leave("no validator in the 304") }
+        return .validator(record, vary: answer.vary)
     }
 
     /// A 304 with nothing to refresh keeps its validator alone, so that while offline the same

@@ -22,6 +22,14 @@ protocol OfflineStore: AnyObject {
     func invalidate(key: OfflineCacheKey)
 }
 
+extension OfflineStore {
+    /// A newer answer to the GET or HEAD keyed `key` that is not stored: drops the stored entry when
+    /// `OfflineCacheRules.unstoredAnswerDrops` says it speaks for the resource (RFC 9111 §4).
+    func answeredUnstored(key: OfflineCacheKey, status: Int, request: CacheRequest) {
+        if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request) { invalidate(key: key) }
+    }
+}
+
 /// The in-memory cache (issue 17) as a worker's store: answers at once.
 final class MemoryOfflineStore: OfflineStore {
     private let cache: OfflineCache
@@ -88,6 +96,10 @@ public final class OfflineStoreStats: Sendable {
     public let connected = Atomic<Int>(0)
     /// Connection attempts that failed, and connections lost.
     public let connectFailures = Atomic<Int>(0)
+    /// Connections the server refused for credentials (`NOAUTH`, `WRONGPASS`), counted apart.
+    public let authFailures = Atomic<Int>(0)
+    /// True while the last connection failure of a worker not connected now was an authentication one.
+    public let authFailed = Atomic<Bool>(false)
     /// Read latency (request sent to reply, or to the timeout).
     let latency = Locked(Histogram())
     /// The last connection failure, for /status.
@@ -97,7 +109,7 @@ public final class OfflineStoreStats: Sendable {
     struct Snapshot {
         var hits = 0, misses = 0, timeouts = 0, readErrors = 0, garbage = 0, version = 0, tooLarge = 0
         var stored = 0, refused = 0, failed = 0, dropped = 0, unconnected = 0, writeTooLarge = 0, unchanged = 0
-        var connected = 0, connectFailures = 0
+        var connected = 0, connectFailures = 0, authFailures = 0
         var rejected: Int { garbage + version + tooLarge }
     }
 
@@ -110,7 +122,7 @@ public final class OfflineStoreStats: Sendable {
                  failed: writesFailed.load(ordering: .relaxed), dropped: writesDropped.load(ordering: .relaxed),
                  unconnected: writesUnconnected.load(ordering: .relaxed), writeTooLarge: writesTooLarge.load(ordering: .relaxed),
                  unchanged: writesUnchanged.load(ordering: .relaxed), connected: connected.load(ordering: .relaxed),
-                 connectFailures: connectFailures.load(ordering: .relaxed))
+                 connectFailures: connectFailures.load(ordering: .relaxed), authFailures: authFailures.load(ordering: .relaxed))
     }
 
     /// Counters for a store at `endpoint`.

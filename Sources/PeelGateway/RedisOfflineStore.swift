@@ -34,7 +34,7 @@ public enum OfflineStoreURL: Sendable, Equatable, CustomStringConvertible {
         guard text.hasPrefix("redis://") else { return bad("must be memory, redis://HOST:PORT[/DB] or unix:///PATH") }
         var rest = Substring(text.dropFirst(8))
         if rest.contains("?") || rest.contains("#") { return bad("must not carry a query or fragment") }
-        if rest.contains("@") { return bad("must not carry a user or password (Redis AUTH is not supported)") }
+        if rest.contains("@") { return bad("must not carry a user or password: a URL is shown and logged; give them in --offline-store-password-file") }
         var database = 0
         if let slash = rest.firstIndex(of: "/") {
             let db = rest[rest.index(after: slash)...]
@@ -131,8 +131,11 @@ final class RedisOfflineStore: OfflineStore {
     /// even read (`storable` builds a String per field: 14 µs of CPU per /small call measured).
     private var offered: [OfflineCacheKey: (raw: Int, at: Double, vary: [String], values: [String?])] = [:]
 
+    /// Bytes a reply may hold beyond the largest value Peel reads (`$<length>\r\n`, `\r\n`).
+    static let replyFraming = 64
+
     init(loop: EventLoop, cache: OfflineCache, stats: OfflineStoreStats, codec: OfflineStoreCodec, endpoint: RedisEndpoint,
-         database: Int, readTimeout: Double, workerIndex: Int) {
+         database: Int, credentials: RedisCredentials?, readTimeout: Double, workerIndex: Int) {
         self.loop = loop
         self.cache = cache
         self.stats = stats
@@ -141,7 +144,9 @@ final class RedisOfflineStore: OfflineStore {
         self.database = database
         self.readTimeout = readTimeout
         self.workerIndex = workerIndex
-        connection = RedisConnection(loop: loop)
+        // Reads ask for at most the bound plus one byte; a reply longer than that is not Redis
+        // answering Peel's commands, and is never buffered whole.
+        connection = RedisConnection(loop: loop, maxReply: codec.maxEntry + 1 + Self.replyFraming, credentials: credentials)
         connection.onEvent = { [unowned self] event in self.connectionEvent(event) }
     }
 
@@ -167,22 +172,32 @@ final class RedisOfflineStore: OfflineStore {
     private func connectionEvent(_ event: RedisConnectionEvent) {
         switch event {
         case .connected:
+            // The server answered (the handshake's reply): only now is the outage over.
             backoff = 0.1
+            stats.authFailed.store(false, ordering: .relaxed)
             if !counted { stats.connected.add(1, ordering: .relaxed) }
             counted = true
             if reportedDown || workerIndex == 0 {
                 EventLog.emit("offline_store_connected", [("worker", "\(workerIndex)"), ("store", jsonEscaped(stats.endpoint))])
             }
             reportedDown = false
-        case .connectFailed(let why), .disconnected(let why):
+        case .connectFailed(let why), .disconnected(let why), .authFailed(let why):
             if counted { stats.connected.subtract(1, ordering: .relaxed) }
             counted = false
-            stats.connectFailures.add(1, ordering: .relaxed)
+            if case .authFailed = event {
+                // Counted apart: a password to fix, not a store that is down or full.
+                stats.authFailures.add(1, ordering: .relaxed)
+                stats.authFailed.store(true, ordering: .relaxed)
+            } else {
+                stats.connectFailures.add(1, ordering: .relaxed)
+            }
             stats.lastError.withLock { $0 = (why, wallNow()) }
             if !reportedDown {
                 // Once per outage and worker: a store that stays down is in /status and /metrics.
+                let state = if case .authFailed = event { "auth_failed" } else { "down" }
                 EventLog.emit("offline_store_down", [("worker", "\(workerIndex)"), ("store", jsonEscaped(stats.endpoint)),
-                                                     ("error", jsonEscaped(why)), ("retry_in", "\(backoff)")])
+                                                     ("state", jsonEscaped(state)), ("error", jsonEscaped(why)),
+                                                     ("retry_in", "\(backoff)")])
                 reportedDown = true
             }
             // Replies still owed on the lost connection came back as failures; the bound starts again.
@@ -216,9 +231,12 @@ final class RedisOfflineStore: OfflineStore {
         }
         guard case .success(let answer) = OfflineCacheRules.storable(status: status, key: key, request: request,
                                                                       hasAuthorization: hasAuthorization, fields: fields) else {
-            // A newer answer that may not be stored must not leave the older one servable.
-            return invalidate(key: key)
+            // A newer answer that may not be stored must not leave the older one servable, when it
+            // speaks for the resource (`OfflineCacheRules.unstoredAnswerDrops`).
+            if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request) { invalidate(key: key) }
+            return
         }
+        let dropsOlder = OfflineCacheRules.unstoredAnswerDrops(status: status, request: request)
         let values = answer.vary.map(requestField)
         let hashes = zip(answer.vary, values).map { codec.varyHash(name: $0.0, value: $0.1) }
         if offered.count >= Self.recentLimit { offered.removeAll(keepingCapacity: true) }
@@ -226,37 +244,48 @@ final class RedisOfflineStore: OfflineStore {
         // The rest runs on the loop's next pass, once the answer this call is writing has gone out.
         loop.defer { [self] in
             write(key, OfflineCacheRules.record(answer, status: status, contentType: contentType, body: body, now: now),
-                  vary: answer.vary, hashes: hashes, now: now)
+                  vary: answer.vary, hashes: hashes, now: now, dropsOlder: dropsOlder)
         }
     }
 
     func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
                  notModified fields: ResponseHeaders) {
         guard cache.isEnabled else { return }
-        guard case .success(let answer) = OfflineCacheRules.storable(status: 200, key: key, request: request,
-                                                                      hasAuthorization: hasAuthorization, fields: fields) else {
-            return invalidate(key: key)
-        }
+        // §5.2.1.5: nothing of a no-store request's answer is kept, and nothing stored is touched.
+        if request.directives.noStore { return }
+        let storable = OfflineCacheRules.storable(status: 200, key: key, request: request, hasAuthorization: hasAuthorization, fields: fields)
+        let vary = OfflineCacheRules.varyNames(fields)
+        let hashes = vary.map { codec.varyHash(name: $0, value: requestField($0)) }
         guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
         guard outstandingWrites < Self.maxOutstandingWrites else { stats.writesDropped.add(1, ordering: .relaxed); return }
-        let hashes = answer.vary.map { codec.varyHash(name: $0, value: requestField($0)) }
         outstandingWrites += 1
-        // RFC 9111 §4.3.4: the stored answer (read back, in the background) is refreshed when the 304
-        // validates it under the same Vary values; otherwise its validator alone is kept.
+        // The stored answer is read back (while the upstream is reachable, in the background) and
+        // judged by the same rule as the memory store's (`OfflineCacheRules.notModified`).
         let sent = send(Self.read(codec.key(key), codec.maxEntry)) { [weak self] reply in
             guard let self else { return }
             self.outstandingWrites -= 1
             let now = wallNow()
-            if case .bytes(let b) = reply, !b.isEmpty, case .success(let stored) = self.codec.decode(b, under: self.codec.key(key)),
-               stored.vary == answer.vary, stored.varyHashes == hashes {
-                switch OfflineCacheRules.refreshed(stored.record, by: answer, request: request, now: now) {
-                case .merged(let merged): return self.write(key, merged, vary: stored.vary, hashes: hashes, now: now, force: true)
-                case .noStore: return self.invalidate(key: key)
-                case .notValidated: break
-                }
+            var stored: OfflineStoreValue?
+            switch reply {
+            case .bytes(let b) where !b.isEmpty:
+                // A value that does not decode is never served: nothing full is stored.
+                if case .success(let value) = self.codec.decode(b, under: self.codec.key(key)) { stored = value }
+            case .null, .bytes: break
+            default:
+                // No answer to the read: what is stored is unknown, so it is left as it is.
+                return
             }
-            if let record = OfflineCacheRules.validatorOnly(answer, now: now) {
-                self.write(key, record, vary: answer.vary, hashes: hashes, now: now, force: true)
+            let sameVariant = stored.map { $0.vary == vary && $0.varyHashes == hashes } ?? false
+            switch OfflineCacheRules.notModified(stored: stored?.record, sameVariant: sameVariant, storable: storable,
+                                                 notModified: fields, request: request, now: now) {
+            case .refresh(let merged):
+                if let stored { self.write(key, merged, vary: stored.vary, hashes: stored.varyHashes, now: now, force: true) }
+            case .validator(let record, let vary):
+                self.write(key, record, vary: vary, hashes: hashes, now: now, force: true)
+            case .drop:
+                self.invalidate(key: key)
+            case .leave:
+                break
             }
         }
         if !sent {
@@ -265,15 +294,19 @@ final class RedisOfflineStore: OfflineStore {
         }
     }
 
+    /// Writes `record`; one that may not be written takes the older value with it when `dropsOlder`.
     private func write(_ key: OfflineCacheKey, _ record: OfflineCacheRecord, vary: [String], hashes: [[UInt8]], now: Double,
-                       force: Bool = false) {
+                       force: Bool = false, dropsOlder: Bool = true) {
         let settings = cache.settings
         // The TTL is how long the entry may still be served: Redis drops it then, so nothing
         // unservable lingers (RFC 5861's stale-if-error bound, --offline-cache-max-age).
         let ttl = Int(OfflineCacheRules.servableFor(record, maxAge: settings.maxAge, override: settings.override, now: now) * 1000)
         // An answer that may not be served must not leave the older value servable (the final review
         // of session 4: a newer no-cache answer left v1 in Redis while the memory store dropped it).
-        guard ttl >= 1 else { return invalidate(key: key) }
+        guard ttl >= 1 else {
+            if dropsOlder { invalidate(key: key) }
+            return
+        }
         guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
         let fingerprint = Self.fingerprint(record, hashes)
         if !force, let last = recent[key], last.fingerprint == fingerprint, now - last.at < Self.rewriteAfter {
@@ -290,7 +323,8 @@ final class RedisOfflineStore: OfflineStore {
         guard let value = codec.encode(record, vary: vary, varyHashes: hashes, under: codec.key(key)) else {
             forget(key)
             stats.writesTooLarge.add(1, ordering: .relaxed)
-            return invalidate(key: key)
+            if dropsOlder { invalidate(key: key) }
+            return
         }
         outstandingWrites += 1
         outstandingBytes += estimate
@@ -302,6 +336,11 @@ final class RedisOfflineStore: OfflineStore {
             case .failed:
                 self.forget(key)
                 self.stats.writesFailed.add(1, ordering: .relaxed)
+            case .error(let e) where RedisConnection.isAuthError(e):
+                // The server asks for credentials it did not ask for at connect (a `requirepass` or
+                // ACL change): not a refusal of this value. The connection starts again with AUTH.
+                self.forget(key)
+                self.connection.drop(e, auth: true)
             default:
                 // `OOM command not allowed when used memory > 'maxmemory'`, or any other refusal:
                 // counted; the call was answered long ago.
@@ -353,6 +392,14 @@ final class RedisOfflineStore: OfflineStore {
         if quiet < Self.stallTimeout { return armStallCheck(Self.stallTimeout - quiet) }
         outstandingCommands = 0
         connection.drop("no reply within \(secondsText(Self.stallTimeout))")
+    }
+
+    /// Runs `done` on the loop once every command this store sent before has been answered (Redis
+    /// answers one connection's commands in order), deferred writes included; at once when down.
+    func afterPendingCommands(_ done: @escaping () -> Void) {
+        loop.defer { [self] in
+            if !send([Array("PING".utf8)], { _ in done() }) { done() }
+        }
     }
 
     // MARK: invalidation

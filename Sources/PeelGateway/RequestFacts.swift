@@ -40,6 +40,8 @@ struct RequestFacts {
     var pragma: String?
     var ifNoneMatch: String?
     var ifModifiedSince: String?
+    /// If-Match, If-Unmodified-Since, If-Range or Range came (the offline cache's plain-request rule).
+    var otherConditions = false
 
     /// Reads `source`'s fields once; `keys` is nil while the offline cache is off.
     init<Source: FieldSource>(_ source: Source, keys: CacheKeyFields?) {
@@ -69,6 +71,7 @@ struct RequestFacts {
             case .pragma where keys != nil: Self.join(&pragma, f.valueString)
             case .ifNoneMatch where keys != nil: Self.join(&ifNoneMatch, f.valueString)
             case .ifModifiedSince where keys != nil: Self.join(&ifModifiedSince, f.valueString)
+            case .ifMatch, .ifUnmodifiedSince, .ifRange, .range: otherConditions = true
             default: break
             }
             // Whose answer it is (issue 17): read only while the cache is on.
@@ -91,7 +94,8 @@ struct RequestFacts {
 
     /// What the request asks of caches, with its validators.
     var cacheRequest: CacheRequest {
-        CacheRequest(cacheControl: cacheControl, pragma: pragma, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince)
+        CacheRequest(cacheControl: cacheControl, pragma: pragma, ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince,
+                     otherConditions: otherConditions)
     }
 
     private static func join(_ into: inout String?, _ value: String) {

@@ -39,7 +39,8 @@ final class Worker: @unchecked Sendable {
         if case .redis(let endpoint, let database) = config.offlineStore, let storeStats {
             let codec = OfflineStoreCodec(secret: config.offlineStoreSecret ?? [], maxEntry: config.offlineStoreMaxEntry)
             let r = RedisOfflineStore(loop: loop, cache: cache, stats: storeStats, codec: codec, endpoint: endpoint,
-                                      database: database, readTimeout: config.offlineStoreTimeout, workerIndex: index)
+                                      database: database, credentials: config.offlineStoreCredentials,
+                                      readTimeout: config.offlineStoreTimeout, workerIndex: index)
             redisStore = r
             store = r
         } else {

@@ -18,6 +18,7 @@ public enum FieldToken: UInt8, Sendable, CaseIterable {
     case retryAfter, wwwAuthenticate, etag, contentRange, contentDisposition, accessControlAllowOrigin
     case accessControlAllowCredentials, accessControlAllowMethods, accessControlAllowHeaders
     case accessControlExposeHeaders, accessControlMaxAge, date, expires, lastModified, age
+    case ifMatch, ifUnmodifiedSince, ifRange, range
 
     /// The name in lowercase, as RFC 9110 §5.1 compares it.
     public var name: String {
@@ -77,6 +78,10 @@ public enum FieldToken: UInt8, Sendable, CaseIterable {
         case .expires: return "expires"
         case .lastModified: return "last-modified"
         case .age: return "age"
+        case .ifMatch: return "if-match"
+        case .ifUnmodifiedSince: return "if-unmodified-since"
+        case .ifRange: return "if-range"
+        case .range: return "range"
         }
     }
 

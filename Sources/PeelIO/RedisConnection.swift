@@ -18,6 +18,26 @@ public enum RedisEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
+/// What `AUTH` sends on every connection (Redis 6 ACL users, or `requirepass`'s default user).
+/// Its description never shows the password.
+public struct RedisCredentials: Sendable, Equatable, CustomStringConvertible {
+    /// The ACL user; nil for `AUTH password` (the default user).
+    public let user: [UInt8]?
+    /// The password.
+    public let password: [UInt8]
+
+    /// Credentials for `user` (nil: the default user).
+    public init(user: [UInt8]?, password: [UInt8]) {
+        self.user = user
+        self.password = password
+    }
+
+    public var description: String { user.map { "user \(String(decoding: $0, as: UTF8.self)) with a password" } ?? "a password" }
+
+    /// The `AUTH` command's arguments.
+    public var command: [[UInt8]] { [Array("AUTH".utf8)] + (user.map { [$0] } ?? []) + [password] }
+}
+
 /// One reply, as Peel reads them.
 public enum RedisReply: Sendable {
     /// A bulk string or a status reply.
@@ -36,12 +56,15 @@ public enum RedisReply: Sendable {
 
 /// What a connection reports to its owner.
 public enum RedisConnectionEvent: Sendable {
-    /// Connected (and the database selected): commands may be sent.
+    /// Connected, authenticated and the database selected, and the server has answered: commands
+    /// may be sent.
     case connected
     /// The attempt failed (refused, unreachable, timed out, name not resolved); nothing is open.
     case connectFailed(String)
     /// An open connection ended; every command waiting on it got `.failed`.
     case disconnected(String)
+    /// The server refused Peel's credentials (`WRONGPASS`) or wants some (`NOAUTH`); nothing is open.
+    case authFailed(String)
 }
 
 /// One hiredis async connection on one event loop (its libevent adapter): no thread, no blocking
@@ -49,12 +72,17 @@ public enum RedisConnectionEvent: Sendable {
 /// 0.14 would resolve it on the loop. Loop-thread only; every callback runs on the loop thread.
 public final class RedisConnection: @unchecked Sendable {
     private let loop: EventLoop
+    /// Unparsed bytes one reply may hold before the connection is dropped.
+    private let maxReply: Int
+    /// Sent with `AUTH` first on every connection, when set.
+    private let credentials: RedisCredentials?
     private var context: UnsafeMutablePointer<redisAsyncContext>?
     private var connectTimer: LoopTimer?
     /// Bumped on every connect and close, so a late resolution or timer of an older attempt is ignored.
     private var attempt = 0
     private var database = 0
-    private var selecting = false
+    /// True while the connection's first commands (AUTH, SELECT or PING) wait for their replies.
+    private var handshaking = false
     /// True once connected and the database is selected.
     public private(set) var isConnected = false
     /// True from `connect` until connected or failed.
@@ -64,8 +92,12 @@ public final class RedisConnection: @unchecked Sendable {
     /// Connection events, on the loop thread.
     public var onEvent: ((RedisConnectionEvent) -> Void)?
 
-    /// A connection that is not open yet.
-    public init(loop: EventLoop) { self.loop = loop }
+    /// A connection that is not open yet; a reply holding more than `maxReply` bytes drops it.
+    public init(loop: EventLoop, maxReply: Int, credentials: RedisCredentials? = nil) {
+        self.loop = loop
+        self.maxReply = maxReply
+        self.credentials = credentials
+    }
 
     deinit { close() }
 
@@ -108,10 +140,11 @@ public final class RedisConnection: @unchecked Sendable {
     }
 
     /// Gives up on a connection that stopped answering (its socket still open: a Redis stopped or
-    /// black-holed): commands waiting get `.failed`, and the owner hears `.disconnected(why)`.
-    public func drop(_ why: String) {
+    /// black-holed), or that lost its authentication: commands waiting get `.failed`, and the owner
+    /// hears `.disconnected(why)` (`.authFailed(why)` when `auth`).
+    public func drop(_ why: String, auth: Bool = false) {
         guard isConnected || isConnecting else { return }
-        abandon(why)
+        abandon(why, auth: auth)
     }
 
     /// Closes the connection; commands waiting get `.failed`, and no event is reported.
@@ -197,7 +230,12 @@ public final class RedisConnection: @unchecked Sendable {
             return abandon(why)
         }
         ac.pointee.data = Unmanaged.passUnretained(self).toOpaque()
-        guard peel_redis_attach(ac, loop.base) == REDIS_OK else {
+        let attached = peel_redis_attach(ac, loop.base, maxReply) { ac in
+            guard let ac, let me = RedisConnection.owner(ac) else { return }
+            // Reading has stopped; the context is freed on the next pass, outside hiredis.
+            me.abandon("a reply over \(me.maxReply) bytes (--offline-store-max-entry and framing): not read further")
+        }
+        guard attached == REDIS_OK else {
             ac.pointee.data = nil
             redisAsyncFree(ac)
             return abandon("cannot attach to the event loop")
@@ -223,18 +261,54 @@ public final class RedisConnection: @unchecked Sendable {
             context = nil
             return abandon(error)
         }
-        guard database != 0, let ac = context else { return becomeConnected() }
-        // SELECT before anything else, still within the connect timeout.
-        selecting = true
-        issue(ac, [Array("SELECT".utf8), Array(String(database).utf8)]) { [weak self] reply in
-            guard let self, self.selecting else { return }
-            self.selecting = false
+        guard let ac = context else { return }
+        // A TCP connect proves nothing (a port-forward with nothing behind it accepts and closes):
+        // the connection is healthy once the server has answered. AUTH and SELECT are answers
+        // enough; without them, PING asks for one. All within the connect timeout.
+        var steps: [[[UInt8]]] = []
+        if let credentials { steps.append(credentials.command) }
+        if database != 0 { steps.append([Array("SELECT".utf8), Array(String(database).utf8)]) }
+        if steps.isEmpty { steps.append([Array("PING".utf8)]) }
+        handshaking = true
+        handshake(ac, steps[...])
+    }
+
+    private func handshake(_ ac: UnsafeMutablePointer<redisAsyncContext>, _ steps: ArraySlice<[[UInt8]]>) {
+        guard let step = steps.first else {
+            handshaking = false
+            return becomeConnected()
+        }
+        let name = String(decoding: step[0], as: UTF8.self)
+        issue(ac, step) { [weak self] reply in
+            guard let self, self.handshaking, let ac = self.context else { return }
             switch reply {
-            case .bytes: self.becomeConnected()
-            case .error(let e), .failed(let e): self.abandon("SELECT \(self.database): \(e)")
-            default: self.abandon("SELECT \(self.database): unexpected reply")
+            case .bytes: self.handshake(ac, steps.dropFirst())
+            case .error(let e) where Self.isAuthError(e):
+                self.abandon("\(name): \(e)", auth: true)
+            case .error(let e) where name == "AUTH":
+                // `ERR AUTH <password> called without any password configured`: a mismatch of
+                // credentials all the same.
+                self.abandon("AUTH: \(e)", auth: true)
+            case .error(let e): self.abandon("\(name): \(e)")
+            case .failed(let e):
+                // No reply: either hiredis is ending the connection (it frees the context and
+                // reports through `ended` once its callbacks return; freeing it here too would free
+                // it twice) or it refused the command outright. A pass later, only the latter is left.
+                let mine = self.attempt
+                self.loop.defer { [weak self] in
+                    guard let self, self.attempt == mine, self.handshaking else { return }
+                    self.abandon("\(name): \(e)")
+                }
+            default: self.abandon("\(name): unexpected reply")
             }
         }
+    }
+
+    /// Whether an error reply says the connection is not authenticated or the credentials are wrong
+    /// (`NOAUTH Authentication required.`, `WRONGPASS invalid username-password pair`, Redis 5's
+    /// `ERR invalid password`).
+    public static func isAuthError(_ e: String) -> Bool {
+        e.hasPrefix("NOAUTH") || e.hasPrefix("WRONGPASS") || e.hasPrefix("ERR invalid password")
     }
 
     private func becomeConnected() {
@@ -247,20 +321,20 @@ public final class RedisConnection: @unchecked Sendable {
 
     /// A connection attempt that will not become one: whatever is open is freed on the next pass
     /// (never inside a hiredis callback), and the owner hears why.
-    private func abandon(_ why: String) {
+    private func abandon(_ why: String, auth: Bool = false) {
         let wasConnecting = isConnecting
         attempt += 1
         connectTimer?.cancel()
         connectTimer = nil
         isConnecting = false
         isConnected = false
-        selecting = false
+        handshaking = false
         if let ac = context {
             context = nil
             ac.pointee.data = nil
             loop.defer { redisAsyncFree(ac) }
         }
-        if wasConnecting { onEvent?(.connectFailed(why)) } else { onEvent?(.disconnected(why)) }
+        if auth { onEvent?(.authFailed(why)) } else if wasConnecting { onEvent?(.connectFailed(why)) } else { onEvent?(.disconnected(why)) }
     }
 
     private func ended(_ why: String) {
@@ -271,7 +345,7 @@ public final class RedisConnection: @unchecked Sendable {
         connectTimer?.cancel()
         connectTimer = nil
         isConnected = false
-        selecting = false
+        handshaking = false
         if isConnecting {
             isConnecting = false
             onEvent?(.connectFailed(why))

@@ -1,0 +1,104 @@
+import Foundation
+import PeelIO
+import XCTest
+
+/// A value handed to the loop thread, which alone touches it.
+final class UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// Debian's redis-server on a free port, nothing persisted; stopped by `stop()`.
+final class RedisServer {
+    let port: Int
+    private let process = Process()
+
+    init(extraArguments: [String] = []) throws {
+        guard let path = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw XCTSkip("redis-server is not installed (scripts/install-deps.sh redis-server; make unit installs it)")
+        }
+        port = Self.freePort()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"] + extraArguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Ready once it accepts connections.
+        for _ in 0..<200 {
+            if Self.accepts(port) { return }
+            usleep(25_000)
+        }
+        stop()
+        XCTFail("redis-server did not start on \(port)")
+    }
+
+    func stop() {
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+    }
+
+    private static func freePort() -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        a.sin_port = 0
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: a.sin_port))
+    }
+
+    private static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        a.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+}
+
+/// A TCP listener on a free loopback port that hands each accepted socket to `serve` on its own
+/// thread.
+final class FakeStore: @unchecked Sendable {
+    let port: Int
+    private let fd: Int32
+    private let stopped = Locked(false)
+
+    init(_ serve: @escaping @Sendable (Int32) -> Void) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        guard bound == 0, listen(fd, 64) == 0 else { throw XCTSkip("cannot listen on loopback") }
+        _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        port = Int(UInt16(bigEndian: a.sin_port))
+        let listener = fd
+        let stopped = self.stopped
+        OSThread.detach {
+            while !stopped.withLock({ $0 }) {
+                let c = accept(listener, nil, nil)
+                if c < 0 { return }
+                OSThread.detach { serve(c) }
+            }
+        }
+    }
+
+    func stop() {
+        stopped.withLock { $0 = true }
+        shutdown(fd, Int32(SHUT_RDWR))
+        close(fd)
+    }
+}
