@@ -3,28 +3,17 @@ import PeelIO
 
 /// Wires one worker's listener → upstream client → envelope → response. Loop-thread only.
 final class Forwarder {
-    private var config: GatewayConfig
     private let upstream: UpstreamClient
     private let reachability: Reachability
     private let metrics: WorkerMetrics
     private let log: AccessLog?
-    /// The access log while `access_log` is on.
-    private var accessLog: AccessLog?
     private let streams: ReachabilityStreams
     /// Stale answers for while offline: the memory cache shared by the workers, or this worker's
     /// view of the shared store (issue 21); off while `--offline-cache` is 0.
     private let cache: OfflineStore
-    /// `--offline-cache-key`, lowercased, in order, matched by token.
-    private var keyFields: CacheKeyFields
-    private var basePath: String
-    private var retryAfter: String
     private let idPrefix: String
-    /// Peel's own CORS answers; nil when the upstream's CORS fields pass as they are.
-    private var cors: CORSPolicy?
-    /// URL and cookie rewriting towards Peel's own address.
-    private var rewrite: ProxyRewrite
-    /// The one reply shaper every answer passes (X-Request-Id, CORS, Vary, compression, stale fields).
-    private var shaper: ReplyShaper
+    /// The configuration generation calls that start now are pinned to; `apply` replaces it.
+    private var route: Route
     /// This worker's gzip/br encoder (loop-thread only, like the forwarder).
     private var encoder: ContentEncoder
     private var idCounter: UInt64 = 0
@@ -44,36 +33,22 @@ final class Forwarder {
 
     init(config: GatewayConfig, upstream: UpstreamClient, reachability: Reachability, metrics: WorkerMetrics,
          accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineStore, workerIndex: Int) {
-        self.config = config
         self.streams = streams
         self.cache = cache
         self.upstream = upstream
         self.reachability = reachability
         self.metrics = metrics
         log = accessLog
-        self.accessLog = config.accessLog ? accessLog : nil
-        basePath = config.upstream.basePath
-        retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
+        route = Route(config)
+        encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
-        keyFields = CacheKeyFields(config.offlineCacheKey)
-        (cors, rewrite, shaper, encoder) = Self.derived(from: config)
     }
 
     /// A request field's value as `Vary` compares it: every line combined (RFC 9111 §4.1), Cookie's
     /// with `; ` (review of issue 17: the first line alone let bob's second Cookie line pass for alice's).
     static func requestValue(_ ex: HTTPExchange, _ name: String) -> String? {
         ex.combinedHeader(name, separator: name == "cookie" ? "; " : ", ")
-    }
-
-    /// Everything the forwarder derives from the configuration, built in one place so a reload
-    /// (`apply`) changes CORS, rewriting, compression and kept fields together with the options.
-    private static func derived(from config: GatewayConfig) -> (CORSPolicy?, ProxyRewrite, ReplyShaper, ContentEncoder) {
-        let cors = CORSPolicy(config: config)
-        let shaper = ReplyShaper(cors: cors, compression: CompressionPolicy(offered: config.compression, minSize: config.compressionMinSize),
-                                 rewriteRedirects: config.rewriteRedirects, rewriteCookies: config.rewriteCookies)
-        return (cors, ProxyRewrite(upstream: config.upstream), shaper,
-                ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality))
     }
 
     /// Calls waiting for the upstream, so a shutdown past its timeout can answer them.
@@ -101,29 +76,15 @@ final class Forwarder {
 
     /// Takes a reloaded configuration for the requests that arrive from now on.
     func apply(_ config: GatewayConfig) {
-        self.config = config
-        rules = Rules(config.envelope)
-        accessLog = config.accessLog ? log : nil
-        basePath = config.upstream.basePath
-        retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
-        keyFields = CacheKeyFields(config.offlineCacheKey)
-        (cors, rewrite, shaper, encoder) = Self.derived(from: config)
+        route = Route(config)
+        encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
     }
-
-    /// The envelope rules a call is judged by, shared by reference so each call keeps the ones it
-    /// started under across a reload (one retain per call, not a copy of the rules).
-    private final class Rules {
-        let envelope: EnvelopeConfig
-        init(_ envelope: EnvelopeConfig) { self.envelope = envelope }
-    }
-
-    /// The rules for calls that start now; `apply` replaces them.
-    private lazy var rules = Rules(config.envelope)
 
     /// Per-call state, alive from request to answer.
     private final class Call {
         let exchange: HTTPExchange
-        let rules: Rules
+        /// The configuration generation the call was planned under, for all of its stages.
+        let route: Route
         let started: Double
         let requestId: String
         let language: Language
@@ -169,9 +130,9 @@ final class Forwarder {
         /// The start of a non-envelope upstream body that was refused, escaped, for the access log only.
         var excerpt: String?
 
-        init(exchange: HTTPExchange, rules: Rules, started: Double, requestId: String, language: Language) {
+        init(exchange: HTTPExchange, route: Route, started: Double, requestId: String, language: Language) {
             self.exchange = exchange
-            self.rules = rules
+            self.route = route
             self.started = started
             self.requestId = requestId
             self.language = language
@@ -183,23 +144,25 @@ final class Forwarder {
     /// shaper for whatever the answer is.
     func handle(_ ex: HTTPExchange) {
         let started = monotonicNow()
+        // The generation this call is planned under: every stage below reads it, never the live one.
+        let route = self.route
         metrics.inflight.add(1, ordering: .relaxed)
         // Key fields are read for every method while the cache is on (an unsafe method's success
         // invalidates its user's entries); lookups and stores are for GET and HEAD only.
         let caching = cache.isEnabled
-        var facts = RequestFacts(ex, keys: caching ? keyFields : nil)
+        var facts = RequestFacts(ex, keys: caching ? route.keyFields : nil)
         // Forwarded fields are believed only from a trusted proxy (issue 18): from anyone else they
         // are dropped, Peel writes its own, and redirects are rewritten from Host alone; a client
         // could otherwise steer rewritten Locations (redirect poisoning behind a shared cache) and
         // forge the chain the upstream sees.
         let peer = ex.peerAddress
-        if IPNetwork.any(config.trustedProxies, contain: peer) {
-            ex.clientAddress = Self.realClient(peer: peer, forwardedFor: facts.xForwardedFor, trusted: config.trustedProxies)
+        if IPNetwork.any(route.trustedProxies, contain: peer) {
+            ex.clientAddress = Self.realClient(peer: peer, forwardedFor: facts.xForwardedFor, trusted: route.trustedProxies)
         } else {
             facts.distrustForwardingFields()
         }
         let id = facts.requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
-        let call = Call(exchange: ex, rules: rules, started: started, requestId: id,
+        let call = Call(exchange: ex, route: route, started: started, requestId: id,
                         language: Language(acceptLanguage: facts.acceptLanguage))
         call.origin = facts.origin ?? ex.refusedOrigin
         call.acceptEncoding = facts.acceptEncoding
@@ -214,14 +177,14 @@ final class Forwarder {
         }
 
         let (plan, path) = RequestPlan.decide(method: ex.method, target: ex.target, http11: ex.version.major == 1 && ex.version.minor >= 1,
-                                              facts, selfAuthorities: selfAuthorities, managesCORS: cors != nil,
-                                              reachabilityPath: config.reachabilityPath, accept: { ex.header(.accept) })
+                                              facts, selfAuthorities: selfAuthorities, managesCORS: route.cors != nil,
+                                              reachabilityPath: route.reachabilityPath, accept: { ex.header(.accept) })
         call.path = path
         let target: (path: String, query: String?)
         switch plan {
         case .refuse(let why): return refuse(call, why)
         case .preflight:
-            let fields = cors?.preflightFields(origin: facts.origin, requestMethod: facts.accessControlRequestMethod,
+            let fields = route.cors?.preflightFields(origin: facts.origin, requestMethod: facts.accessControlRequestMethod,
                                                requestHeaders: facts.accessControlRequestHeaders) ?? []
             return emit(call, Reply(status: 204, kind: .preflight, fields: fields, body: .bytes([], range: nil, hold: nil)),
                         log: "preflight")
@@ -234,7 +197,7 @@ final class Forwarder {
             // two tenants behind one Peel never share an entry.
             let tenant = (facts.host?.lowercased() ?? "") + (facts.xForwardedHost.map { " " + $0.lowercased() } ?? "")
             let key = OfflineCacheKey(host: tenant, target: target.path + (target.query.map { "?" + $0 } ?? ""),
-                                      acceptLanguage: facts.acceptLanguage, fieldNames: keyFields.names, user: facts.keyValues)
+                                      acceptLanguage: facts.acceptLanguage, fieldNames: route.keyFields.names, user: facts.keyValues)
             call.userKey = key
             if ex.method == "GET" || ex.method == "HEAD" { call.cacheKey = key }
             call.cacheRequest = facts.cacheRequest
@@ -267,14 +230,14 @@ final class Forwarder {
         let method = ex.method == "HEAD" ? "GET" : ex.method
         // Codings follow the client (issue 19): the upstream is asked for what the client accepts and
         // Peel can decode, and for none when the client named none.
-        let preserveHost = config.preserveHost
+        let preserveHost = call.route.preserveHost
         let upstreamCodings = CompressionPolicy.upstreamAcceptEncoding(facts.acceptEncoding, decodable: UpstreamClient.decodableCodings)
         // The closure below captures these, not the facts (a copy of every String in them).
         let host = facts.host
         let forwardedFor = facts.xForwardedFor
         let forwarded = facts.forwarded
         let id = call.requestId
-        let transfer = upstream.send(method: method, path: basePath + target.path, query: target.query, body: .exchange(ex),
+        let transfer = upstream.send(method: method, path: call.route.basePath + target.path, query: target.query, body: .exchange(ex),
                                      acceptEncoding: upstreamCodings, headers: { lines in
             var sawAccept = false
             var sawContentType = false
@@ -413,7 +376,7 @@ final class Forwarder {
                                         isOptions: call.exchange.method == "OPTIONS",
                                         contentDisposition: response.headers.first(.contentDisposition))
             let judged = response.body.withUnsafeBufferPointer {
-                judgeWithCode(answer, body: $0, config: call.rules.envelope, passesThrough: call.passesUnjudged)
+                judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.passesUnjudged)
             }
             call.upstreamCode = judged.upstreamCode
             switch judged.verdict {
@@ -465,7 +428,7 @@ final class Forwarder {
         let answer = UpstreamAnswer(status: status, contentType: head.first(.contentType), path: call.path, isHead: false,
                                     isOptions: call.exchange.method == "OPTIONS",
                                     contentDisposition: head.first(.contentDisposition))
-        guard passesUnjudged(answer, config: call.rules.envelope) else { return false }
+        guard passesUnjudged(answer, config: call.route.envelope) else { return false }
         call.keptCoding = coding
         return true
     }
@@ -481,7 +444,7 @@ final class Forwarder {
                                     isOptions: call.exchange.method == "OPTIONS",
                                     contentDisposition: head.first(.contentDisposition))
         // The call's own rules (a reload mid-call must not mix two), decided once for this answer.
-        let passes = passesUnjudged(answer, config: call.rules.envelope)
+        let passes = passesUnjudged(answer, config: call.route.envelope)
         call.passesUnjudged = passes
         guard passes else { return nil }
         let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
@@ -491,16 +454,16 @@ final class Forwarder {
         let coding = head.first(.contentEncoding).map { trimOWS($0) }
         let decoded = call.keptCoding == nil && coding.map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
         let declared = decoded ? nil : head.first(.contentLength).flatMap { Int(trimOWS($0)) }.flatMap { $0 >= 0 ? $0 : nil }
-        if !isEventStream, let length = declared, length <= config.streamThreshold {
+        if !isEventStream, let length = declared, length <= call.route.streamThreshold {
             return nil
         }
         guard let transfer = call.transfer, !call.exchange.answered else { return nil }
         let headers = head.copy()
         call.upstreamStatus = status
         call.upstreamHeaders = headers
-        let shaped = shaper.shape(Reply(status: status, kind: .relayed, upstream: headers, body: .stream(contentLength: declared)),
+        let shaped = call.route.shaper.shape(Reply(status: status, kind: .relayed, upstream: headers, body: .stream(contentLength: declared)),
                                   context(call), encode: { _, _ in nil })
-        let rewrite = self.rewrite
+        let rewrite = call.route.rewrite
         guard let stream = call.exchange.startStream(status: status, contentLength: declared, headers: { out in
             shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })
         }) else {
@@ -593,8 +556,8 @@ final class Forwarder {
     /// Shapes `reply` and writes it: the one way every buffered answer leaves the forwarder.
     private func emit(_ call: Call, _ reply: Reply, log kind: String, code: EnvelopeCode? = nil) {
         guard !call.exchange.answered else { return }
-        let shaped = shaper.shape(reply, context(call), encode: { [encoder] in encoder.encode($0, as: $1) })
-        let rewrite = self.rewrite
+        let shaped = call.route.shaper.shape(reply, context(call), encode: { [encoder] in encoder.encode($0, as: $1) })
+        let rewrite = call.route.rewrite
         guard case .bytes(let body, let range, let hold) = shaped.body else {
             // Streams start in headArrived and answerReachability, never here.
             preconditionFailure("emit takes buffered answers only")
@@ -618,7 +581,7 @@ final class Forwarder {
         for name in ["location", "content-location"] as [StaticString] {
             guard let value = headers.first(name) else { continue }
             // A path, or an absolute URL naming the upstream: as Peel's own target, without the base path.
-            let path = rewrite.location(value, publicOrigin: nil)
+            let path = call.route.rewrite.location(value, publicOrigin: nil)
             if path.hasPrefix("/") && !path.hasPrefix("//") && !targets.contains(path) { targets.append(path) }
         }
         for target in targets {
@@ -682,8 +645,8 @@ final class Forwarder {
     private func answerReachability(_ call: Call, events: Bool) {
         let ex = call.exchange
         guard ex.method == "GET" || ex.method == "HEAD" else {
-            let p = Problem(kind: .badRequest, status: 405, detail: "\(config.reachabilityPath ?? "") answers GET and HEAD only")
-            let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: config.envelope.problemTypeBase)
+            let p = Problem(kind: .badRequest, status: 405, detail: "\(call.route.reachabilityPath ?? "") answers GET and HEAD only")
+            let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.route.envelope.problemTypeBase)
             return emit(call, Reply(status: 405, kind: .own, fields: [("Content-Type", "application/problem+json"),
                                                                       ("Cache-Control", "no-store"), ("Allow", "GET, HEAD")],
                                     body: .bytes(body, range: nil, hold: nil), compressible: false),
@@ -697,10 +660,10 @@ final class Forwarder {
                 // Peel's own bounds, not the upstream's fault: the problem names which one.
                 return answer(call, .tooManyStreams(perClient: refusal == .clientFull))
             }
-            let shaped = shaper.shape(Reply(status: 200, kind: .own, fields: [("Content-Type", "text/event-stream"),
+            let shaped = call.route.shaper.shape(Reply(status: 200, kind: .own, fields: [("Content-Type", "text/event-stream"),
                                                                               ("Cache-Control", "no-store")],
                                             body: .stream(contentLength: nil)), context(call), encode: { _, _ in nil })
-            let rewrite = self.rewrite
+            let rewrite = call.route.rewrite
             guard let stream = ex.startStream(status: 200, headers: { out in
                 shaped.forEachField(rewrite: rewrite, publicOrigin: { nil }, { out.add($0) }, { out.add($0, $1) })
             }) else {
@@ -722,16 +685,16 @@ final class Forwarder {
 
     /// Answers an outcome with its problem document.
     private func answer(_ call: Call, _ outcome: Outcome) {
-        answerProblem(call, problem(for: outcome, config: call.rules.envelope))
+        answerProblem(call, problem(for: outcome, config: call.route.envelope))
     }
 
     private func answerProblem(_ call: Call, _ problem: Problem) {
         var p = problem
         if let reason = p.reason { call.reason = reason }
         if p.upstreamStatus == nil { p.upstreamStatus = call.upstreamStatus }
-        let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.rules.envelope.problemTypeBase)
+        let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.route.envelope.problemTypeBase)
         var fields: [(String, String)] = []
-        if p.kind == .offline { fields.append(("Retry-After", retryAfter)) }
+        if p.kind == .offline { fields.append(("Retry-After", call.route.retryAfter)) }
         // Bodies held now are answered within seconds; a client may try again after one.
         if p.kind == .serverBusy { fields.append(("Retry-After", "1")) }
         // The upstream's fields that clients act on stay (a 429's Retry-After, a logout's Set-Cookie):
@@ -772,7 +735,7 @@ final class Forwarder {
         let duration = monotonicNow() - call.started
         metrics.inflight.subtract(1, ordering: .relaxed)
         metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstreamDuration)
-        guard let accessLog else { return }
+        guard call.route.accessLog, let accessLog = log else { return }
         var line = "{\"time\":\"\(rfc3339(wallNow()))\",\"request_id\":\(jsonEscaped(call.requestId))"
         line += ",\"method\":\(jsonEscaped(call.exchange.method)),\"path\":\(jsonEscaped(call.path.isEmpty ? call.exchange.target : call.path))"
         line += ",\"status\":\(status),\"kind\":\"\(kind)\",\"code\":" + (code.map(\.json) ?? "null")

@@ -45,4 +45,41 @@ final class ReloadTests: XCTestCase {
         XCTAssertEqual(try c.readResponse().status, 422, "judged by the rules it started under")
         XCTAssertEqual(try h.request("GET", "/now").status, 200, "new calls use the reloaded rules")
     }
+
+    // Issue 26: the whole route is pinned when the call is planned, not only its envelope rules. A
+    // reload between the call's send and its head changes the dialect, CORS and compression at
+    // once; the answer follows the generation the call started under in every part.
+    func testReload_betweenSendAndHead_theAnswerFollowsOneGeneration() throws {
+        let body = #"{"code":0,"message":"ok","data":{"x":1},"errcode":0}"#
+        let h = try RawHarness(configure: { c in
+            c.corsOrigins = ["https://a.example"]
+            c.compression = []
+        }) { r in
+            let answer = RawUpstream.answer(body)
+            return r.path == "/slow" ? .sendInTwoParts("", after: 0.3, answer) : .send(answer)
+        }
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /slow HTTP/1.1\r\nHost: x\r\nOrigin: https://a.example\r\nAccept-Encoding: gzip\r\n\r\n")
+        let deadline = Date().addingTimeInterval(2)
+        while h.seen("/slow").isEmpty && Date() < deadline { usleep(10_000) }
+        XCTAssertEqual(h.seen("/slow").count, 1)
+        var next = h.gateway.config
+        next.envelope.dialect = .wechat
+        next.corsOrigins = ["https://b.example"]
+        next.compression = [.gzip]
+        next.compressionMinSize = 1
+        XCTAssertEqual(h.gateway.reload(next), [])
+        let old = try c.readResponse()
+        XCTAssertEqual(old.status, 200)
+        XCTAssertEqual(old.text, #"{"x":1}"#, "judged by the dialect it started under")
+        XCTAssertEqual(old.header("access-control-allow-origin"), "https://a.example", "CORS of its own generation")
+        XCTAssertNil(old.header("content-encoding"), "not compressed: its generation had compression off")
+
+        let n = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try n.send("GET /now HTTP/1.1\r\nHost: x\r\nOrigin: https://a.example\r\n\r\n")
+        let now = try n.readResponse()
+        XCTAssertEqual(now.text, #"{"code":0,"message":"ok","data":{"x":1}}"#, "new calls: the rest of the object under wechat")
+        XCTAssertNil(now.header("access-control-allow-origin"), "new calls: a.example is no longer allowed")
+    }
 }
