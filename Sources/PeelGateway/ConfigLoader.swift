@@ -92,8 +92,10 @@ public enum ConfigLoader {
                    value: "LIST", show: { c in strs(c.trustedProxies.map(\.description)) }) { c, v, o throws(ConfigError) in
             var networks: [IPNetwork] = []
             for t in try list(v, o) {
-                guard let n = IPNetwork(t) else { throw ConfigError(option: o, problem: "\(t) is not an address or CIDR (10.0.0.0/8, fd00::/8)") }
-                networks.append(n)
+                switch IPNetwork.parse(t) {
+                case .success(let n): networks.append(n)
+                case .failure(let why): throw ConfigError(option: o, problem: why.description)
+                }
             }
             c.trustedProxies = networks
         },

@@ -319,20 +319,9 @@ final class Forwarder {
 
     /// Trace Context fields, dropped together when traceparent is not in its W3C form.
     private static let traceFields = FieldSet([.traceparent, .tracestate])
-    /// The client behind a trusted `peer`: X-Forwarded-For walked from the right past every trusted
-    /// hop, the first untrusted one (nginx realip with `real_ip_recursive on`). All trusted: the
-    /// leftmost. An entry that is not an address ends the walk at the hop after it, which a trusted
-    /// proxy vouched for, so no forged text ever becomes the client.
+    /// The client behind a trusted `peer` (see `IPNetwork.realClient`).
     static func realClient(peer: String, forwardedFor: String?, trusted: [IPNetwork]) -> String {
-        guard let forwardedFor else { return peer }
-        var client = peer
-        for hop in forwardedFor.split(separator: ",").reversed() {
-            let a = trimOWS(hop)
-            guard IPNetwork.address(a) != nil else { return client }
-            client = a
-            if !IPNetwork.any(trusted, contain: a) { return a }
-        }
-        return client
+        IPNetwork.realClient(peer: peer, forwardedFor: forwardedFor, trusted: trusted)
     }
 
     /// The Forwarded field sent upstream (RFC 7239 §4): `kept` (a trusted proxy's), then Peel's own
