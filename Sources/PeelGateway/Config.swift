@@ -112,6 +112,11 @@ public struct GatewayConfig: Sendable {
     public var maxUpstreamBody: Int = 67_108_864
     /// Request and judged upstream bodies held at once, whole process, in bytes (default 256 MiB).
     public var maxBuffered: Int = 268_435_456
+    /// Request body bytes one client address may hold at once (default nil: `bufferedPerClient`).
+    public var maxBufferedPerClient: Int? = nil
+    /// The share in effect: `max_buffered_per_client`, else an eighth of `max_buffered`, never less
+    /// than `max_body` (one client can always send one whole body) nor more than `max_buffered`.
+    public var bufferedPerClient: Int { maxBufferedPerClient ?? min(maxBuffered, max(maxBody, maxBuffered / 8)) }
     /// One JSON line per request on stdout (default on).
     public var accessLog: Bool = true
     /// Extra CA bundle for https upstreams (default: system store).

@@ -155,6 +155,10 @@ public enum ConfigLoader {
                    show: { c in "\(c.maxBuffered)" }) { c, v, o throws(ConfigError) in
             c.maxBuffered = try integer(v, o, 1...(1 << 40))
         },
+        OptionSpec(name: "max-buffered-per-client", help: "request body bytes one client address (an IPv6 /64) may hold at once", value: "BYTES",
+                   fixedDefault: "max_buffered/8, at least max_body", show: { c in "\(c.bufferedPerClient)" }) { c, v, o throws(ConfigError) in
+            c.maxBufferedPerClient = try byteSize(v, o)
+        },
         OptionSpec(name: "access-log", help: "json or off: one JSON line per request on stdout", value: "json|off", show: { c in q(c.accessLog ? "json" : "off") }) { c, v, o throws(ConfigError) in
             switch try text(v, o) {
             case "json", "true": c.accessLog = true
@@ -440,6 +444,10 @@ public enum ConfigLoader {
         // would be told that forever.
         if c.maxBuffered < c.maxBody {
             throw ConfigError(option: "--max-buffered", problem: "must be at least --max-body")
+        }
+        // One client can always send one whole body, and no share is larger than the whole.
+        if let share = c.maxBufferedPerClient, share < c.maxBody || share > c.maxBuffered {
+            throw ConfigError(option: "--max-buffered-per-client", problem: "must be at least --max-body (\(c.maxBody)) and at most --max-buffered (\(c.maxBuffered))")
         }
         // Issue 21: the shared store's keys are HMACs; without the secret they could not be.
         if c.offlineStore != .memory && c.offlineStoreSecret == nil {

@@ -209,7 +209,12 @@ final class Forwarder {
         if let refusal = ex.refusal {
             // The log says why, whatever the wire says (an HTTP/2 or TLS client gets no HTTP/1.1 answer).
             call.reason = refusal.detail
-            if refusal == .overBudget { return answer(call, .serverBusy(refusal.detail)) }
+            switch refusal {
+            case .overBudget, .overClientShare:
+                metrics.recordRefusal(refusal == .overBudget ? "max_buffered" : "max_buffered_per_client")
+                return answer(call, .serverBusy(refusal.detail))
+            default: break
+            }
             return answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
         }
 
@@ -369,7 +374,8 @@ final class Forwarder {
         if call.exchange.answered { return record(call, status: 499, kind: "client-closed", bytes: 0, code: nil) }
         switch result {
         case .failure(let failure):
-            metrics.recordUpstreamError(failure.reason)
+            // Peel's own budget is no failure of the upstream's: counted as Peel's refusal.
+            if case .overBudget = failure { metrics.recordRefusal("max_buffered_upstream") } else { metrics.recordUpstreamError(failure.reason) }
             // Issue 17: only failing to reach the upstream counts toward fall. A broken or oversized
             // answer came with a status line: the upstream is there. A timeout or a close before any
             // status line on a connection it took counts neither way: a client can cause it (a path
