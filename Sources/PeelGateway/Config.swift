@@ -119,6 +119,9 @@ public struct GatewayConfig: Sendable {
     public var bufferedPerClient: Int { maxBufferedPerClient ?? min(maxBuffered, max(maxBody, maxBuffered / 8)) }
     /// One JSON line per request on stdout (default on).
     public var accessLog: Bool = true
+    /// Bytes of log lines each log (access, event) holds while its sink does not take them (default
+    /// 4 MiB: 512 lines of 8 KB, two seconds of a 1,000-a-second burst of them; the rest dropped).
+    public var logBuffer: Int = 4 << 20
     /// Extra CA bundle for https upstreams (default: system store).
     public var caFile: String? = nil
     /// Seconds between /readyz turning 503 and the listeners closing (default 0).

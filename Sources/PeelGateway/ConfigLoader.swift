@@ -159,6 +159,13 @@ public enum ConfigLoader {
                    fixedDefault: "max_buffered/8, at least max_body", show: { c in "\(c.bufferedPerClient)" }) { c, v, o throws(ConfigError) in
             c.maxBufferedPerClient = try byteSize(v, o)
         },
+        OptionSpec(name: "log-buffer", help: "bytes of lines each log (stdout, stderr) holds while its reader does not take them; the rest are dropped and counted",
+                   value: "SIZE", show: { c in "\(c.logBuffer)" }) { c, v, o throws(ConfigError) in
+            let n = try byteSize(v, o)
+            // Under one batch of lines (a worker hands over 4 KiB at a time) nothing would ever fit.
+            guard n >= 65_536, n <= 1 << 30 else { throw ConfigError(option: o, problem: "must be from 64KiB to 1GiB") }
+            c.logBuffer = n
+        },
         OptionSpec(name: "access-log", help: "json or off: one JSON line per request on stdout", value: "json|off", show: { c in q(c.accessLog ? "json" : "off") }) { c, v, o throws(ConfigError) in
             switch try text(v, o) {
             case "json", "true": c.accessLog = true
