@@ -120,7 +120,8 @@ public struct GatewayConfig: Sendable {
     /// One JSON line per request on stdout (default on).
     public var accessLog: Bool = true
     /// Bytes of log lines each log (access, event) holds while its sink does not take them (default
-    /// 4 MiB: 512 lines of 8 KB, two seconds of a 1,000-a-second burst of them; the rest dropped).
+    /// 4 MiB: 512 lines of 8 KB, twice what a 1,000-a-second burst of them writes between two reads
+    /// of a reader that wakes every 250 ms; past it lines are dropped and counted).
     public var logBuffer: Int = 4 << 20
     /// Extra CA bundle for https upstreams (default: system store).
     public var caFile: String? = nil

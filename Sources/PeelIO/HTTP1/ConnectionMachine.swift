@@ -254,8 +254,8 @@ struct ConnectionMachine {
 
     /// At the end of a head with a body: refuses (503) at once a declared length that the budget,
     /// or this client's share of it, has no room for now, before `100 Continue`. Nothing is taken:
-    /// a declared length is a promise, and reserving it let 26 heads that never sent a byte hold
-    /// the whole budget (nginx never reserves one either).
+    /// a declared length is a promise, and reserving it would let heads that never send a byte
+    /// hold the whole budget for `body_timeout` (nginx never reserves one either).
     private mutating func admitBody() -> RequestError? {
         guard let budget = limits.budget, !parser.chunked, parser.contentLength > 0 else { return nil }
         return Self.refusal(budget.admits(parser.contentLength, client: clientAccount()))
@@ -263,9 +263,9 @@ struct ConnectionMachine {
 
     /// Charges the memory the body holds to the budget and to this client's share, as its bytes
     /// arrive: the bytes themselves (de-chunked ones for a chunked body) while they fit the first
-    /// allocation, then the buffer beyond the head, which grows ahead of the bytes (100 uploads of
-    /// 9 MB peaked at 510 MB when only their bytes were counted). A request without a body never
-    /// gets here.
+    /// allocation, then the buffer beyond the head, which grows ahead of the bytes by doubling, so
+    /// that counting bytes alone would let the memory held run far past the budget. A request
+    /// without a body never gets here.
     private mutating func chargeBody() -> RequestError? {
         guard let budget = limits.budget else { return nil }
         let arrived = parser.bodyReceived
