@@ -313,7 +313,8 @@ import selectors, socket, sys, time
 port, pid = int(sys.argv[1]), sys.argv[2]
 sel, states = selectors.DefaultSelector(), []
 for i in range(20):
-    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    # Twenty clients, one address each: one address's bodies are held to its share of the budget.
+    s = socket.create_connection(("127.0.0.1", port), timeout=5, source_address=("127.0.0.%d" % (20 + i), 0))
     s.sendall(b"POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 9437184\r\n\r\n")
     st = {"t": time.time(), "got": b"", "done": None}
     s.sendall(b"u" * 1048576)

@@ -176,17 +176,20 @@ struct ReferenceReader {
             case "t": out.append("\t")
             case "u":
                 guard let unit = hex4() else { return nil }
-                if (0xD800...0xDBFF).contains(unit) {
-                    guard current == "\\" else { return nil }
+                // RFC 8259 §8.2: a lone surrogate escape is grammar; it names no character (U+FFFD here).
+                let resume = i
+                if (0xD800...0xDBFF).contains(unit), current == "\\" {
                     i += 1
-                    guard current == "u" else { return nil }
-                    i += 1
-                    guard let low = hex4(), (0xDC00...0xDFFF).contains(low) else { return nil }
-                    out.append(Unicode.Scalar(0x10000 + (unit - 0xD800) * 0x400 + (low - 0xDC00))!)
-                } else {
-                    guard let scalar = Unicode.Scalar(unit) else { return nil }
-                    out.append(scalar)
+                    if current == "u" {
+                        i += 1
+                        if let low = hex4(), (0xDC00...0xDFFF).contains(low) {
+                            out.append(Unicode.Scalar(0x10000 + (unit - 0xD800) * 0x400 + (low - 0xDC00))!)
+                            continue
+                        }
+                    }
                 }
+                i = resume
+                out.append(Unicode.Scalar(unit) ?? "\u{FFFD}")
             default: return nil
             }
         }

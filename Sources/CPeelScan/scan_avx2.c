@@ -46,12 +46,6 @@ PEEL_TARGET PEEL_INLINE uint64_t K(eq)(const uint8_t *p, uint8_t c) {
     return K(bits)(_mm256_cmpeq_epi8(a, K(splat)(c)), _mm256_cmpeq_epi8(b, K(splat)(c)));
 }
 
-PEEL_TARGET PEEL_INLINE uint64_t K(lower_d)(const uint8_t *p) {
-    __m256i a = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)p), K(splat)(0x20));
-    __m256i b = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(p + 32)), K(splat)(0x20));
-    return K(bits)(_mm256_cmpeq_epi8(a, K(splat)('d')), _mm256_cmpeq_epi8(b, K(splat)('d')));
-}
-
 /// 0xFF lanes for the hex digits of v.
 PEEL_TARGET PEEL_INLINE __m256i K(hex_lanes)(__m256i v) {
     __m256i digit = K(at_most)(_mm256_sub_epi8(v, K(splat)('0')), 9);

@@ -30,11 +30,6 @@ PEEL_TARGET PEEL_INLINE uint64_t K(eq)(const uint8_t *p, uint8_t c) {
     return _mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)p), K(splat)(c));
 }
 
-PEEL_TARGET PEEL_INLINE uint64_t K(lower_d)(const uint8_t *p) {
-    __m512i v = _mm512_loadu_si512((const void *)p);
-    return _mm512_cmpeq_epi8_mask(_mm512_or_si512(v, K(splat)(0x20)), K(splat)('d'));
-}
-
 PEEL_TARGET PEEL_INLINE uint64_t K(hex)(const uint8_t *p) {
     __m512i v = _mm512_loadu_si512((const void *)p);
     __m512i lower = _mm512_or_si512(v, K(splat)(0x20));

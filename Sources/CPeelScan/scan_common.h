@@ -43,10 +43,6 @@ typedef struct {
     uint64_t end_carry;
     /// Bytes of this block that must be hex digits of a `\u` escape begun in the previous block.
     uint64_t hex_carry;
-    /// 1 when the previous block ended in the `u` of a `\u` escape.
-    uint64_t u_carry;
-    /// The `u` of a low surrogate already checked with its high half, or -1.
-    int64_t paired_low;
     /// Whether the previous block held a non-ASCII byte (a sequence may continue here).
     bool utf8_pending;
     /// Set when every block is classified, or stage 1 found the body invalid.
@@ -71,42 +67,6 @@ PEEL_INLINE uint64_t peel_escaped(uint64_t backslash, uint64_t *carry) {
     uint64_t escaped = code ^ (backslash | *carry);
     *carry = (code & backslash) >> 63;
     return escaped;
-}
-
-/// The value of four hex digits at i, or -1 (also when they run past n).
-PEEL_INLINE int32_t peel_hex4(const uint8_t *base, size_t n, size_t i) {
-    if (n < 4 || i > n - 4) return -1;
-    int32_t value = 0;
-    for (int k = 0; k < 4; k++) {
-        uint8_t c = base[i + k];
-        int32_t digit;
-        if ((uint8_t)(c - '0') < 10) {
-            digit = c - '0';
-        } else if ((uint8_t)((c | 0x20) - 'a') < 6) {
-            digit = (c | 0x20) - 'a' + 10;
-        } else {
-            return -1;
-        }
-        value = value << 4 | digit;
-    }
-    return value;
-}
-
-/// Checks the `\uDxxx` escape whose `u` is at e: lone or reversed surrogates name no character
-/// (RFC 8259 §8.2) and Peel refuses them, as the token scanner does; a high half must be followed
-/// by a `\u` low half, which is then not checked again.
-static inline bool peel_surrogate(peel_stage1 *s, size_t e) {
-    if ((int64_t)e == s->paired_low) return true;
-    int32_t unit = peel_hex4(s->base, s->n, e + 1);
-    if (unit < 0 || (unit & 0xFC00) == 0xDC00) return false;
-    if ((unit & 0xFC00) == 0xD800) {
-        const uint8_t *b = s->base;
-        if (s->n - e < 11 || b[e + 5] != '\\' || b[e + 6] != 'u') return false;
-        int32_t low = peel_hex4(b, s->n, e + 7);
-        if (low < 0 || (low & 0xFC00) != 0xDC00) return false;
-        s->paired_low = (int64_t)e + 6;
-    }
-    return true;
 }
 
 /// Whether c is JSON whitespace (RFC 8259 §2).

@@ -15,7 +15,6 @@
 //   uint64_t K(eq)(const uint8_t *p, uint8_t c)           bytes equal to c
 //   uint64_t K(escapable)(const uint8_t *p)               " / \ b f n r t u
 //   uint64_t K(hex)(const uint8_t *p)                     0-9 a-f A-F
-//   uint64_t K(lower_d)(const uint8_t *p)                 d or D
 //   uint64_t K(rare_space)(const uint8_t *p)              tab, line feed, carriage return
 //   bool     K(utf8_ok)(const uint8_t *previous, const uint8_t *p)   RFC 3629 over the block
 //   uint64_t K(prefix_xor)(uint64_t bits)
@@ -29,8 +28,9 @@ PEEL_TARGET PEEL_INLINE uint64_t K(fail)(peel_stage1 *s) {
     return 0;
 }
 
-/// Checks every escape of the block (RFC 8259 §7): the escaped byte, the four hex digits of `\u`,
-/// and surrogate pairs by hand; false when one is malformed.
+/// Checks every escape of the block (RFC 8259 §7): the escaped byte and the four hex digits of
+/// `\u`; false when one is malformed. Surrogate escapes, paired or lone, are grammar like any
+/// other `\u` (RFC 8259 §7 and §8.2): the strings are passed, never decoded to be judged.
 PEEL_TARGET static bool K(escapes)(peel_stage1 *s, const uint8_t *p, uint64_t escaped) {
     uint64_t u = 0;
     if (escaped) {
@@ -38,18 +38,8 @@ PEEL_TARGET static bool K(escapes)(peel_stage1 *s, const uint8_t *p, uint64_t es
         if (escaped & ~K(escapable)(p)) return false;
     }
     uint64_t need = (u << 1) | (u << 2) | (u << 3) | (u << 4) | s->hex_carry;
-    if (need) {
-        if (need & ~K(hex)(p)) return false;
-        // Only a leading d can start a surrogate; those few are checked one by one.
-        uint64_t surrogates = ((u << 1) | s->u_carry) & K(lower_d)(p);
-        while (surrogates) {
-            size_t e = s->start + (size_t)__builtin_ctzll(surrogates) - 1;
-            surrogates &= surrogates - 1;
-            if (!peel_surrogate(s, e)) return false;
-        }
-    }
+    if (need & ~K(hex)(p)) return false;
     s->hex_carry = (u >> 63) | (u >> 62) | (u >> 61) | (u >> 60);
-    s->u_carry = u >> 63;
     return true;
 }
 
@@ -144,7 +134,6 @@ PEEL_TARGET PEEL_INLINE bool K(walk)(const uint8_t *base, size_t n, size_t start
     s.base = base;
     s.n = n;
     s.block = start;
-    s.paired_low = -1;
     uint16_t positions[PEEL_CHUNK * 64 + 64];
     size_t k = 0, count = 0, chunk = 0;
     size_t p = 0;

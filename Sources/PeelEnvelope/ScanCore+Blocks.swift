@@ -68,8 +68,6 @@ extension ScanCore {
             var scalarCarry: UInt64 = 0
             /// Multi-byte UTF-8 sequences are validated up to here.
             var utf8Next = 0
-            /// The `u` of a low surrogate already checked with its high half.
-            var pairedLow = -1
             /// Set when every block is classified, or stage 1 found the body invalid.
             var finished = false
             /// Set when stage 1 found the body invalid.
@@ -156,14 +154,9 @@ extension ScanCore {
                     guard e < n else { return false }
                     let c = base[e]
                     if c == UInt8(ascii: "u") {
+                        // Four hex digits; surrogates, paired or lone, are grammar like any other (RFC 8259 §8.2).
                         guard n &- e >= 5, ScanCore.isHex4(UnsafeRawPointer(base + (e &+ 1)).loadUnaligned(as: UInt32.self)) else {
                             return false
-                        }
-                        // Only a leading 'd' can start a surrogate; the low half of a pair is checked with the high half.
-                        if base[e &+ 1] | 0x20 == UInt8(ascii: "d") && e != pairedLow {
-                            var i = e &- 1
-                            guard ScanCore.scanEscape(base, n, &i) else { return false }
-                            if i &- e == 11 { pairedLow = e &+ 6 }
                         }
                     } else {
                         // " / \ b f n r t, as bits of c - 0x20 over two words.

@@ -195,7 +195,9 @@ extension ScanCore {
         return i
     }
 
-    /// Scans one escape at i (the backslash); a \u high surrogate must be followed by a \u low one.
+    /// Scans one escape at i (the backslash). Every `\u` with four hex digits is grammar (RFC 8259
+    /// §7), surrogates paired or lone (§8.2 leaves their meaning to the receiver, and Peel passes
+    /// strings without judging what they name).
     @inline(__always)
     static func scanEscape(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
         guard n &- i >= 2 else { return false }
@@ -205,34 +207,15 @@ extension ScanCore {
             i += 2
             return true
         case UInt8(ascii: "u"):
-            // Four hex digits checked at once; only a leading 'd' can start a surrogate, so the
-            // digits' value is worked out for those alone.
+            // Four hex digits checked at once.
             guard n &- i >= 6, isHex4(UnsafeRawPointer(base + i + 2).loadUnaligned(as: UInt32.self)) else {
                 return false
             }
-            if base[i + 2] | 0x20 == UInt8(ascii: "d") { return scanSurrogate(base, n, &i) }
             i += 6
             return true
         default:
             return false
         }
-    }
-
-    /// Finishes a `\\uDxxx` escape at i whose digits are known to be hex: lone or reversed surrogates
-    /// name no character (RFC 8259 §8.2), and Peel refuses them so every accepted string converts to
-    /// valid UTF-8; a high surrogate must be followed by a `\\u` low one.
-    @inline(never)
-    private static func scanSurrogate(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: inout Int) -> Bool {
-        guard let unit = hex4(base, n, i + 2) else { return false }
-        if unit & 0xFC00 == 0xDC00 { return false }
-        if unit & 0xFC00 == 0xD800 {
-            guard n &- i >= 12, base[i + 6] == UInt8(ascii: "\\"), base[i + 7] == UInt8(ascii: "u"),
-                let low = hex4(base, n, i + 8), low & 0xFC00 == 0xDC00
-            else { return false }
-            i += 6
-        }
-        i += 6
-        return true
     }
 
     /// Whether all four bytes of `word` are ASCII hex digits, in any byte order.

@@ -208,17 +208,8 @@ enum ScanDiagnosis {
                     guard i < n else { return fault(.cutShort, i) }
                     let e = base[i]
                     if e == UInt8(ascii: "u") {
-                        let escapeStart = i - 1
-                        guard let unit = hex4() else { return fault(i < n ? .invalid : .cutShort, i) }
-                        // Lone or reversed surrogates name no character (RFC 8259 §8.2); Peel refuses them.
-                        if unit & 0xFC00 == 0xDC00 { return fault(.invalid, escapeStart) }
-                        if unit & 0xFC00 == 0xD800 {
-                            guard i + 2 < n, base[i + 1] == UInt8(ascii: "\\"), base[i + 2] == UInt8(ascii: "u") else {
-                                return fault(i + 1 < n ? .invalid : .cutShort, escapeStart)
-                            }
-                            i += 2
-                            guard let low = hex4(), low & 0xFC00 == 0xDC00 else { return fault(i < n ? .invalid : .cutShort, escapeStart) }
-                        }
+                        // Any four hex digits, surrogates paired or lone included (RFC 8259 §7, §8.2).
+                        guard hex4() != nil else { return fault(i < n ? .invalid : .cutShort, i) }
                     } else if !Array("\"\\/bfnrt".utf8).contains(e) {
                         return fault(.invalid, i)
                     }

@@ -21,12 +21,17 @@ enum StringDecoder {
             case UInt8(ascii: "r"): out[o] = 0x0D
             case UInt8(ascii: "t"): out[o] = 0x09
             case UInt8(ascii: "u"):
-                // The scanner has already checked the hex digits and the surrogate pairing.
+                // The scanner has already checked the hex digits. A high surrogate followed by a low
+                // one is a pair; a lone half names no character (RFC 8259 §8.2) and becomes U+FFFD, as
+                // WHATWG's and Python's decoders make it (3 bytes, fewer than its 6).
                 var scalar = ScanCore.hex4(base, end, i) ?? 0xFFFD
                 i += 4
-                if scalar & 0xFC00 == 0xD800, let low = ScanCore.hex4(base, end, i + 2) {
+                if scalar & 0xFC00 == 0xD800, end - i >= 6, base[i] == UInt8(ascii: "\\"), base[i + 1] == UInt8(ascii: "u"),
+                    let low = ScanCore.hex4(base, end, i + 2), low & 0xFC00 == 0xDC00 {
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
                     i += 6
+                } else if scalar & 0xF800 == 0xD800 {
+                    scalar = 0xFFFD
                 }
                 o += encode(scalar, into: out + o)
                 continue

@@ -116,8 +116,17 @@ public struct GatewayConfig: Sendable {
     public var maxUpstreamBody: Int = 67_108_864
     /// Request and judged upstream bodies held at once, whole process, in bytes (default 256 MiB).
     public var maxBuffered: Int = 268_435_456
+    /// Request body bytes one client address may hold at once (default nil: `bufferedPerClient`).
+    public var maxBufferedPerClient: Int? = nil
+    /// The share in effect: `max_buffered_per_client`, else an eighth of `max_buffered`, never less
+    /// than `max_body` (one client can always send one whole body) nor more than `max_buffered`.
+    public var bufferedPerClient: Int { maxBufferedPerClient ?? min(maxBuffered, max(maxBody, maxBuffered / 8)) }
     /// One JSON line per request on stdout (default on).
     public var accessLog: Bool = true
+    /// Bytes of log lines each log (access, event) holds while its sink does not take them (default
+    /// 4 MiB: 512 lines of 8 KB, twice what a 1,000-a-second burst of them writes between two reads
+    /// of a reader that wakes every 250 ms; past it lines are dropped and counted).
+    public var logBuffer: Int = 4 << 20
     /// Extra CA bundle for https upstreams (default: system store).
     public var caFile: String? = nil
     /// Seconds between /readyz turning 503 and the listeners closing (default 0).

@@ -94,8 +94,10 @@ public enum ConfigLoader {
                    value: "LIST", show: { c in strs(c.trustedProxies.map(\.description)) }) { c, v, o throws(ConfigError) in
             var networks: [IPNetwork] = []
             for t in try list(v, o) {
-                guard let n = IPNetwork(t) else { throw ConfigError(option: o, problem: "\(t) is not an address or CIDR (10.0.0.0/8, fd00::/8)") }
-                networks.append(n)
+                switch IPNetwork.parse(t) {
+                case .success(let n): networks.append(n)
+                case .failure(let why): throw ConfigError(option: o, problem: why.description)
+                }
             }
             c.trustedProxies = networks
         },
@@ -161,6 +163,17 @@ public enum ConfigLoader {
         OptionSpec(name: "max-buffered", help: "request and upstream body bytes held at once, whole process", value: "BYTES",
                    show: { c in "\(c.maxBuffered)" }) { c, v, o throws(ConfigError) in
             c.maxBuffered = try integer(v, o, 1...(1 << 40))
+        },
+        OptionSpec(name: "max-buffered-per-client", help: "request body bytes one client address (an IPv6 /64) may hold at once", value: "BYTES",
+                   fixedDefault: "max_buffered/8, at least max_body", show: { c in "\(c.bufferedPerClient)" }) { c, v, o throws(ConfigError) in
+            c.maxBufferedPerClient = try byteSize(v, o)
+        },
+        OptionSpec(name: "log-buffer", help: "bytes of lines each log (stdout, stderr) holds while its reader does not take them; the rest are dropped and counted",
+                   value: "SIZE", show: { c in "\(c.logBuffer)" }) { c, v, o throws(ConfigError) in
+            let n = try byteSize(v, o)
+            // Under one batch of lines (a worker hands over 4 KiB at a time) nothing would ever fit.
+            guard n >= 65_536, n <= 1 << 30 else { throw ConfigError(option: o, problem: "must be from 64KiB to 1GiB") }
+            c.logBuffer = n
         },
         OptionSpec(name: "access-log", help: "json or off: one JSON line per request on stdout", value: "json|off", show: { c in q(c.accessLog ? "json" : "off") }) { c, v, o throws(ConfigError) in
             switch try text(v, o) {
@@ -433,6 +446,10 @@ public enum ConfigLoader {
         // would be told that forever.
         if c.maxBuffered < c.maxBody {
             throw ConfigError(option: "--max-buffered", problem: "must be at least --max-body")
+        }
+        // One client can always send one whole body, and no share is larger than the whole.
+        if let share = c.maxBufferedPerClient, share < c.maxBody || share > c.maxBuffered {
+            throw ConfigError(option: "--max-buffered-per-client", problem: "must be at least --max-body (\(c.maxBody)) and at most --max-buffered (\(c.maxBuffered))")
         }
         // Issue 21: the shared store's keys are HMACs; without the secret they could not be.
         if c.offlineStore != .memory && c.offlineStoreSecret == nil {

@@ -172,7 +172,12 @@ final class Forwarder {
         if let refusal = ex.refusal {
             // The log says why, whatever the wire says (an HTTP/2 or TLS client gets no HTTP/1.1 answer).
             call.reason = refusal.detail
-            if refusal == .overBudget { return answer(call, .serverBusy(refusal.detail)) }
+            switch refusal {
+            case .overBudget, .overClientShare:
+                metrics.recordRefusal(refusal == .overBudget ? "max_buffered" : "max_buffered_per_client")
+                return answer(call, .serverBusy(refusal.detail))
+            default: break
+            }
             return answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
         }
 
@@ -282,20 +287,9 @@ final class Forwarder {
 
     /// Trace Context fields, dropped together when traceparent is not in its W3C form.
     private static let traceFields = FieldSet([.traceparent, .tracestate])
-    /// The client behind a trusted `peer`: X-Forwarded-For walked from the right past every trusted
-    /// hop, the first untrusted one (nginx realip with `real_ip_recursive on`). All trusted: the
-    /// leftmost. An entry that is not an address ends the walk at the hop after it, which a trusted
-    /// proxy vouched for, so no forged text ever becomes the client.
+    /// The client behind a trusted `peer` (see `IPNetwork.realClient`).
     static func realClient(peer: String, forwardedFor: String?, trusted: [IPNetwork]) -> String {
-        guard let forwardedFor else { return peer }
-        var client = peer
-        for hop in forwardedFor.split(separator: ",").reversed() {
-            let a = trimOWS(hop)
-            guard IPNetwork.address(a) != nil else { return client }
-            client = a
-            if !IPNetwork.any(trusted, contain: a) { return a }
-        }
-        return client
+        IPNetwork.realClient(peer: peer, forwardedFor: forwardedFor, trusted: trusted)
     }
 
     /// The Forwarded field sent upstream (RFC 7239 §4): `kept` (a trusted proxy's), then Peel's own
@@ -343,7 +337,8 @@ final class Forwarder {
         if call.exchange.answered { return record(call, status: 499, kind: "client-closed", bytes: 0, code: nil) }
         switch result {
         case .failure(let failure):
-            metrics.recordUpstreamError(failure.reason)
+            // Peel's own budget is no failure of the upstream's: counted as Peel's refusal.
+            if case .overBudget = failure { metrics.recordRefusal("max_buffered_upstream") } else { metrics.recordUpstreamError(failure.reason) }
             // Issue 17: only failing to reach the upstream counts toward fall. A broken or oversized
             // answer came with a status line: the upstream is there. A timeout or a close before any
             // status line on a connection it took counts neither way: a client can cause it (a path

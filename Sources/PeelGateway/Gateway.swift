@@ -34,7 +34,8 @@ public final class Gateway: @unchecked Sendable {
     /// Prepares (binds nothing yet).
     public init(config: GatewayConfig) {
         current = Locked(config)
-        budget = MemoryBudget(limit: config.maxBuffered)
+        LogSinks.configure(buffer: config.logBuffer)
+        budget = MemoryBudget(limit: config.maxBuffered, perClient: config.bufferedPerClient)
         let upstream = config.upstream.description
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
@@ -108,6 +109,8 @@ public final class Gateway: @unchecked Sendable {
         if next.offlineStoreTimeout != old.offlineStoreTimeout { kept.append("offline_store_timeout"); next.offlineStoreTimeout = old.offlineStoreTimeout }
         current.withLock { $0 = next }
         budget.limit = next.maxBuffered
+        LogSinks.configure(buffer: next.logBuffer)
+        budget.perClientLimit = next.bufferedPerClient
         reachability.setThresholds(fall: next.fall, rise: next.rise, liveWindow: max(next.probeInterval, next.probeTimeout))
         // Issue 17: the cache and the stream bounds follow a reload too. Other key fields change every
         // key, so the entries stored under the old ones go at once rather than linger unreachable.

@@ -34,13 +34,20 @@ func rfc3339(_ t: Double) -> String {
 /// The two logs' writers (issue 18): lines go to a thread of their own through a bounded queue, so a
 /// stalled stdout or stderr never blocks an event loop; lines that do not fit are dropped and counted.
 public enum LogSinks {
-    /// Bytes a log may hold while its sink does not take them (README, Limits).
-    public static let capacity = 1 << 20
-    /// The access log's writer (stdout).
-    public static let access = LogWriter(fd: 1, capacity: capacity)
+    /// The access log's writer (stdout), holding `GatewayConfig().logBuffer` until `configure`.
+    public static let access = LogWriter(fd: 1, capacity: GatewayConfig().logBuffer)
     /// The event log's writer (stderr), or the access log's when both are one open file (`2>&1`),
     /// so that one thread writes every line of that file and lines never interleave.
-    public static let event: LogWriter = LogWriter.sameFile(1, 2) ? access : LogWriter(fd: 2, capacity: capacity)
+    public static let event: LogWriter = LogWriter.sameFile(1, 2) ? access : LogWriter(fd: 2, capacity: GatewayConfig().logBuffer)
+
+    /// Bytes each log may hold while its sink does not take them (`--log-buffer`); a writer that
+    /// serves both logs holds both logs' share.
+    public static func configure(buffer: Int) {
+        access.capacity = event === access ? 2 * buffer : buffer
+        event.capacity = access.capacity
+        access.widenPipe(to: buffer)
+        if event !== access { event.widenPipe(to: buffer) }
+    }
     /// Event lines dropped: counted on their own even when both logs share a writer.
     static let eventDropped = Atomic<Int>(0)
     /// Access lines dropped.

@@ -40,6 +40,7 @@ public final class WorkerMetrics: Sendable {
         var requestDuration = Histogram()
         var upstreamDuration = Histogram()
         var upstreamErrors: [String: UInt64] = [:]
+        var refusals: [String: UInt64] = [:]
     }
     let stats = Locked(Stats())
     /// Calls being handled right now on this worker.
@@ -59,6 +60,11 @@ public final class WorkerMetrics: Sendable {
     func recordUpstreamError(_ reason: String) {
         stats.withLock { $0.upstreamErrors[reason, default: 0] += 1 }
     }
+
+    /// A call Peel refused for want of its own resources, named by the bound that refused it.
+    func recordRefusal(_ bound: String) {
+        stats.withLock { $0.refusals[bound, default: 0] += 1 }
+    }
 }
 
 /// Renders Prometheus text format 0.0.4 from all workers' counters, merged at scrape time.
@@ -71,6 +77,7 @@ enum MetricsRenderer {
             let s = w.stats.withLock { $0 }
             for (k, v) in s.requests { merged.requests[k, default: 0] += v }
             for (k, v) in s.upstreamErrors { merged.upstreamErrors[k, default: 0] += v }
+            for (k, v) in s.refusals { merged.refusals[k, default: 0] += v }
             merged.requestDuration.merge(s.requestDuration)
             merged.upstreamDuration.merge(s.upstreamDuration)
             inflight += w.inflight.load(ordering: .relaxed)
@@ -90,6 +97,11 @@ enum MetricsRenderer {
         out += "# TYPE peel_upstream_errors_total counter\n"
         for (k, v) in merged.upstreamErrors.sorted(by: { $0.key < $1.key }) {
             out += "peel_upstream_errors_total{reason=\"\(k)\"} \(v)\n"
+        }
+        out += "# HELP peel_refusals_total Calls Peel refused for want of its own resources (the upstream did nothing wrong), by the bound that refused.\n"
+        out += "# TYPE peel_refusals_total counter\n"
+        for bound in ["max_buffered", "max_buffered_per_client", "max_buffered_upstream"] {
+            out += "peel_refusals_total{bound=\"\(bound)\"} \(merged.refusals[bound] ?? 0)\n"
         }
         out += "# HELP peel_reachability_transitions_total Reachability state changes, by target state.\n"
         out += "# TYPE peel_reachability_transitions_total counter\n"
@@ -134,6 +146,12 @@ enum MetricsRenderer {
         out += "# HELP peel_buffered_limit_bytes The max_buffered budget.\n"
         out += "# TYPE peel_buffered_limit_bytes gauge\n"
         out += "peel_buffered_limit_bytes \(buffered.limit)\n"
+        out += "# HELP peel_buffered_per_client_limit_bytes Request body bytes one client may hold (max_buffered_per_client).\n"
+        out += "# TYPE peel_buffered_per_client_limit_bytes gauge\n"
+        out += "peel_buffered_per_client_limit_bytes \(buffered.perClientLimit)\n"
+        out += "# HELP peel_buffered_clients Clients holding request body bytes now.\n"
+        out += "# TYPE peel_buffered_clients gauge\n"
+        out += "peel_buffered_clients \(buffered.clientCount)\n"
         out += "# HELP peel_inflight_requests Requests being handled now.\n"
         out += "# TYPE peel_inflight_requests gauge\n"
         out += "peel_inflight_requests \(inflight)\n"

@@ -8,16 +8,8 @@ func reachabilityDocument(state: ReachabilityState, since: Double, reason: Strin
     return "{\"state\":\"\(state)\",\"since\":\"\(rfc3339(wall))\",\"reason\":\(reason.map(jsonEscaped) ?? "null")}"
 }
 
-/// Whose share of the event-stream places a connection takes: its IPv4 address, or the /64 of its
-/// IPv6 one (one host is handed a whole /64 by SLAAC, so counting single addresses would let it
-/// take every place; review of issue 17).
-func streamClient(_ address: String) -> String {
-    // IPNetwork.address gives an IPv4-mapped IPv6 address as its 4 IPv4 bytes, so such a client
-    // counts as the IPv4 client it is.
-    guard let bytes = IPNetwork.address(address) else { return address }
-    if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
-    return bytes.prefix(8).map { String($0, radix: 16).leftPadded(to: 2) }.joined() + "::/64"
-}
+/// Whose share of the event-stream places a connection takes (`IPNetwork.clientGroup`).
+func streamClient(_ address: String) -> String { IPNetwork.clientGroup(address) }
 
 /// Open event streams across all workers, held to `--max-streams` in all and to
 /// `--max-streams-per-client` for each client address (issue 17: 1000 streams that never read,

@@ -1,3 +1,4 @@
+import Glibc
 import PeelIO
 
 /// What the forwarder decided about a request before any upstream work.
@@ -153,22 +154,71 @@ enum RequestPolicy {
         }
     }
 
-    /// Why a Host value is refused, or nil: RFC 9110 §7.2 allows `uri-host [":" port]` only, and
-    /// §4.2.4 forbids userinfo in http(s) URIs, so `user:pw@evil.example` is never forwarded (it would
-    /// reach the upstream in X-Forwarded-Host).
+    /// Why a Host value is refused, or nil. RFC 9112 §3.2 answers 400 to a Host that is not
+    /// `uri-host [":" port]` (RFC 9110 §7.2), with uri-host = IP-literal / IPv4address / reg-name
+    /// (RFC 3986 §3.2.2). The port must have digits: RFC 3986 §3.2.3 lets it be empty, but such a
+    /// Host names nothing a client means, and it would reach rewritten URLs and X-Forwarded-Host.
+    /// §4.2.4 of RFC 9110 forbids userinfo in http(s) URIs (`user:pw@evil.example`).
     static func hostProblem(_ host: String) -> String? {
-        for b in host.utf8 {
-            if b == UInt8(ascii: "@") { return "Host must not carry userinfo" }
-            // unreserved, sub-delims, ':' (port), '[' ']' (IP-literal) and '%' (pct-encoded), RFC 3986 §3.2.2.
-            switch b {
-            case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x2E, 0x5F, 0x7E,
-                 0x21, 0x24, 0x26...0x2C, 0x3B, 0x3D, 0x3A, 0x5B, 0x5D, 0x25:
-                continue
-            default:
-                return "Host is not a host and port"
+        // A native String's bytes in place: no copy for the Host every request carries.
+        var text = host
+        return text.withUTF8 { hostProblem($0) }
+    }
+
+    private static func hostProblem(_ b: UnsafeBufferPointer<UInt8>) -> String? {
+        if b.contains(UInt8(ascii: "@")) { return "Host must not carry userinfo" }
+        var i = 0
+        if b.first == UInt8(ascii: "[") {
+            // IP-literal = "[" ( IPv6address / IPvFuture ) "]"
+            guard let close = b.firstIndex(of: UInt8(ascii: "]")) else { return "Host has an unclosed IP literal" }
+            guard ipLiteral(UnsafeBufferPointer(rebasing: b[1..<close])) else { return "Host has an invalid IP literal" }
+            i = close + 1
+        } else {
+            // reg-name = *( unreserved / pct-encoded / sub-delims ); an IPv4address is one too.
+            while i < b.count && b[i] != UInt8(ascii: ":") {
+                if b[i] == UInt8(ascii: "%") {
+                    guard i + 2 < b.count, isHex(b[i + 1]), isHex(b[i + 2]) else { return "Host is not a host and port" }
+                    i += 3
+                    continue
+                }
+                guard isUnreserved(b[i]) || isSubDelim(b[i]) else { return "Host is not a host and port" }
+                i += 1
             }
         }
+        if i == b.count { return nil }
+        // port = 1*DIGIT after one colon, and nothing else.
+        guard b[i] == UInt8(ascii: ":"), i + 1 < b.count else { return "Host is not a host and port" }
+        for d in b[(i + 1)...] where !(0x30...0x39).contains(d) { return "Host is not a host and port" }
         return nil
+    }
+
+    /// IPv6address (inet_pton's grammar) or IPvFuture = "v" 1*HEXDIG "." 1*( unreserved / sub-delims / ":" ).
+    private static func ipLiteral(_ b: UnsafeBufferPointer<UInt8>) -> Bool {
+        if let v = b.first, v | 0x20 == UInt8(ascii: "v") {
+            guard let dot = b.firstIndex(of: UInt8(ascii: ".")), dot > 1, dot + 1 < b.count else { return false }
+            return b[1..<dot].allSatisfy(isHex) && b[(dot + 1)...].allSatisfy { isUnreserved($0) || isSubDelim($0) || $0 == UInt8(ascii: ":") }
+        }
+        guard !b.isEmpty, b.count < 46, b.allSatisfy({ isHex($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return false }
+        var address = in6_addr()
+        return inet_pton(AF_INET6, String(decoding: b, as: UTF8.self), &address) == 1
+    }
+
+    private static func isHex(_ c: UInt8) -> Bool { hexValue(c) != nil }
+
+    // unreserved = ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 §2.3)
+    private static func isUnreserved(_ c: UInt8) -> Bool {
+        switch c {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A, 0x2D, 0x2E, 0x5F, 0x7E: return true
+        default: return false
+        }
+    }
+
+    // sub-delims = "!" / "$" / "&" / "'" / "(" / ")" / "*" / "+" / "," / ";" / "=" (RFC 3986 §2.2)
+    private static func isSubDelim(_ c: UInt8) -> Bool {
+        switch c {
+        case 0x21, 0x24, 0x26...0x2C, 0x3B, 0x3D: return true
+        default: return false
+        }
     }
 
     /// A client-supplied X-Request-Id is kept when it is short visible ASCII without quotes or backslashes.

@@ -96,6 +96,7 @@ final class Worker: @unchecked Sendable {
     private static func limits(_ config: GatewayConfig, _ budget: MemoryBudget) -> ConnectionLimits {
         var limits = ConnectionLimits()
         limits.budget = budget
+        limits.trustedProxies = config.trustedProxies
         limits.maxBody = config.maxBody
         limits.idleTimeout = config.clientTimeout
         limits.writeTimeout = config.clientTimeout

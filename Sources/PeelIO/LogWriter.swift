@@ -1,6 +1,14 @@
 import Glibc
 import Synchronization
 
+// Linux's pipe-size commands (<fcntl.h> with _GNU_SOURCE), which Glibc's module does not export.
+private let F_SETPIPE_SZ: Int32 = 1031
+private let F_GETPIPE_SZ: Int32 = 1032
+
+private extension String {
+    var trimmingSpaces: String { String(self.filter { !$0.isWhitespace }) }
+}
+
 /// Log lines on their way to a descriptor, written by one thread of their own so that a sink that
 /// stalls (a stuck log shipper, Docker's blocking log mode) never blocks an event loop (issue 18).
 /// Callers hand over whole lines; at most `capacity` bytes wait, and what does not fit is dropped
@@ -9,8 +17,7 @@ import Synchronization
 public final class LogWriter: @unchecked Sendable {
     /// The descriptor written to.
     public let fd: Int32
-    /// Most bytes waiting at once.
-    public let capacity: Int
+    private let limit: Atomic<Int>
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let cond: UnsafeMutablePointer<pthread_cond_t>
     // Guarded by `mutex`.
@@ -22,7 +29,7 @@ public final class LogWriter: @unchecked Sendable {
     /// A writer for `fd`; its thread starts with the first line.
     public init(fd: Int32, capacity: Int) {
         self.fd = fd
-        self.capacity = capacity
+        limit = Atomic(capacity)
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         pthread_mutex_init(mutex, nil)
@@ -36,6 +43,12 @@ public final class LogWriter: @unchecked Sendable {
         pthread_mutex_destroy(mutex)
         cond.deallocate()
         mutex.deallocate()
+    }
+
+    /// Most bytes waiting at once (`--log-buffer`); a reload may change it, lines queued stay.
+    public var capacity: Int {
+        get { limit.load(ordering: .relaxed) }
+        set { limit.store(newValue, ordering: .relaxed) }
     }
 
     /// Lines dropped because `capacity` bytes were already waiting.
@@ -89,7 +102,8 @@ public final class LogWriter: @unchecked Sendable {
             writing = true
             pthread_mutex_unlock(mutex)
             writeWhole(batch)
-            batch.removeAll(keepingCapacity: true)
+            // A burst's batch is not kept at its size: the queue it swaps with would hold it too.
+            if batch.capacity > 1 << 20 { batch = [] } else { batch.removeAll(keepingCapacity: true) }
             pthread_mutex_lock(mutex)
             writing = false
             // Wakes flush() waiters (and is harmless for submitters).
@@ -119,6 +133,38 @@ public final class LogWriter: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Grows the descriptor's pipe, when it is one, toward `bytes` (at most the system's
+    /// `fs.pipe-max-size`, 1 MiB by default; never shrinks it). A reader that wakes now and then and
+    /// reads until the pipe is empty takes what the pipe holds plus what this thread writes while it
+    /// reads: with Linux's 64 KiB pipe, a reader on a busy machine often finds it empty after one
+    /// read and sleeps again, while lines arrive faster than that. Returns the pipe's size, nil
+    /// when the descriptor is no pipe.
+    @discardableResult
+    public func widenPipe(to bytes: Int) -> Int? {
+        var st = stat()
+        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFIFO else { return nil }
+        let current = fcntl(fd, F_GETPIPE_SZ)
+        guard current > 0 else { return nil }
+        let target = min(bytes, LogWriter.pipeMaxSize())
+        if target > Int(current), fcntl(fd, F_SETPIPE_SZ, Int32(target)) > 0 {
+            let now = fcntl(fd, F_GETPIPE_SZ)
+            return now > 0 ? Int(now) : target
+        }
+        // EPERM (over the limit without CAP_SYS_RESOURCE) or EBUSY: the pipe keeps its size.
+        return Int(current)
+    }
+
+    /// `fs.pipe-max-size`: the largest pipe an unprivileged process may ask for (1 MiB by default).
+    private static func pipeMaxSize() -> Int {
+        let fd = open("/proc/sys/fs/pipe-max-size", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return 1 << 20 }
+        defer { close(fd) }
+        var text = [UInt8](repeating: 0, count: 32)
+        let n = read(fd, &text, text.count)
+        guard n > 0 else { return 1 << 20 }
+        return Int(String(decoding: text[0..<n], as: UTF8.self).trimmingSpaces) ?? 1 << 20
     }
 
     /// True when descriptors `a` and `b` are the same open file (`2>&1`): one writer must serve

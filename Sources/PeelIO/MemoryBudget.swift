@@ -1,14 +1,28 @@
 import Synchronization
 
 /// The bytes of request and response bodies held at once, across every worker (`max_buffered`):
-/// one atomic counter, so a spike on one worker is bounded for the whole process.
+/// one atomic counter, so a spike on one worker is bounded for the whole process. Request bodies
+/// are also counted per client (`max_buffered_per_client`), so that no one client can hold the
+/// whole budget and starve the others.
 public final class MemoryBudget: Sendable {
+    /// Why bytes were refused.
+    public enum Refusal: Equatable, Sendable {
+        /// The whole budget is held.
+        case full
+        /// This client already holds its share.
+        case clientShare
+    }
+
     private let held = Atomic<Int>(0)
     private let ceiling: Atomic<Int>
+    private let clientCeiling: Atomic<Int>
+    /// Request-body bytes held per client; an entry lives while its client holds any.
+    private let clients = Locked<[String: Int]>([:])
 
-    /// A budget of `limit` bytes.
-    public init(limit: Int) {
+    /// A budget of `limit` bytes, of which one client may hold `perClient` (default: all).
+    public init(limit: Int, perClient: Int? = nil) {
         ceiling = Atomic(limit)
+        clientCeiling = Atomic(perClient ?? limit)
     }
 
     /// Bytes reserved now.
@@ -18,6 +32,12 @@ public final class MemoryBudget: Sendable {
     public var limit: Int {
         get { ceiling.load(ordering: .relaxed) }
         set { ceiling.store(newValue, ordering: .relaxed) }
+    }
+
+    /// The most one client may hold; a reload may change it (what is held stays held).
+    public var perClientLimit: Int {
+        get { clientCeiling.load(ordering: .relaxed) }
+        set { clientCeiling.store(newValue, ordering: .relaxed) }
     }
 
     /// Takes `n` bytes; false, with nothing taken, when that would pass the limit.
@@ -36,4 +56,41 @@ public final class MemoryBudget: Sendable {
     public func release(_ n: Int) {
         if n > 0 { held.subtract(n, ordering: .relaxed) }
     }
+
+    /// Takes `n` bytes for `client`; the refusal, with nothing taken, when that would pass the
+    /// client's share or the whole budget.
+    public func reserve(_ n: Int, client: String) -> Refusal? {
+        clients.withLock { table in
+            let mine = table[client] ?? 0
+            if n > perClientLimit - mine { return .clientShare }
+            guard reserve(n) else { return .full }
+            table[client] = mine + n
+            return nil
+        }
+    }
+
+    /// Whether `n` more bytes for `client` would fit now, taking nothing: a declared length is
+    /// checked at the head (so an honest client is told at once), and charged only as it arrives.
+    public func admits(_ n: Int, client: String) -> Refusal? {
+        let mine = clients.withLock { $0[client] ?? 0 }
+        if n > perClientLimit - mine { return .clientShare }
+        if n > limit - bytes { return .full }
+        return nil
+    }
+
+    /// Gives back `n` bytes taken with `reserve(_:client:)`.
+    public func release(_ n: Int, client: String) {
+        guard n > 0 else { return }
+        release(n)
+        clients.withLock { table in
+            let left = (table[client] ?? 0) - n
+            table[client] = left > 0 ? left : nil
+        }
+    }
+
+    /// Request-body bytes `client` holds now.
+    public func held(by client: String) -> Int { clients.withLock { $0[client] ?? 0 } }
+
+    /// Clients holding request-body bytes now.
+    public var clientCount: Int { clients.withLock { $0.count } }
 }

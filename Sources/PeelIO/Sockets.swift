@@ -82,6 +82,15 @@ enum Sockets {
     /// The numeric address of a peer, as text (IPv6 without brackets).
     static func describe(_ address: UnsafeMutablePointer<sockaddr>?, _ length: Int32) -> String {
         guard let address else { return "" }
+        // An IPv4 client of a dual-stack `[::]` listener arrives as `::ffff:a.b.c.d` (RFC 4291
+        // §2.5.5.2); it is shown, logged and forwarded as the IPv4 address it is.
+        if address.pointee.sa_family == sa_family_t(AF_INET6), Int(length) >= MemoryLayout<sockaddr_in6>.size {
+            let mapped: [UInt8]? = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { a in
+                let b = withUnsafeBytes(of: a.pointee.sin6_addr) { Array($0) }
+                return b[0..<10].allSatisfy({ $0 == 0 }) && b[10] == 0xFF && b[11] == 0xFF ? Array(b[12..<16]) : nil
+            }
+            if let mapped { return IPNetwork.text(mapped) }
+        }
         var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
         let rc = getnameinfo(address, socklen_t(length), &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST)
         guard rc == 0 else { return "" }

@@ -164,11 +164,24 @@ final class JSONScannerTests: XCTestCase {
         }
     }
 
-    func testValidate_rejectsLoneOrMismatchedSurrogateEscapes() {
+    // RFC 8259 §7: `\u` and four hex digits, whatever they name; §8.2 leaves a lone surrogate's
+    // meaning to the receiver. Node's JSON.stringify and Python's json.dumps write them for a string
+    // cut inside an emoji.
+    func testValidate_acceptsLoneOrMismatchedSurrogateEscapes() {
         for text in [
-            #""\ud800""#, #""\udc00""#, #""\ud800\u0041""#, #""\udc00\ud800""#, #""\ud800x""#, #""\ud800\""#,
-            #""\ud800\ud800""#, #""\ud800\n""#, #""\ud800\u""#, #""a\udfff""#, #"{"\ud800":1}"#, #""\ud800\udc0""#,
+            #""\ud83d""#, #""\ud800""#, #""\udc00""#, #""\ud800\u0041""#, #""\udc00\ud800""#, #""\ud800x""#,
+            #""\ud800\ud800""#, #""\ud800\n""#, #""a\udfff""#, #"{"\ud800":1}"#, #"["\uDBFF","\uDFFF"]"#,
         ] {
+            accepts(text)
+        }
+        // Every path agrees at each block edge too: the escape at each offset of a 64-byte block.
+        for pad in 0..<70 {
+            accepts("[\"" + String(repeating: "a", count: pad) + #"\ud83d","\udc00"]"# + String(repeating: " ", count: 600))
+        }
+    }
+
+    func testValidate_rejectsSurrogateEscapesWithBadDigits() {
+        for text in [#""\ud800\u""#, #""\ud800\udc0""#, #""\ud800\""#, #""\ud8""#, #""\ud80g""#] {
             rejects(text)
         }
     }

@@ -47,6 +47,16 @@ final class JudgeTests: XCTestCase {
     func testUnwrap_whenDataIsNegativeZero() { assertUnwraps("-0.0") }
     func testUnwrap_whenDataOverflowsDouble() { assertUnwraps("1e400") }
     func testUnwrap_whenDataIsEscapedString() { assertUnwraps(#""a\"b\\c\/d\u00e9\ud83d\ude00\n""#) }
+    func testUnwrap_whenDataHoldsLoneSurrogateEscapes() {
+        assertUnwraps(#"{"cut":"emoji \ud83d","low":"\udc00"}"#)
+        // Over 512 bytes: the block kernels judge it.
+        assertUnwraps(#"["\ud83d","# + String(repeating: #""\udc00 x","#, count: 80) + "1]")
+    }
+    func testProblem_messageWithLoneSurrogateIsDecodedToReplacementCharacter() {
+        let result = verdict(#"{"code":3,"message":"cut \ud83d here \udc00 \ud83d\ude00"}"#)
+        guard case .problem(let p) = result else { return XCTFail("\(result)") }
+        XCTAssertEqual(p.detail, "cut \u{FFFD} here \u{FFFD} 😀")
+    }
     func testUnwrap_whenDataIsNonASCII() { assertUnwraps("\"你好，世界 😀 é\"") }
     func testUnwrap_whenDataIsArray() { assertUnwraps(#"[1,"two",3.0,null,true,false]"#) }
     func testUnwrap_whenDataIsNestedWithKeyOrderKept() { assertUnwraps(#"{"z":1,"a":{"y":[{"k":"v"}],"b":{}},"m":[]}"#) }

@@ -174,6 +174,19 @@ final class ForwardingTests: XCTestCase {
         XCTAssertEqual(h.upstream.lastRequest?.target, "/api/x/../user")
     }
 
+    // RFC 9112 §3.2: a Host that is not a host and optional port gets 400 before anything uses it
+    // (X-Forwarded-Host, Forwarded, rewritten Locations, the cache key).
+    func testRefuse_hostThatIsNotAHostAndPort() throws {
+        let before = h.upstream.requestCount
+        for host in ["[::1", "[::1]x", "a:b:c", "a:80x", "[::1]:80:80", "a:", "[::1]:", "[1.2.3.4]", "a%zz"] {
+            let r = try h.raw("GET /api/user HTTP/1.1\r\nHost: \(host)\r\n\r\n")
+            XCTAssertEqual(r.status, 400, host)
+            XCTAssertEqual(problem(r)["kind"] as? String, "bad-request", host)
+        }
+        XCTAssertEqual(h.upstream.requestCount, before, "a refused Host reached the upstream")
+        XCTAssertEqual(try h.raw("GET /api/user HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n").status, 200)
+    }
+
     func testAbsoluteForm_namingPeelItselfIsAccepted() throws {
         let r = try h.raw("GET http://127.0.0.1:\(h.port)/api/user HTTP/1.1\r\nHost: 127.0.0.1:\(h.port)\r\n\r\n")
         XCTAssertEqual(r.status, 200)

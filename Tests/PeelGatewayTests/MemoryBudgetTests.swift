@@ -16,17 +16,68 @@ final class MemoryBudgetTests: XCTestCase {
         XCTAssertFalse(b.reserve(Int.max), "no overflow")
     }
 
-    func testDeclaredBodyOverTheBudget_gets503WithRetryAfterBeforeItIsRead() throws {
-        let h = try Harness(workers: 2) { c in c.maxBody = 1000; c.maxBuffered = 1900 }
-        defer { h.stop() }
-        // Uploads go to /api/user, whose small answer fits what is left of the budget.
-        // The first upload declares 1000 bytes and sends 10: they stay reserved while it trickles.
-        let slow = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
-        try slow.send("POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789")
-        XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 1000\n") == true },
-                      "the declared body is not counted")
+    func testPerClientReserve_refusesPastTheShareAndKeepsOthersApart() {
+        let b = MemoryBudget(limit: 100, perClient: 40)
+        XCTAssertNil(b.reserve(30, client: "a"))
+        XCTAssertEqual(b.reserve(11, client: "a"), .clientShare)
+        XCTAssertEqual(b.admits(11, client: "a"), .clientShare)
+        XCTAssertNil(b.reserve(40, client: "b"))
+        XCTAssertEqual(b.reserve(31, client: "c"), .full, "the whole budget still bounds every client")
+        XCTAssertEqual(b.admits(31, client: "c"), .full)
+        XCTAssertEqual(b.bytes, 70, "a refused reservation takes nothing")
+        XCTAssertEqual(b.held(by: "a"), 30)
+        b.release(30, client: "a")
+        XCTAssertEqual(b.held(by: "a"), 0)
+        XCTAssertEqual(b.clientCount, 1, "a client holding nothing is forgotten")
+        XCTAssertEqual(b.bytes, 40)
+    }
 
-        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+    private func buffered(_ h: Harness) -> Int? {
+        let line = (try? h.admin("/metrics").text)?.split(separator: "\n").first { $0.hasPrefix("peel_buffered_bytes ") }
+        return line.flatMap { Int($0.split(separator: " ")[1]) }
+    }
+
+    /// Issue 28: a declared length is a promise, not bytes. Heads that declare nearly `max_body` and
+    /// never send a body byte (with or without 100-continue) hold nothing, so everyone else's
+    /// uploads and judged answers go on.
+    func testHeadsThatDeclareAndNeverSend_holdNothing() throws {
+        let h = try Harness(workers: 2) { c in c.maxBody = 1000; c.maxBuffered = 3000 }
+        defer { h.stop() }
+        var heads: [BlockingClient] = []
+        for i in 0..<6 {
+            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5, from: "127.0.0.\(2 + i)")
+            try c.send("POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n" + (i % 2 == 0 ? "Expect: 100-continue\r\n" : "") + "\r\n")
+            heads.append(c)
+        }
+        XCTAssertTrue(try heads[0].readUntil("\r\n\r\n").hasPrefix("HTTP/1.1 100 Continue"), "an admitted body is asked for")
+        XCTAssertTrue(h.eventually { h.gateway.budget.clientCount == 0 && self.buffered(h) == 0 }, "a declared length was reserved")
+        for _ in 0..<3 {
+            XCTAssertEqual(try h.request("POST", "/api/echo", body: Array(repeating: 0x61, count: 1000)).status, 200)
+        }
+        // A body that arrives is counted as it arrives, and given back when its answer is written.
+        try heads[1].send(String(repeating: "x", count: 400))
+        XCTAssertTrue(h.eventually { self.buffered(h) == 400 }, "arrived bytes are not counted: \(self.buffered(h) ?? -1)")
+        try heads[1].send(String(repeating: "x", count: 600))
+        XCTAssertEqual(try heads[1].readResponse().status, 200)
+        XCTAssertTrue(h.eventually { self.buffered(h) == 0 }, "the body's bytes were not given back")
+    }
+
+    /// A declared length that the budget has no room for now is refused at once, before 100 Continue
+    /// (nothing is taken for it), and counted as Peel's own refusal.
+    func testDeclaredBodyTheBudgetHasNoRoomFor_gets503BeforeItIsRead() throws {
+        let h = try Harness(workers: 2) { c in c.maxBody = 1000; c.maxBuffered = 2500 }
+        defer { h.stop() }
+        // Two clients (two addresses, each within its share) hold 1800 bytes that did arrive; the
+        // 700 left are room for small calls and their answers, not for a 1000-byte body.
+        var slow: [BlockingClient] = []
+        for from in ["127.0.0.2", "127.0.0.3"] {
+            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5, from: from)
+            try c.send("POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "y", count: 900))
+            slow.append(c)
+        }
+        XCTAssertTrue(h.eventually { self.buffered(h) == 1800 }, "arrived bytes are not counted: \(self.buffered(h) ?? -1)")
+
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5, from: "127.0.0.4")
         try c.send("POST /api/echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
         let r = try c.readResponse()
         XCTAssertEqual(r.status, 503, "not refused before its body (no 100 Continue first): \(r.text)")
@@ -35,24 +86,86 @@ final class MemoryBudgetTests: XCTestCase {
         XCTAssertEqual(p["code"] as? Int, -108)
         XCTAssertEqual(r.header("Retry-After"), "1")
         XCTAssertEqual(h.upstream.requestCount, 0)
+        let metrics = try h.admin("/metrics").text
+        XCTAssertTrue(metrics.contains("peel_refusals_total{bound=\"max_buffered\"} 1\n"), metrics)
+        XCTAssertFalse(metrics.contains("peel_upstream_errors_total{"), "a refusal of Peel's own is no upstream error")
 
-        // A small one still fits, and the slow upload is answered once its body is whole.
-        XCTAssertEqual(try h.request("POST", "/api/user", body: Array(repeating: 0x61, count: 400)).status, 200)
-        try slow.send(String(repeating: "x", count: 990))
-        XCTAssertEqual(try slow.readResponse().status, 200)
-        XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 0\n") == true },
-                      "the reservation was not given back")
+        // A small one still fits, and the slow uploads are answered once their bodies are whole.
+        XCTAssertEqual(try h.request("POST", "/api/user", body: Array(repeating: 0x61, count: 90)).status, 200)
+        for s in slow {
+            try s.send(String(repeating: "x", count: 100))
+            XCTAssertEqual(try s.readResponse().status, 200)
+        }
+        XCTAssertTrue(h.eventually { self.buffered(h) == 0 }, "the bytes were not given back")
         XCTAssertEqual(try h.request("POST", "/api/user", body: Array(repeating: 0x61, count: 1000)).status, 200)
     }
 
-    func testClientLeavingMidBody_givesItsReservationBack() throws {
+    /// Issue 28: one address opening many connections that each send part of a body holds at most
+    /// its share (`max_buffered_per_client`); another address still uploads whole bodies.
+    func testOneAddressWithManyPartialBodies_holdsAtMostItsShare() throws {
+        let h = try Harness(workers: 2) { c in c.maxBody = 1000; c.maxBuffered = 8000; c.maxBufferedPerClient = 2000 }
+        defer { h.stop() }
+        var open: [BlockingClient] = []
+        var refused = 0
+        for _ in 0..<40 {
+            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 0.3, from: "127.0.0.9")
+            try c.send("POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "z", count: 300))
+            open.append(c)
+        }
+        // Each connection holds its 300 arrived bytes while the address is within its share; the
+        // others are refused, at once (no room for the declared length) or as their bytes arrive.
+        func refusals() -> Int {
+            let line = (try? h.admin("/metrics").text)?.split(separator: "\n").first { $0.hasPrefix("peel_refusals_total{bound=\"max_buffered_per_client\"} ") }
+            return line.flatMap { Int($0.split(separator: " ")[1]) } ?? 0
+        }
+        XCTAssertTrue(h.eventually(5) { refusals() + h.gateway.budget.held(by: "127.0.0.9") / 300 == 40 }, "\(refusals())")
+        let held = h.gateway.budget.held(by: "127.0.0.9")
+        XCTAssertLessThanOrEqual(held, 2000, "one address holds more than its share")
+        XCTAssertGreaterThan(held, 0)
+        XCTAssertEqual(buffered(h), held)
+        for c in open {
+            guard let r = try? c.readResponse() else { continue }  // still sending: no answer yet
+            XCTAssertEqual(r.status, 503)
+            XCTAssertEqual(problem(r)["kind"] as? String, "server-busy")
+            XCTAssertTrue((problem(r)["detail"] as? String ?? "").contains("max_buffered_per_client"))
+            refused += 1
+        }
+        XCTAssertEqual(refused, refusals())
+        // Another client is not starved: its whole bodies fit the rest of the budget.
+        for _ in 0..<3 {
+            XCTAssertEqual(try h.request("POST", "/api/echo", body: Array(repeating: 0x62, count: 1000)).status, 200)
+        }
+        open.removeAll()
+        XCTAssertTrue(h.eventually { self.buffered(h) == 0 && h.gateway.budget.clientCount == 0 })
+    }
+
+    /// Behind a trusted proxy every peer is the proxy: the share is the forwarded client's.
+    func testBehindTrustedProxy_theShareIsTheForwardedClients() throws {
+        let h = try Harness(workers: 1) { c in
+            c.maxBody = 1000; c.maxBuffered = 8000; c.maxBufferedPerClient = 1000
+            c.trustedProxies = [IPNetwork("127.0.0.0/8")!]
+        }
+        defer { h.stop() }
+        let a = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try a.send("POST /api/user HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.1\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "a", count: 900))
+        XCTAssertTrue(h.eventually { h.gateway.budget.held(by: "203.0.113.1") == 900 })
+        let again = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try again.send("POST /api/user HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.1\r\nContent-Length: 1000\r\n\r\n")
+        XCTAssertEqual(try again.readResponse().status, 503, "the same forwarded client is past its share")
+        let other = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try other.send("POST /api/user HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.2\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n"
+                       + String(repeating: "b", count: 1000))
+        XCTAssertEqual(try other.readResponse().status, 200, "another client behind the same proxy has its own share")
+    }
+
+    func testClientLeavingMidBody_givesItsBytesBack() throws {
         let h = try Harness(workers: 1) { c in c.maxBody = 1000; c.maxBuffered = 1500 }
         defer { h.stop() }
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
         try c.send("POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc")
-        XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 1000\n") == true })
+        XCTAssertTrue(h.eventually { self.buffered(h) == 3 })
         c.close()
-        XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 0\n") == true })
+        XCTAssertTrue(h.eventually { self.buffered(h) == 0 && h.gateway.budget.clientCount == 0 })
         XCTAssertEqual(try h.request("POST", "/api/user", body: Array(repeating: 0x61, count: 1000)).status, 200)
     }
 
@@ -61,16 +174,15 @@ final class MemoryBudgetTests: XCTestCase {
         defer { h.stop() }
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
         try c.send("POST /api/user HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n12c\r\n" + String(repeating: "a", count: 300) + "\r\n")
-        XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 300\n") == true },
-                      "the de-chunked bytes are not counted")
-        let big = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        XCTAssertTrue(h.eventually { self.buffered(h) == 300 }, "the de-chunked bytes are not counted")
+        let big = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5, from: "127.0.0.2")
         try big.send("POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n")
         let r = try big.readResponse()
         XCTAssertEqual(r.status, 503, r.text)
         XCTAssertEqual(problem(r)["kind"] as? String, "server-busy")
         try c.send("0\r\n\r\n")
         XCTAssertEqual(try c.readResponse().status, 200)
-        XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 0\n") == true })
+        XCTAssertTrue(h.eventually { self.buffered(h) == 0 })
     }
 
     func testUpstreamBodyOverTheBudget_isServerBusy() throws {
@@ -82,6 +194,9 @@ final class MemoryBudgetTests: XCTestCase {
         XCTAssertEqual(p["kind"] as? String, "server-busy")
         XCTAssertEqual(r.header("Retry-After"), "1")
         XCTAssertEqual(p["detail"] as? String, "Peel's memory budget (max_buffered) is held by other calls; try again shortly")
+        let metrics = try h.admin("/metrics").text
+        XCTAssertTrue(metrics.contains("peel_refusals_total{bound=\"max_buffered_upstream\"} 1\n"), metrics)
+        XCTAssertFalse(metrics.contains("peel_upstream_errors_total{reason=\"over_budget\"}"), "the upstream did nothing wrong")
         XCTAssertTrue(h.eventually { (try? h.admin("/metrics").text)?.contains("peel_buffered_bytes 0\n") == true })
         XCTAssertEqual(try h.request("GET", "/api/user").status, 200)
     }

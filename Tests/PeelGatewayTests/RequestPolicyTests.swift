@@ -41,8 +41,17 @@ final class RequestPolicyTests: XCTestCase {
         XCTAssertNotNil(RequestPolicy.hostProblem("a b"))
     }
 
+    // RFC 9112 §3.2: a Host that is not `uri-host [":" port]` (RFC 3986 §3.2.2) is a 400.
+    func testHostThatIsNotAHostAndPort_isRefused() {
+        for host in ["[::1", "[::1]x", "a:b:c", "a:80x", "[::1]:80:80", "a:", "[::1]:", "::1", "[]", "[::1::2]",
+                     "[1.2.3.4]", "[::g]", "a%zz", "a%4", "[v1.]", "[vx.a]", "a:-1", "a: 80", "a:+80", "[::1]]"] {
+            XCTAssertNotNil(RequestPolicy.hostProblem(host), host)
+        }
+    }
+
     func testOrdinaryHosts_areAccepted() {
-        for host in ["example.com", "127.0.0.1:8080", "[::1]:80", "api.example.com:443", "xn--bcher-kva.example", ""] {
+        for host in ["example.com", "127.0.0.1:8080", "[::1]:80", "api.example.com:443", "xn--bcher-kva.example", "",
+                     "[::ffff:10.0.0.1]", "[2001:db8::1]:8443", "[v1.fe80::a+en1]", "a%20b", "host_name.local:1", "999.1.1.1"] {
             XCTAssertNil(RequestPolicy.hostProblem(host), host)
         }
     }

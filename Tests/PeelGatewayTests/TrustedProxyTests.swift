@@ -12,9 +12,12 @@ final class TrustedProxyTests: XCTestCase {
 
     /// A gateway whose upstream redirects every call to its own /next; returns the client's answer
     /// and the fields the upstream saw.
-    private func redirected(trusted: [String]) throws -> (BlockingClient.Response, [(String, String)], port: Int) {
+    private func redirected(trusted: [String], listen: String = "127.0.0.1") throws -> (BlockingClient.Response, [(String, String)], port: Int) {
         let box = Locked<Int>(0)
-        let h = try RawHarness(configure: { c in c.trustedProxies = trusted.compactMap(IPNetwork.init) }) { _ in
+        let h = try RawHarness(configure: { c in
+            c.trustedProxies = trusted.compactMap(IPNetwork.init)
+            c.listen = HostPort(host: listen, port: 0)
+        }) { _ in
             .send("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:\(box.withLock { $0 })/next\r\nContent-Length: 0\r\n\r\n")
         }
         defer { h.stop() }
@@ -51,6 +54,50 @@ final class TrustedProxyTests: XCTestCase {
         XCTAssertEqual(field(seen, "x-forwarded-proto"), "http")
         XCTAssertEqual(field(seen, "forwarded"),
                        "for=198.51.100.1;host=evil.example;proto=https, for=127.0.0.1;host=\"127.0.0.1:\(port)\";proto=http")
+    }
+
+    // A dual-stack `[::]` listener sees an IPv4 client as ::ffff:127.0.0.1: the upstream is told
+    // 127.0.0.1, as a plain IPv4 listener would tell it (X-Forwarded-For, Forwarded).
+    func testDualStackListener_IPv4PeerIsForwardedAsPlainIPv4() throws {
+        let (r, seen, port) = try redirected(trusted: [], listen: "::")
+        XCTAssertEqual(r.status, 302)
+        XCTAssertEqual(field(seen, "x-forwarded-for"), "127.0.0.1")
+        XCTAssertEqual(field(seen, "forwarded"), "for=127.0.0.1;host=\"127.0.0.1:\(port)\";proto=http")
+    }
+
+    // An IPv4-mapped range trusts the IPv4 peers it maps, on either kind of listener.
+    func testMappedTrustedRange_trustsIPv4Peer() throws {
+        for listen in ["127.0.0.1", "::"] {
+            let (_, seen, _) = try redirected(trusted: ["::ffff:127.0.0.1/128"], listen: listen)
+            XCTAssertEqual(field(seen, "x-forwarded-for"), "203.0.113.7, 10.0.0.2, 127.0.0.1", listen)
+        }
+    }
+
+    func testIPNetwork_mappedRangesLeadingZerosAndHostBits() throws {
+        XCTAssertEqual(IPNetwork("::ffff:127.0.0.1/128")?.description, "::ffff:127.0.0.1/128")
+        XCTAssertTrue(IPNetwork("::ffff:127.0.0.1/128")!.contains(IPNetwork.address("127.0.0.1")!))
+        XCTAssertFalse(IPNetwork("::ffff:127.0.0.1/128")!.contains(IPNetwork.address("127.0.0.2")!))
+        XCTAssertTrue(IPNetwork("::ffff:10.0.0.0/104")!.contains(IPNetwork.address("::ffff:10.9.8.7")!))
+        XCTAssertTrue(IPNetwork("::ffff:0:0/96")!.contains(IPNetwork.address("8.8.8.8")!))
+        XCTAssertEqual(IPNetwork("::ffff:127.0.0.1")?.description, "::ffff:127.0.0.1/128")
+        let env = ["PEEL_UPSTREAM": "http://127.0.0.1:1"]
+        func refusal(_ value: String) -> String? {
+            do {
+                _ = try ConfigLoader.load(arguments: ["--trusted-proxies", value], environment: env)
+                return nil
+            } catch {
+                XCTAssertEqual(error.option, "--trusted-proxies", value)
+                return error.problem
+            }
+        }
+        XCTAssertEqual(refusal("1.2.3.4/08"), "1.2.3.4/08: the prefix has a leading zero; write 1.2.3.4/8")
+        XCTAssertEqual(refusal("10.0.0.1/8"), "10.0.0.1/8 has host bits set; write 10.0.0.0/8 for the network, or 10.0.0.1 for the one address")
+        XCTAssertEqual(refusal("fd00::1/8"), "fd00::1/8 has host bits set; write fd00::/8 for the network, or fd00::1 for the one address")
+        XCTAssertEqual(refusal("::ffff:10.0.0.1/104"),
+                       "::ffff:10.0.0.1/104 has host bits set; write ::ffff:10.0.0.0/104 for the network, or ::ffff:10.0.0.1 for the one address")
+        XCTAssertNotNil(refusal("::ffff:10.0.0.0/64"))
+        XCTAssertNotNil(refusal("10.0.0.0/"))
+        XCTAssertNil(refusal("10.0.0.0/8, ::ffff:127.0.0.1/128, 0.0.0.0/0, ::/0"))
     }
 
     func testRealClient_walksForwardedForRightToLeftPastTrustedHops() {

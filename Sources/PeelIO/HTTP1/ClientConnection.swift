@@ -45,7 +45,7 @@ final class ClientConnection {
         self.loop = loop
         self.fd = fd
         self.clientAddress = clientAddress
-        machine = ConnectionMachine(limits: limits, now: monotonicSeconds())
+        machine = ConnectionMachine(limits: limits, peer: clientAddress, now: monotonicSeconds())
     }
 
     /// Creates the events and starts reading; false when libevent could not (the caller closes).

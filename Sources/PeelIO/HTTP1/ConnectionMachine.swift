@@ -21,6 +21,8 @@ public struct ConnectionLimits: Sendable {
     public var lingerTime: Double = 2
     /// The process's body budget (`max_buffered`), shared by every connection; nil: unbounded.
     public var budget: MemoryBudget? = nil
+    /// Proxies whose X-Forwarded-For names the client a request body is charged to (`trusted_proxies`).
+    public var trustedProxies: [IPNetwork] = []
     /// Creates the defaults.
     public init() {}
 
@@ -102,6 +104,10 @@ struct ConnectionMachine {
     private var producerIdle = false
     /// Bytes of `limits.budget` this connection holds for the request being read or answered.
     private var reserved = 0
+    /// Whose share of the budget `reserved` is charged to; found once a body follows a head.
+    private var account: String?
+    /// The TCP peer's address.
+    let peer: String
     /// True once the client's end of input (FIN) was read.
     private(set) var peerClosed = false
     /// True while the current request is HTTP/1.0 (no 1xx may be sent to it, RFC 9110 §15.2).
@@ -111,8 +117,9 @@ struct ConnectionMachine {
     /// 1.16 GB of CRLF was accepted while the README said they counted).
     private var droppedBlank = 0
 
-    init(limits: ConnectionLimits, now: Double) {
+    init(limits: ConnectionLimits, peer: String = "", now: Double) {
         self.limits = limits
+        self.peer = peer
         parser = HTTP1Parser(limits: limits.parserLimits)
         since = now
     }
@@ -216,6 +223,9 @@ struct ConnectionMachine {
     /// Returns whether the connection closes after it (the writer says so in the reply).
     mutating func replyStarted(closing: Bool, now: Double) -> Bool {
         if closing { closeAfterReply = true }
+        // A refused request's bytes are not needed any more (what is read after it is discarded):
+        // its body's memory goes now, not after the lingering close.
+        if refusing && buffer.capacity > RequestBuffer.initialCapacity { buffer = RequestBuffer() }
         if peerClosed && !hasBufferedRequest { closeAfterReply = true }
         phase = .writing
         since = now
@@ -237,20 +247,61 @@ struct ConnectionMachine {
     /// Gives back what this connection holds of the budget: its request's body is no longer needed
     /// (the answer is written, or the connection is closing).
     mutating func releaseBudget() {
-        limits.budget?.release(reserved)
+        if let account { limits.budget?.release(reserved, client: account) }
         reserved = 0
+        account = nil
     }
 
-    /// Takes the declared body's length from the budget as soon as the head is known, so a body the
-    /// process cannot hold is refused (503) before it is read, and before `100 Continue`. A chunked
-    /// body declares nothing: its de-chunked bytes are taken as they arrive.
-    private mutating func reserveBody() -> Bool {
-        guard let budget = limits.budget else { return true }
-        let want = parser.chunked ? parser.bodyReceived : parser.contentLength
-        guard want > reserved else { return true }
-        guard budget.reserve(want - reserved) else { return false }
-        reserved = want
-        return true
+    /// At the end of a head with a body: refuses (503) at once a declared length that the budget,
+    /// or this client's share of it, has no room for now, before `100 Continue`. Nothing is taken:
+    /// a declared length is a promise, and reserving it would let heads that never send a byte
+    /// hold the whole budget for `body_timeout` (nginx never reserves one either).
+    private mutating func admitBody() -> RequestError? {
+        guard let budget = limits.budget, !parser.chunked, parser.contentLength > 0 else { return nil }
+        return Self.refusal(budget.admits(parser.contentLength, client: clientAccount()))
+    }
+
+    /// Charges the memory the body holds to the budget and to this client's share, as its bytes
+    /// arrive: the bytes themselves (de-chunked ones for a chunked body) while they fit the first
+    /// allocation, then the buffer beyond the head, which grows ahead of the bytes by doubling, so
+    /// that counting bytes alone would let the memory held run far past the budget. A request
+    /// without a body never gets here.
+    private mutating func chargeBody() -> RequestError? {
+        guard let budget = limits.budget else { return nil }
+        let arrived = parser.bodyReceived
+        let held = buffer.capacity > RequestBuffer.initialCapacity ? max(arrived, buffer.capacity - parser.headEnd) : arrived
+        guard held > reserved else { return nil }
+        let client = clientAccount()
+        if let refusal = Self.refusal(budget.reserve(held - reserved, client: client)) { return refusal }
+        reserved = held
+        return nil
+    }
+
+    private static func refusal(_ r: MemoryBudget.Refusal?) -> RequestError? {
+        switch r {
+        case nil: return nil
+        case .full: return .overBudget
+        case .clientShare: return .overClientShare
+        }
+    }
+
+    /// The client a body is charged to, found once per request: the peer, or behind a trusted
+    /// proxy the client its X-Forwarded-For names (as the handler finds it), grouped as per-client
+    /// bounds group addresses (an IPv6 client's /64).
+    private mutating func clientAccount() -> String {
+        if let account { return account }
+        var client = peer
+        if !limits.trustedProxies.isEmpty, IPNetwork.any(limits.trustedProxies, contain: peer) {
+            var forwardedFor: String?
+            for f in parser.fields where f.token == .xForwardedFor && Int(f.valueEnd) <= buffer.count {
+                let value = buffer.string(Int(f.valueStart)..<Int(f.valueEnd))
+                forwardedFor = forwardedFor.map { $0 + ", " + value } ?? value
+            }
+            client = IPNetwork.realClient(peer: peer, forwardedFor: forwardedFor, trusted: limits.trustedProxies)
+        }
+        let key = IPNetwork.clientGroup(client)
+        account = key
+        return key
     }
 
     /// The answer is fully written.
@@ -341,15 +392,13 @@ struct ConnectionMachine {
             if phase != .body {
                 phase = .body
                 since = now
-                if !reserveBody() { return refuse(.overBudget) }
+                if let refusal = admitBody() { return refuse(refusal) }
             }
-            if parser.chunked {
-                buffer.count = parser.compactChunked(buffer.bytes)
-                if !reserveBody() { return refuse(.overBudget) }
-            }
+            if parser.chunked { buffer.count = parser.compactChunked(buffer.bytes) }
+            if let refusal = chargeBody() { return refuse(refusal) }
             return checkExpectation(bodyPending: true)
         case .complete:
-            if !reserveBody() { return refuse(.overBudget) }
+            if parser.bodyReceived > 0, let refusal = chargeBody() { return refuse(refusal) }
             if case .refuse(let e) = checkExpectation(bodyPending: false) { return .refuse(e) }
             return dispatch(now)
         }
