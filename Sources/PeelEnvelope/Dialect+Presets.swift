@@ -57,11 +57,12 @@ extension Dialect {
         messages: ["sub_msg", "msg"], payload: .pattern(suffix: "_response", failure: "error_response"),
         ignore: ["sign", "sign_type"], extras: ["sub_code", "sub_msg"])
 
-    /// Google JSON style, Strapi, Stripe: an `error` object is the failure (`error.code`,
-    /// `error.message`); otherwise `data` when present, else the whole body.
+    /// Google JSON style, Strapi, Stripe: an `error` member that says something is the failure
+    /// (`error.code`, `error.message`, the whole `error` kept in the problem: Stripe's `type` and
+    /// `decline_code`, Google's `errors`); otherwise `data` when present, else the body minus `error`.
     public static let errorObject = Dialect(
         preset: "error-object", code: "error.code", success: .errorMember("error"), messages: ["error.message"],
-        payload: .member("data"))
+        payload: .member("data"), extras: ["error"])
 
     /// Every preset, in the README's order.
     public static let presets: [Dialect] = [peel, ruoyi, yudao, alibaba, wechat, jsend, antd, jeecg, alipay, errorObject]

@@ -12,7 +12,7 @@ public struct MemberPath: Hashable, Sendable, CustomStringConvertible, Expressib
         steps = parts
     }
 
-    /// A path from a literal known to be well formed.
+    /// A path from a literal known to be well formed (a malformed literal is a programming error).
     public init(stringLiteral value: String) { self.init(dotted: value)! }
 
     /// The top-level member the path starts at.
@@ -28,20 +28,23 @@ public enum SuccessRule: Hashable, Sendable {
     case code
     /// The code is absent, or in the success list (WeChat `errcode`, Baidu `error_code`).
     case codeOrAbsent
-    /// This boolean member is `true` (`success`, `ok`); `false` is a failure.
-    case flag(String)
+    /// This boolean member is `true` (`success`, `ok`, `meta.ok`); `false` is a failure.
+    case flag(MemberPath)
     /// This member is the JSend status: `"success"`; `"fail"` and `"error"` are failures.
-    case status(String)
+    case status(MemberPath)
     /// This member (`error`, `errors`) is absent, `null`, `false` or empty; anything else is a failure.
-    case errorMember(String)
+    case errorMember(MemberPath)
 
     /// The member the rule reads besides the code, if any.
-    var member: String? {
+    public var path: MemberPath? {
         switch self {
         case .code, .codeOrAbsent: nil
         case .flag(let m), .status(let m), .errorMember(let m): m
         }
     }
+
+    /// The top-level member the rule reads, if any.
+    var member: String? { path?.head }
 }
 
 /// Where the payload is.
@@ -110,23 +113,37 @@ public struct Dialect: Hashable, Sendable {
     /// The most names a dialect may look for in one object: they are matched in the scan loop.
     public static let maxNames = 16
 
-    /// Why the dialect cannot work, naming the part; nil when it can.
-    public func problem() -> String? {
-        if case .code = success, code == nil { return "success by code needs a code member" }
-        if case .codeOrAbsent = success, code == nil { return "success by code needs a code member" }
+    /// The part of a dialect a problem is in, so a configuration error names the option that set it.
+    public enum Part: Sendable {
+        case code, message, payload, codes, other
+    }
+
+    /// Why the dialect cannot work, and which part; nil when it can.
+    public func problem() -> (part: Part, why: String)? {
+        if case .code = success, code == nil { return (.code, "success by code needs a code member") }
+        if case .codeOrAbsent = success, code == nil { return (.code, "success by code needs a code member") }
         if case .pattern(let suffix, let failure) = payload {
-            if suffix.isEmpty { return "payload pattern must be *SUFFIX with a non-empty suffix" }
-            if let failure, failure.isEmpty { return "payload pattern failure member must not be empty" }
+            if suffix.isEmpty { return (.payload, "payload pattern must be *SUFFIX with a non-empty suffix") }
+            if let failure, failure.isEmpty { return (.payload, "payload pattern failure member must not be empty") }
         }
+        // One member plays one role: a code read as a message, or a flag read as a code, would fail
+        // every answer. Nested paths may share a head (`error.code`, `error.message` under `error`).
+        let rule = success.path
+        if let code, messages.contains(code) { return (.message, "code and message must be different members (\(code))") }
+        if let code, let rule, code == rule { return (.code, "code and \(rule) must be different members") }
+        if let rule, messages.contains(rule) { return (.message, "message and \(rule) must be different members") }
+        for name in ignore where name == code?.head || name == rule?.head || messages.contains(where: { $0.head == name }) {
+            return (.other, "\(name) is ignored and read at once")
+        }
+        if Set(extras).count != extras.count { return (.other, "an extra is named twice") }
         // An extra may be the payload itself: JSend's `data` is the answer on success and the
         // detail of a `fail`.
-        let cut = roleHeads.filter { head in !extras.contains { $0.head == head } || messages.contains { $0.head == head }
-            || code?.head == head || success.member == head || ignore.contains(head) }
-        if case .member(let p) = payload, cut.contains(p.head) {
-            return "payload member \(p.head) is also an envelope member"
+        if case .member(let p) = payload {
+            let taken = [code?.head, rule?.head].compactMap { $0 } + messages.map(\.head) + ignore
+            if taken.contains(p.head) { return (.payload, "payload member \(p.head) is also an envelope member") }
         }
-        if scopeNames.count > Dialect.maxNames { return "more than \(Dialect.maxNames) envelope members" }
-        if !successCodes.isDisjoint(with: authCodes) { return "auth codes overlap success codes" }
+        if scopeNames.count > Dialect.maxNames { return (.other, "more than \(Dialect.maxNames) envelope members") }
+        if !successCodes.isDisjoint(with: authCodes) { return (.codes, "auth codes overlap success codes") }
         return nil
     }
 

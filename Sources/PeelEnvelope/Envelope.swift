@@ -219,14 +219,17 @@ struct EnvelopeReader {
         return Envelope(code: code, message: message, extras: extras, judgement: judgement)
     }
 
-    /// The raw value at `path`, whose head is in `slot`; nil when absent.
-    func value(_ path: MemberPath, slot: Int?) throws(EnvelopeFault) -> Range<Int>? {
+    /// The raw value at `path`, whose head is in `slot`; nil when absent. A step into a value that
+    /// is not an object is a fault when `strict` (the payload's path: its bytes would be lost),
+    /// else the member is absent (`error.code` when `error` is `false` or a string).
+    func value(_ path: MemberPath, slot: Int?, strict: Bool = false) throws(EnvelopeFault) -> Range<Int>? {
         guard let slot, let span = members.pointee[slot] else { return nil }
         var r = span.value
         for (k, step) in path.steps.enumerated().dropFirst() {
             // `"error": null` holds no `error.code`: null is absence (Strapi sends `"data": null`).
             if base[r.lowerBound] == UInt8(ascii: "n") { return nil }
             guard base[r.lowerBound] == UInt8(ascii: "{") else {
+                if !strict { return nil }
                 throw EnvelopeFault(reason: "\(path.steps[..<k].joined(separator: ".")) is not an object")
             }
             switch ValidJSON.member(base, r, step) {
@@ -241,6 +244,8 @@ struct EnvelopeReader {
     func readCode() throws(EnvelopeFault) -> EnvelopeCode? {
         guard let path = dialect.code, let r = try value(path, slot: compiled.code) else { return nil }
         let first = base[r.lowerBound]
+        // Jackson and most serialisers write an unset code as null: it is absent.
+        if first == UInt8(ascii: "n") { return nil }
         if first == UInt8(ascii: "\"") { return .string(Envelope.string(base, r)) }
         if first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10,
            let n = Envelope.integer(UnsafeBufferPointer(start: base + r.lowerBound, count: r.count)) {
@@ -272,7 +277,7 @@ struct EnvelopeReader {
             guard let code else { return true }
             return dialect.successCodes.contains(code)
         case .flag(let name):
-            guard let r = try value(MemberPath(stringLiteral: name), slot: compiled.rule) else {
+            guard let r = try value(name, slot: compiled.rule) else {
                 throw EnvelopeFault(reason: "\(name) missing")
             }
             switch base[r.lowerBound] {
@@ -281,7 +286,7 @@ struct EnvelopeReader {
             default: throw EnvelopeFault(reason: "\(name) is not a boolean")
             }
         case .status(let name):
-            guard let r = try value(MemberPath(stringLiteral: name), slot: compiled.rule) else {
+            guard let r = try value(name, slot: compiled.rule) else {
                 throw EnvelopeFault(reason: "\(name) missing")
             }
             guard base[r.lowerBound] == UInt8(ascii: "\"") else { throw EnvelopeFault(reason: "\(name) is not a string") }
@@ -292,7 +297,7 @@ struct EnvelopeReader {
             default: throw EnvelopeFault(reason: "\(name) is not success, fail or error")
             }
         case .errorMember(let name):
-            guard let r = try value(MemberPath(stringLiteral: name), slot: compiled.rule) else { return true }
+            guard let r = try value(name, slot: compiled.rule) else { return true }
             return isNothing(r)
         }
     }
@@ -314,10 +319,13 @@ struct EnvelopeReader {
         // Members the dialect does not name.
         let others = members.pointee.count - members.pointee.found
         guard case .member(let path) = dialect.payload else { return rest(keeping: nil) }
-        if let r = try value(path, slot: compiled.payload) {
+        if let r = try value(path, slot: compiled.payload, strict: true) {
             if others > 0 && dialect.siblings == .keep { return rest(keeping: compiled.payload) }
             return .range(r)
         }
+        // A path's head without its last step (`result` without `result.data`) is not the
+        // payload, so it stays in the rest like any member the dialect does not name.
+        if let slot = compiled.payload, members.pointee[slot] != nil { return rest(keeping: slot) }
         return others > 0 ? rest(keeping: nil) : .none
     }
 

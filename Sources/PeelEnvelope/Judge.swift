@@ -24,14 +24,15 @@ public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UI
 private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ body: UnsafeBufferPointer<UInt8>,
                      _ config: EnvelopeConfig) -> Verdict {
     let status = answer.status
-    let dialect = config.compiled.dialect
+    // Read through the shared reference where needed: a copy of the dialect costs a retain per array.
+    let compiled = config.compiled
     guard status >= 200 && status <= 299 else {
         // An upstream non-2xx is `upstream-error` whatever its envelope says, unless its code is an auth code.
         guard case .envelope(let e) = reading else {
             return .problem(problem(for: .upstreamStatus(status, code: nil, message: nil, reason: upstreamErrorReason(answer, nil)),
                                     config: config))
         }
-        if let code = e.code, dialect.authCodes.contains(code) {
+        if let code = e.code, compiled.dialect.authCodes.contains(code) {
             return .problem(problem(for: .authCode(code, message: e.message, upstreamStatus: status, extras: e.extras), config: config))
         }
         return .problem(problem(for: .upstreamStatus(status, code: e.code, message: e.message,
@@ -56,14 +57,14 @@ private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ bo
         }
     case .failure:
         // Success is decided first, so a code listed as both success and auth still succeeds.
-        if let code = envelope.code, dialect.authCodes.contains(code) {
+        if let code = envelope.code, compiled.dialect.authCodes.contains(code) {
             return .problem(problem(for: .authCode(code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
                                     config: config))
         }
         return .problem(problem(for: .businessCode(envelope.code, message: envelope.message, upstreamStatus: status,
                                                    extras: envelope.extras), config: config))
     case .error:
-        if let code = envelope.code, dialect.authCodes.contains(code) {
+        if let code = envelope.code, compiled.dialect.authCodes.contains(code) {
             return .problem(problem(for: .authCode(code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
                                     config: config))
         }

@@ -127,15 +127,16 @@ enum DialectConfig {
             case "code_or_absent": return .codeOrAbsent
             default: break
             }
-        } else if let m = value as? [String: Any], m.count == 1, let (k, v) = m.first, let name = v as? String, !name.isEmpty {
+        } else if let m = value as? [String: Any], m.count == 1, let (k, v) = m.first, let name = v as? String,
+                  let path = MemberPath(dotted: name) {
             switch k {
-            case "flag": return .flag(name)
-            case "status": return .status(name)
-            case "error": return .errorMember(name)
+            case "flag": return .flag(path)
+            case "status": return .status(path)
+            case "error": return .errorMember(path)
             default: break
             }
         }
-        throw ConfigError(option: o, problem: "must be code, code_or_absent, {\"flag\": NAME}, {\"status\": NAME} or {\"error\": NAME}")
+        throw ConfigError(option: o, problem: "must be code, code_or_absent, {\"flag\": PATH}, {\"status\": PATH} or {\"error\": PATH} (a member name or a dotted path)")
     }
 
     /// A member path, `{"rest": true}`, or `{"pattern": "*SUFFIX", "failure": NAME}`.
@@ -171,8 +172,8 @@ enum DialectConfig {
     /// A code list: from a flag or the environment, integers and double-quoted strings separated by
     /// commas (`0,"00000"`); from the config file, a JSON array of integers and strings. A leading
     /// `+` adds to the dialect's list (`+403`, `["+", 403]`).
-    /// Inside a dialect object an empty list is a statement (`"auth_codes": []`: no auth codes).
-    static func codes(_ v: ConfigValue, _ o: String, allowEmpty: Bool = false) throws(ConfigError) -> CodeListChange {
+    /// An empty list is a statement (`"auth_codes": []`: no auth codes); `+` with nothing is not.
+    static func codes(_ v: ConfigValue, _ o: String, allowEmpty: Bool = true) throws(ConfigError) -> CodeListChange {
         var add = false
         var codes: [EnvelopeCode] = []
         switch v {
@@ -261,7 +262,9 @@ enum DialectConfig {
                 let trimmed = item.trimmingCharacters(in: .whitespaces)
                 if trimmed.isEmpty { continue }
                 guard let eq = trimmed.lastIndex(of: "=") else { throw ConfigError(option: o, problem: "\(trimmed) is not CODE=STATUS") }
-                let code = try flagCode(String(trimmed[..<eq]).trimmingCharacters(in: .whitespaces), o)
+                var code = try flagCode(String(trimmed[..<eq]).trimmingCharacters(in: .whitespaces), o)
+                // As in the config file: a key that spells a decimal integer means that integer.
+                if case .string = code, let n = code.integerValue { code = .integer(n) }
                 guard let st = Int(trimmed[trimmed.index(after: eq)...].trimmingCharacters(in: .whitespaces)), (400...599).contains(st) else {
                     throw ConfigError(option: o, problem: "status for \(code) must be 400-599")
                 }
@@ -269,6 +272,14 @@ enum DialectConfig {
             }
         }
         return CodeStatusMap(m)
+    }
+
+    /// A code list change as the config file writes it: a list, or one that starts with `"+"`.
+    static func json(_ change: CodeListChange) -> String {
+        switch change {
+        case .replace(let codes): return "[" + codes.map(\.json).joined(separator: ",") + "]"
+        case .add(let codes): return "[\"+\"" + codes.map { "," + $0.json }.joined() + "]"
+        }
     }
 
     /// The effective dialect as a config-file object, which reads back as the same dialect.
@@ -280,9 +291,9 @@ enum DialectConfig {
         switch d.success {
         case .code: success = q("code")
         case .codeOrAbsent: success = q("code_or_absent")
-        case .flag(let m): success = "{\"flag\":\(q(m))}"
-        case .status(let m): success = "{\"status\":\(q(m))}"
-        case .errorMember(let m): success = "{\"error\":\(q(m))}"
+        case .flag(let m): success = "{\"flag\":\(q(m.description))}"
+        case .status(let m): success = "{\"status\":\(q(m.description))}"
+        case .errorMember(let m): success = "{\"error\":\(q(m.description))}"
         }
         fields.append("\"success\":" + success)
         fields.append("\"success_codes\":" + d.successCodes.json)

@@ -176,12 +176,16 @@ struct DialectReference {
         return found.first?.value
     }
 
-    func value(_ members: [RefMember], _ path: MemberPath) throws(Malformed) -> RefNode? {
+    /// The node at `path`; a step into a non-object is absent, or malformed when `strict` (payloads).
+    func value(_ members: [RefMember], _ path: MemberPath, strict: Bool = false) throws(Malformed) -> RefNode? {
         var node = try member(members, path.head)
         for step in path.steps.dropFirst() {
             guard let n = node else { return nil }
             if case .null = n { return nil }
-            guard let m = n.members else { throw Malformed() }
+            guard let m = n.members else {
+                if strict { throw Malformed() }
+                return nil
+            }
             node = try member(m, step)
         }
         return node
@@ -191,7 +195,7 @@ struct DialectReference {
     var envelopeNames: [String] {
         var names = [dialect.code?.head].compactMap { $0 } + dialect.messages.map(\.head) + dialect.extras.map(\.head)
         switch dialect.success {
-        case .flag(let m), .status(let m), .errorMember(let m): names.append(m)
+        case .flag(let m), .status(let m), .errorMember(let m): names.append(m.head)
         default: break
         }
         if case .pattern = dialect.payload {} else { names += dialect.ignore }
@@ -223,6 +227,7 @@ struct DialectReference {
         var code: EnvelopeCode?
         if let path = dialect.code, let n = try value(scope, path) {
             switch n {
+            case .null: code = nil
             case .string(let s, _): code = .string(s)
             case .number(let t, _):
                 guard !t.contains("."), !t.contains("e"), !t.contains("E"), let v = Int64(t) else { throw Malformed() }
@@ -252,10 +257,10 @@ struct DialectReference {
         case .codeOrAbsent:
             verdict = code.map { dialect.successCodes.contains($0) } ?? true
         case .flag(let name):
-            guard case .bool(let v, _)? = try value(scope, MemberPath(dotted: name)!) else { throw Malformed() }
+            guard case .bool(let v, _)? = try value(scope, name) else { throw Malformed() }
             verdict = v
         case .status(let name):
-            guard case .string(let s, _)? = try value(scope, MemberPath(dotted: name)!) else { throw Malformed() }
+            guard case .string(let s, _)? = try value(scope, name) else { throw Malformed() }
             switch s {
             case "success": verdict = true
             case "fail": verdict = false
@@ -263,7 +268,7 @@ struct DialectReference {
             default: throw Malformed()
             }
         case .errorMember(let name):
-            switch try value(scope, MemberPath(dotted: name)!) {
+            switch try value(scope, name) {
             case nil, .null?, .bool(false, _)?: verdict = true
             case .string(let s, _)?: verdict = s.isEmpty
             case .object(let m, _)?: verdict = m.isEmpty
@@ -307,12 +312,17 @@ struct DialectReference {
             let members: [String]
             switch dialect.payload {
             case .member(let path):
-                if let n = try? value(r.scope, path) {
+                guard let found = try? value(r.scope, path, strict: true) as RefNode?? else {
+                    return .verdict(.problem(Problem(kind: .badUpstreamFormat, upstreamStatus: status)))
+                }
+                if let n = found {
                     if !others.isEmpty && dialect.siblings == .keep {
                         members = rest(r.scope, keeping: path.head)
                     } else {
                         return .verdict(.unwrap(status: status, data: n.range))
                     }
+                } else if (try? member(r.scope, path.head)) != nil, r.scope.contains(where: { $0.name == path.head }) {
+                    members = rest(r.scope, keeping: path.head)
                 } else if others.isEmpty {
                     return .verdict(.unwrap(status: 204, data: nil))
                 } else {

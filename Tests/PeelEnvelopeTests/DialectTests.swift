@@ -195,9 +195,16 @@ final class DialectTests: XCTestCase {
         let stripe = problem(#"{"error":{"type":"card_error","code":"card_declined","message":"Your card was declined."}}"#,
                              .errorObject)
         XCTAssertEqual(stripe?.code, "card_declined")
+        // A string error says something: a failure without a code, the string kept in `upstream`.
         let bare = problem(#"{"error":"boom"}"#, .errorObject)
-        XCTAssertEqual(bare?.kind, .badUpstreamFormat)
-        XCTAssertEqual(bare?.reason, "error is not an object", "the path step that is not an object is named")
+        XCTAssertEqual(bare?.kind, .businessError)
+        XCTAssertNil(bare?.code)
+        XCTAssertEqual(bare?.upstream, [UpstreamMember(name: "error", raw: Array(#""boom""#.utf8))])
+        XCTAssertEqual(stripe?.upstream.first?.name, "error", "Stripe's type and decline_code reach the app")
+        // A payload path that steps into a non-object is refused, naming the step.
+        var nested = Dialect.peel
+        nested.payload = .member("result.data")
+        XCTAssertEqual(problem(#"{"code":0,"result":[1]}"#, nested)?.reason, "result is not an object")
     }
 
     // MARK: Alipay's method-named member
