@@ -1,0 +1,28 @@
+import PeelEnvelope
+import PeelIO
+
+extension Forwarder {
+    /// Counts the answer and writes its access-log line: `code` is the one Peel answered with (a
+    /// problem's), `upstream_code` the envelope code as the upstream sent it, null when it sent none.
+    func record(_ call: Call, status: Int, kind: String, bytes: Int, code: EnvelopeCode?, cut: String? = nil) {
+        guard !call.done else { return }
+        call.done = true
+        let duration = monotonicNow() - call.started
+        metrics.inflight.subtract(1, ordering: .relaxed)
+        metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstreamDuration)
+        guard call.route.accessLog, let accessLog = log else { return }
+        var line = "{\"time\":\"\(rfc3339(wallNow()))\",\"request_id\":\(jsonEscaped(call.requestId))"
+        line += ",\"method\":\(jsonEscaped(call.exchange.method)),\"path\":\(jsonEscaped(call.path.isEmpty ? call.exchange.target : call.path))"
+        line += ",\"status\":\(status),\"kind\":\"\(kind)\",\"code\":" + (code.map(\.json) ?? "null")
+        line += ",\"upstream_status\":" + (call.upstreamStatus.map(String.init) ?? "null")
+        line += ",\"upstream_code\":" + (call.upstreamCode.map(\.json) ?? "null")
+        line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
+        line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))"
+        // Why a streamed answer was cut short (`upstream_idle`, `reset`, …), on those lines only.
+        if let cut { line += ",\"cut\":\(jsonEscaped(cut))" }
+        if let reason = call.reason { line += ",\"reason\":" + jsonEscaped(reason) }
+        if let excerpt = call.excerpt { line += ",\"excerpt\":" + jsonEscaped(excerpt) }
+        line += "}"
+        accessLog.append(line)
+    }
+}

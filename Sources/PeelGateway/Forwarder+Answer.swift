@@ -1,0 +1,214 @@
+import PeelEnvelope
+import PeelIO
+
+// What the upstream answered, and what the client gets for it: the head decision (stream or
+// buffer, keep the coding or not), the judge on the whole body, and failures mapped to outcomes.
+extension Forwarder {
+    func upstreamFinished(_ call: Call, _ result: Result<UpstreamResponse, UpstreamFailure>) {
+        waiting[ObjectIdentifier(call)] = nil
+        call.transfer = nil
+        call.exchange.onClientGone = nil
+        if call.done { return }
+        if let stream = call.stream { return streamFinished(call, stream, result) }
+        // The client left as the answer started (see headArrived): nothing is left to send.
+        if call.exchange.answered { return record(call, status: 499, kind: "client-closed", bytes: 0, code: nil) }
+        switch result {
+        case .failure(let failure):
+            // Peel's own budget is no failure of the upstream's: counted as Peel's refusal.
+            if case .overBudget = failure { metrics.recordRefusal("max_buffered_upstream") } else { metrics.recordUpstreamError(failure.reason) }
+            // Issue 17: only failing to reach the upstream counts toward fall. A broken or oversized
+            // answer came with a status line: the upstream is there. A timeout or a close before any
+            // status line on a connection it took counts neither way: a client can cause it (a path
+            // whose worker dies), and calls in flight when a host drops off the network end so long
+            // after it went.
+            if failure.isTransportFailure {
+                if case .connectTimeout = failure {
+                    reachability.recordLiveConnectTimeout(failureCause(failure))
+                } else {
+                    reachability.recordPassiveFailure(failureCause(failure))
+                }
+            }
+            if failure.answeredBadly { reachability.recordLiveAnswer() }
+            answer(call, Self.outcome(of: failure))
+        case .success(let response):
+            // Whatever it says, the upstream answered: evidence that it is there (issue 13).
+            reachability.recordLiveAnswer()
+            call.upstreamDuration = response.duration
+            call.upstreamStatus = response.status
+            call.upstreamHeaders = response.headers
+            invalidateAfterUnsafe(call, status: response.status, headers: response.headers)
+            if response.status == 304, call.exchange.method == "GET", let key = call.cacheKey {
+                // RFC 9111 §4.3.4: the stored answer is current again, or its validator is worth keeping.
+                let ex = call.exchange
+                cache.refresh(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization,
+                              requestField: { Self.requestValue(ex, $0) }, notModified: response.headers)
+            }
+            let contentType = response.headers.first(.contentType)
+            let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
+                                        isOptions: call.exchange.method == "OPTIONS",
+                                        contentDisposition: response.headers.first(.contentDisposition))
+            let judged = response.body.withUnsafeBufferPointer {
+                judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.passesUnjudged)
+            }
+            call.upstreamCode = judged.upstreamCode
+            switch judged.verdict {
+            case .unwrap(let status, let range):
+                // The data member's bytes are sent from the upstream body itself: no copy in Swift.
+                let status = range == nil ? 204 : status
+                // A HEAD's answer has no body to keep for a later GET (issue 17).
+                if let key = call.cacheKey, call.exchange.method == "GET" {
+                    store(key, call, status: status, response, range: range)
+                }
+                pass(call, status: status, response, range: range ?? 0..<0, kind: "ok",
+                     contentType: range == nil ? nil : "application/json")
+            case .unwrapRest(let status, let body):
+                // The rest of the envelope object: built from the upstream's member bytes, verbatim.
+                if let key = call.cacheKey, call.exchange.method == "GET" {
+                    store(key, call, status: status, response, range: nil, built: body)
+                }
+                emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: "application/json",
+                                 body: .bytes(body, range: nil, hold: response.hold)), log: "ok")
+            case .passthrough:
+                // A newer answer that is not stored must not leave the older one servable (a 304
+                // refreshed it above; a 5xx is what stale-if-error keeps it for).
+                if let key = call.cacheKey { cache.answeredUnstored(key: key, status: response.status, request: call.cacheRequest) }
+                pass(call, status: response.status, response, range: nil, kind: "passthrough", contentType: nil)
+            case .problem(let p):
+                // An error the upstream chose to answer (a 4xx, a business or auth code) replaces
+                // what was stored: a revoked token's stale `/me`, a deleted resource, must not come
+                // back while offline. A 5xx keeps it: that is what stale answers are for; and a
+                // precondition's answer (412) or a no-store request's leaves it (RFC 9111 §4).
+                if let key = call.cacheKey { cache.answeredUnstored(key: key, status: response.status, request: call.cacheRequest) }
+                // A body that is not an envelope: its start goes to the log (never to the client), so
+                // a developer sees the CSRF page or the plain-text error that was refused.
+                if p.kind == .badUpstreamFormat || (p.kind == .upstreamError && judged.upstreamCode == nil) {
+                    call.excerpt = Self.excerpt(response.body)
+                }
+                answerProblem(call, p)
+            }
+        }
+    }
+
+    /// Decides, when the final head is whole, whether the body passes in the coding it came in: a
+    /// passthrough answer whose Content-Encoding the client accepts is relayed as it came, with its
+    /// length; judged answers and codings the client cannot take are decoded. Inside curl's header
+    /// callback: nothing here may call curl.
+    func keepsCoding(_ call: Call, status: Int, head: ResponseHeadView) -> Bool {
+        guard let coding = head.first(.contentEncoding).map({ trimOWS($0) }), !coding.isEmpty,
+              coding.lowercased() != "identity",
+              CompressionPolicy.accepts(call.acceptEncoding, contentEncoding: coding) else { return false }
+        let answer = UpstreamAnswer(status: status, contentType: head.first(.contentType), path: call.path, isHead: false,
+                                    isOptions: call.exchange.method == "OPTIONS",
+                                    contentDisposition: head.first(.contentDisposition))
+        guard passesUnjudged(answer, config: call.route.envelope) else { return false }
+        call.keptCoding = coding
+        return true
+    }
+
+    /// Decides, when the first body bytes arrive, whether the answer streams: a passthrough answer
+    /// (decided from status and fields alone) of unknown length, declared over `stream_threshold`, or
+    /// an event stream is sent as it arrives, pausing the upstream transfer while the client is slow;
+    /// anything else is buffered whole (judged, or passed with its length and maybe compressed).
+    /// Runs inside curl's write callback: nothing here may call curl.
+    func headArrived(_ call: Call, status: Int, head: ResponseHeadView) -> StreamSink? {
+        let contentType = head.first(.contentType)
+        let answer = UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
+                                    isOptions: call.exchange.method == "OPTIONS",
+                                    contentDisposition: head.first(.contentDisposition))
+        // The call's own rules (a reload mid-call must not mix two), decided once for this answer.
+        let passes = passesUnjudged(answer, config: call.route.envelope)
+        call.passesUnjudged = passes
+        guard passes else { return nil }
+        let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
+        // An answer curl decodes has a Content-Length that says nothing of its decoded size, so it
+        // streams like one of unknown length (chunked) rather than meet max_upstream_body. Any other
+        // declared length is the body's, and is kept (issue 19: downloads keep their length).
+        let coding = head.first(.contentEncoding).map { trimOWS($0) }
+        let decoded = call.keptCoding == nil && coding.map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
+        let declared = decoded ? nil : head.first(.contentLength).flatMap { Int(trimOWS($0)) }.flatMap { $0 >= 0 ? $0 : nil }
+        if !isEventStream, let length = declared, length <= call.route.streamThreshold {
+            return nil
+        }
+        guard let transfer = call.transfer, !call.exchange.answered else { return nil }
+        let headers = head.copy()
+        call.upstreamStatus = status
+        call.upstreamHeaders = headers
+        let shaped = call.route.shaper.shape(Reply(status: status, kind: .relayed, upstream: headers, body: .stream(contentLength: declared)),
+                                  context(call), encode: { _, _ in nil })
+        let rewrite = call.route.rewrite
+        guard let stream = call.exchange.startStream(status: status, contentLength: declared, headers: { out in
+            shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })
+        }) else {
+            return { _ in .abort }
+        }
+        call.stream = stream
+        // A streamed answer is never stored, so it makes the older entry for its request stale, and
+        // an unsafe method's success invalidates as a buffered one does (the final review of session
+        // 4: streamed answers skipped both).
+        invalidateAfterUnsafe(call, status: status, headers: headers)
+        if let key = call.cacheKey { cache.answeredUnstored(key: key, status: status, request: call.cacheRequest) }
+        // The head arrived: the upstream answered (evidence for reachability, like a buffered answer).
+        reachability.recordLiveAnswer()
+        if call.exchange.isHead {
+            // HEAD answers what GET would: the head is all of it, and the rest is not fetched.
+            stream.finish()
+            record(call, status: status, kind: "passthrough", bytes: 0, code: nil)
+            return { _ in .abort }
+        }
+        stream.onDrained = { [weak transfer] in transfer?.resume() }
+        stream.onClientGone = { [self] in
+            // Its completion never runs now (cancelSoon drops it): the call leaves the table here.
+            waiting[ObjectIdentifier(call)] = nil
+            // Possibly inside the sink, so inside curl's write callback: the transfer ends on the next pass.
+            call.transfer?.cancelSoon()
+            call.transfer = nil
+            self.record(call, status: 499, kind: "client-closed", bytes: call.streamedBytes, code: nil)
+        }
+        return { bytes in
+            guard stream.isOpen else { return .abort }
+            // Back-pressure: while the client has this much unread, the upstream waits (its bytes stay
+            // in curl), so a connection holds at most this plus one curl buffer whatever the size.
+            if stream.bufferedBytes >= Self.streamHighWater { return .pause }
+            stream.write(bytes)
+            call.streamedBytes += bytes.count
+            return .taken
+        }
+    }
+
+    /// Unread reply bytes at which a streamed upstream transfer pauses.
+    static let streamHighWater = 256 * 1024
+
+    /// A streamed answer's transfer ended: the body ends, or is cut short so the client can tell.
+    func streamFinished(_ call: Call, _ stream: ReplyStream, _ result: Result<UpstreamResponse, UpstreamFailure>) {
+        switch result {
+        case .success(let response):
+            call.upstreamDuration = response.duration
+            stream.finish()
+            record(call, status: call.upstreamStatus ?? 200, kind: "passthrough", bytes: call.streamedBytes, code: nil)
+        case .failure(let failure):
+            metrics.recordUpstreamError(failure.reason)
+            call.reason = failure.message
+            stream.abort()
+            record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil,
+                   cut: failure.reason)
+        }
+    }
+
+    /// What an upstream transfer's failure means; `problem(for:config:)` gives it its status.
+    static func outcome(of failure: UpstreamFailure) -> Outcome {
+        switch failure {
+        case .dns, .refused, .reset, .tls, .other: return .unreachable
+        case .timeout, .connectTimeout: return .timedOut
+        case .tooLarge: return .upstreamTooLarge
+        case .protocolError(let why): return .brokenFraming(reason: why)
+        // Peel's own shortage; reachability never hears of it (it is not a transport failure).
+        case .localResources(let why): return .shortOfResources(why)
+        case .overloaded: return .overloaded
+        case .notResent(let why): return .notResent(why)
+        case .overBudget: return .upstreamOverBudget
+        // Only a flowing stream is cut for idleness, and its head is long sent: never a problem document.
+        case .streamIdle: return .timedOut
+        }
+    }
+
+}

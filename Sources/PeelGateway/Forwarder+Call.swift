@@ -1,0 +1,63 @@
+import PeelEnvelope
+import PeelIO
+
+extension Forwarder {
+    /// Per-call state, alive from request to answer.
+    final class Call {
+        let exchange: HTTPExchange
+        /// The configuration generation the call was planned under, for all of its stages.
+        let route: Route
+        let started: Double
+        let requestId: String
+        let language: Language
+        var path = ""
+        var transfer: UpstreamTransfer?
+        var upstreamDuration: Double?
+        var upstreamStatus: Int?
+        /// Set for GET and HEAD when the offline cache is on.
+        var cacheKey: OfflineCacheKey?
+        /// What the request asks of caches, with its validators; set with `cacheKey`.
+        var cacheRequest = CacheRequest()
+        /// Whether the request carried Authorization (RFC 9111 §3.5, when it is not a key field).
+        var hasAuthorization = false
+        /// This request's user as the cache keys it (any method, while the cache is on): an unsafe
+        /// method's success drops that user's entries and the shared ones for its target.
+        var userKey: OfflineCacheKey?
+        /// The upstream's answer fields, kept for a problem document made from its answer.
+        var upstreamHeaders: ResponseHeaders?
+        /// The envelope code as the upstream sent it; nil when there was no envelope.
+        var upstreamCode: EnvelopeCode?
+        /// The request's Origin (CORS).
+        var origin: String?
+        /// Host, X-Forwarded-Proto and X-Forwarded-Host as sent, for `publicOrigin`.
+        var addressFields: (host: String?, proto: String?, forwardedHost: String?) = (nil, nil, nil)
+        /// Peel's own origin as the client named it, for rewritten URLs; nil when unknown. Worked out
+        /// only for the few answers that carry a URL to rewrite.
+        lazy var publicOrigin: String? = ProxyRewrite.publicOrigin(
+            host: addressFields.host, forwardedProto: addressFields.proto, forwardedHost: addressFields.forwardedHost)
+        /// The request's Accept-Encoding, negotiated only for answers worth compressing.
+        var acceptEncoding: String?
+        /// The answer being streamed from the upstream as it arrives, if it is.
+        var stream: ReplyStream?
+        /// Body bytes streamed so far.
+        var streamedBytes = 0
+        /// Counted and logged: the call is over for the forwarder.
+        var done = false
+        /// `passesUnjudged` as decided when the head arrived (nil when no body byte came).
+        var passesUnjudged: Bool?
+        /// The upstream's Content-Encoding when its body passes in that coding (the client takes it).
+        var keptCoding: String?
+        /// Why the answer was refused or cut (Peel's diagnosis), for the access log.
+        var reason: String?
+        /// The start of a non-envelope upstream body that was refused, escaped, for the access log only.
+        var excerpt: String?
+
+        init(exchange: HTTPExchange, route: Route, started: Double, requestId: String, language: Language) {
+            self.exchange = exchange
+            self.route = route
+            self.started = started
+            self.requestId = requestId
+            self.language = language
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import PeelEnvelope
+import PeelIO
+
+// The one way answers leave the forwarder: shaped by the call's route, written once, logged.
+extension Forwarder {
+    /// Answers with the upstream's fields minus hop-by-hop and envelope-describing ones (SPEC), the
+    /// rewritten ones, then Peel's own, and `response.body[range]` (all of it when nil), compressed
+    /// when the client accepts a coding Peel offers. `contentType` replaces the upstream's when set.
+    func pass(_ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?, kind: String,
+                      contentType: String?) {
+        emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: contentType,
+                         body: .bytes(response.body, range: range, hold: response.hold)), log: kind)
+    }
+
+    /// The shaper's view of `call`.
+    func context(_ call: Call) -> ReplyContext {
+        ReplyContext(requestId: call.requestId, origin: call.origin, acceptEncoding: call.acceptEncoding, keptCoding: call.keptCoding)
+    }
+
+    /// Shapes `reply` and writes it: the one way every buffered answer leaves the forwarder.
+    func emit(_ call: Call, _ reply: Reply, log kind: String, code: EnvelopeCode? = nil) {
+        guard !call.exchange.answered else { return }
+        let shaped = call.route.shaper.shape(reply, context(call), encode: { [encoder] in encoder.encode($0, as: $1) })
+        let rewrite = call.route.rewrite
+        guard case .bytes(let body, let range, let hold) = shaped.body else {
+            // Streams start in headArrived and answerReachability, never here.
+            preconditionFailure("emit takes buffered answers only")
+        }
+        call.exchange.respond(status: shaped.status, body: body, range: range, keeping: hold, closing: shaped.closing) { out in
+            shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })
+        }
+        record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
+    }
+
+    /// Methods whose non-error answers invalidate stored ones (RFC 9111 §4.4; RFC 9110 §9.2.1).
+    static let unsafeMethods: Set<String> = ["POST", "PUT", "PATCH", "DELETE"]
+
+    func refuse(_ call: Call, _ why: String) {
+        answer(call, .refused(status: 400, tooLarge: false, detail: why))
+    }
+
+    /// Answers an outcome with its problem document.
+    func answer(_ call: Call, _ outcome: Outcome) {
+        answerProblem(call, problem(for: outcome, config: call.route.envelope))
+    }
+
+    func answerProblem(_ call: Call, _ problem: Problem) {
+        var p = problem
+        if let reason = p.reason { call.reason = reason }
+        if p.upstreamStatus == nil { p.upstreamStatus = call.upstreamStatus }
+        let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.route.envelope.problemTypeBase)
+        var fields: [(String, String)] = []
+        if p.kind == .offline { fields.append(("Retry-After", call.route.retryAfter)) }
+        // Bodies held now are answered within seconds; a client may try again after one.
+        if p.kind == .serverBusy { fields.append(("Retry-After", "1")) }
+        // The upstream's fields that clients act on stay (a 429's Retry-After, a logout's Set-Cookie):
+        // the shaper keeps them for a problem.
+        emit(call, Reply(status: p.status, kind: .problem(p.kind), upstream: call.upstreamHeaders, fields: fields,
+                         body: .bytes(body, range: nil, hold: nil), closing: p.kind == .badRequest),
+             log: p.kind.rawValue, code: p.code)
+    }
+
+    /// Longest excerpt of a refused upstream body in the access log, in bytes of the body.
+    static let excerptBytes = 120
+
+    /// The first `excerptBytes` of `body` as text with control characters (C0, DEL, C1) and
+    /// backslashes escaped (`\x0a`), so one log line stays one line whatever the upstream sent.
+    static func excerpt(_ body: [UInt8]) -> String? {
+        guard !body.isEmpty else { return nil }
+        let text = String(decoding: body.prefix(excerptBytes), as: UTF8.self)
+        var out = ""
+        for scalar in text.unicodeScalars {
+            let v = scalar.value
+            if v < 0x20 || (v >= 0x7F && v <= 0x9F) {
+                let hex = String(v, radix: 16)
+                out += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+            } else if scalar == "\\" {
+                out += "\\\\"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return body.count > excerptBytes ? out + "…" : out
+    }
+
+}
