@@ -15,7 +15,7 @@ public enum OfflineStoreURL: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    private var endpointText: String {
+    var endpointText: String {
         if case .redis(let e, _) = self { return e.description }
         return ""
     }
@@ -103,33 +103,33 @@ final class RedisOfflineStore: OfflineStore {
     /// Seconds a command may wait with no reply at all before the connection is taken for stalled.
     static let stallTimeout = 2.0
 
-    private let loop: EventLoop
-    private let connection: RedisConnection
-    private let cache: OfflineCache
-    private let stats: OfflineStoreStats
-    private let codec: OfflineStoreCodec
-    private let endpoint: RedisEndpoint
-    private let database: Int
-    private let readTimeout: Double
-    private let workerIndex: Int
-    private var outstandingWrites = 0
-    private var outstandingBytes = 0
+    let loop: EventLoop
+    let connection: RedisConnection
+    let cache: OfflineCache
+    let stats: OfflineStoreStats
+    let codec: OfflineStoreCodec
+    let endpoint: RedisEndpoint
+    let database: Int
+    let readTimeout: Double
+    let workerIndex: Int
+    var outstandingWrites = 0
+    var outstandingBytes = 0
     /// Commands sent and not yet answered, and since when the oldest-unanswered stretch began.
-    private var outstandingCommands = 0
-    private var waitingSince = 0.0
+    var outstandingCommands = 0
+    var waitingSince = 0.0
     /// Fires while commands wait, to notice a store that stopped answering (see `stallTimeout`).
-    private var stallTimer: LoopTimer?
-    private var backoff = 0.1
-    private var retryTimer: LoopTimer?
-    private var counted = false
-    private var reportedDown = false
-    private var stopped = false
+    var stallTimer: LoopTimer?
+    var backoff = 0.1
+    var retryTimer: LoopTimer?
+    var counted = false
+    var reportedDown = false
+    var stopped = false
     /// What was last written per key, and when.
-    private var recent: [OfflineCacheKey: (fingerprint: Int, at: Double)] = [:]
+    var recent: [OfflineCacheKey: (fingerprint: Int, at: Double)] = [:]
     /// The same answers before any parsing: a hash of the raw status, fields and body, when it was
     /// offered, and the Vary names and values it was stored under. An answer that matches is not
     /// even read (`storable` builds a String per field: 14 µs of CPU per /small call measured).
-    private var offered: [OfflineCacheKey: (raw: Int, at: Double, vary: [String], values: [String?])] = [:]
+    var offered: [OfflineCacheKey: (raw: Int, at: Double, vary: [String], values: [String?])] = [:]
 
     /// Bytes a reply may hold beyond the largest value Peel reads (`$<length>\r\n`, `\r\n`).
     static let replyFraming = 64
@@ -169,7 +169,7 @@ final class RedisOfflineStore: OfflineStore {
         connection.close()
     }
 
-    private func connectionEvent(_ event: RedisConnectionEvent) {
+    func connectionEvent(_ event: RedisConnectionEvent) {
         switch event {
         case .connected:
             // The server answered (the handshake's reply): only now is the outage over.
@@ -212,154 +212,11 @@ final class RedisOfflineStore: OfflineStore {
         }
     }
 
-    // MARK: writes
-
-    func store(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
-               status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8]) {
-        guard cache.isEnabled else { return }
-        let now = wallNow()
-        var h = Hasher()
-        h.combine(status)
-        h.combine(contentType)
-        h.combine(fields)
-        body.withUnsafeBytes { h.combine(bytes: $0) }
-        let raw = h.finalize()
-        if !request.directives.noStore, let last = offered[key], last.raw == raw, now - last.at < Self.rewriteAfter,
-           last.vary.map(requestField) == last.values {
-            stats.writesUnchanged.add(1, ordering: .relaxed)
-            return
-        }
-        guard case .success(let answer) = OfflineCacheRules.storable(status: status, key: key, request: request,
-                                                                      hasAuthorization: hasAuthorization, fields: fields) else {
-            // A newer answer that may not be stored must not leave the older one servable, when it
-            // speaks for the resource (`OfflineCacheRules.unstoredAnswerDrops`).
-            if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request) { invalidate(key: key) }
-            return
-        }
-        let dropsOlder = OfflineCacheRules.unstoredAnswerDrops(status: status, request: request)
-        let values = answer.vary.map(requestField)
-        let hashes = zip(answer.vary, values).map { codec.varyHash(name: $0.0, value: $0.1) }
-        if offered.count >= Self.recentLimit { offered.removeAll(keepingCapacity: true) }
-        offered[key] = (raw, now, answer.vary, values)
-        // The rest runs on the loop's next pass, once the answer this call is writing has gone out.
-        loop.defer { [self] in
-            write(key, OfflineCacheRules.record(answer, status: status, contentType: contentType, body: body, now: now),
-                  vary: answer.vary, hashes: hashes, now: now, dropsOlder: dropsOlder)
-        }
-    }
-
-    func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
-                 notModified fields: ResponseHeaders) {
-        guard cache.isEnabled else { return }
-        // §5.2.1.5: nothing of a no-store request's answer is kept, and nothing stored is touched.
-        if request.directives.noStore { return }
-        let storable = OfflineCacheRules.storable(status: 200, key: key, request: request, hasAuthorization: hasAuthorization, fields: fields)
-        let vary = OfflineCacheRules.varyNames(fields)
-        let hashes = vary.map { codec.varyHash(name: $0, value: requestField($0)) }
-        guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
-        guard outstandingWrites < Self.maxOutstandingWrites else { stats.writesDropped.add(1, ordering: .relaxed); return }
-        outstandingWrites += 1
-        // The stored answer is read back (while the upstream is reachable, in the background) and
-        // judged by the same rule as the memory store's (`OfflineCacheRules.notModified`).
-        let sent = send(Self.read(codec.key(key), codec.maxEntry)) { [weak self] reply in
-            guard let self else { return }
-            self.outstandingWrites -= 1
-            let now = wallNow()
-            var stored: OfflineStoreValue?
-            switch reply {
-            case .bytes(let b) where !b.isEmpty:
-                // A value that does not decode is never served: nothing full is stored.
-                if case .success(let value) = self.codec.decode(b, under: self.codec.key(key)) { stored = value }
-            case .null, .bytes: break
-            default:
-                // No answer to the read: what is stored is unknown, so it is left as it is.
-                return
-            }
-            let sameVariant = stored.map { $0.vary == vary && $0.varyHashes == hashes } ?? false
-            switch OfflineCacheRules.notModified(stored: stored?.record, sameVariant: sameVariant, storable: storable,
-                                                 notModified: fields, request: request, now: now) {
-            case .refresh(let merged):
-                if let stored { self.write(key, merged, vary: stored.vary, hashes: stored.varyHashes, now: now, force: true) }
-            case .validator(let record, let vary):
-                self.write(key, record, vary: vary, hashes: hashes, now: now, force: true)
-            case .drop:
-                self.invalidate(key: key)
-            case .leave:
-                break
-            }
-        }
-        if !sent {
-            outstandingWrites -= 1
-            stats.writesDropped.add(1, ordering: .relaxed)
-        }
-    }
-
-    /// Writes `record`; one that may not be written takes the older value with it when `dropsOlder`.
-    private func write(_ key: OfflineCacheKey, _ record: OfflineCacheRecord, vary: [String], hashes: [[UInt8]], now: Double,
-                       force: Bool = false, dropsOlder: Bool = true) {
-        let settings = cache.settings
-        // The TTL is how long the entry may still be served: Redis drops it then, so nothing
-        // unservable lingers (RFC 5861's stale-if-error bound, --offline-cache-max-age).
-        let ttl = Int(OfflineCacheRules.servableFor(record, maxAge: settings.maxAge, override: settings.override, now: now) * 1000)
-        // An answer that may not be served must not leave the older value servable (the final review
-        // of session 4: a newer no-cache answer left v1 in Redis while the memory store dropped it).
-        guard ttl >= 1 else {
-            if dropsOlder { invalidate(key: key) }
-            return
-        }
-        guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
-        let fingerprint = Self.fingerprint(record, hashes)
-        if !force, let last = recent[key], last.fingerprint == fingerprint, now - last.at < Self.rewriteAfter {
-            stats.writesUnchanged.add(1, ordering: .relaxed)
-            return
-        }
-        let estimate = record.body.count + 512
-        guard outstandingWrites < Self.maxOutstandingWrites, outstandingBytes + estimate <= Self.maxOutstandingBytes else {
-            stats.writesDropped.add(1, ordering: .relaxed)
-            return
-        }
-        if recent.count >= Self.recentLimit { recent.removeAll(keepingCapacity: true) }
-        recent[key] = (fingerprint, now)
-        guard let value = codec.encode(record, vary: vary, varyHashes: hashes, under: codec.key(key)) else {
-            forget(key)
-            stats.writesTooLarge.add(1, ordering: .relaxed)
-            if dropsOlder { invalidate(key: key) }
-            return
-        }
-        outstandingWrites += 1
-        outstandingBytes += estimate
-        let sent = send([Array("SET".utf8), codec.key(key), value, Array("PX".utf8), Array(String(ttl).utf8)]) { [weak self] reply in
-            guard let self else { return }
-            self.release(estimate)
-            switch reply {
-            case .bytes: self.stats.writesStored.add(1, ordering: .relaxed)
-            case .failed:
-                self.forget(key)
-                self.stats.writesFailed.add(1, ordering: .relaxed)
-            case .error(let e) where RedisConnection.isAuthError(e):
-                // The server asks for credentials it did not ask for at connect (a `requirepass` or
-                // ACL change): not a refusal of this value. The connection starts again with AUTH.
-                self.forget(key)
-                self.connection.drop(e, auth: true)
-            default:
-                // `OOM command not allowed when used memory > 'maxmemory'`, or any other refusal:
-                // counted; the call was answered long ago.
-                self.forget(key)
-                self.stats.writesRefused.add(1, ordering: .relaxed)
-            }
-        }
-        if !sent {
-            release(estimate)
-            forget(key)
-            stats.writesDropped.add(1, ordering: .relaxed)
-        }
-    }
-
     // MARK: commands
 
     /// Sends one command, counted until its reply; false (and nothing sent) when the connection is
     /// down, stalled, or `maxOutstandingCommands` already wait.
-    private func send(_ arguments: [[UInt8]], _ done: @escaping (RedisReply) -> Void) -> Bool {
+    func send(_ arguments: [[UInt8]], _ done: @escaping (RedisReply) -> Void) -> Bool {
         let now = monotonicNow()
         guard connection.isConnected, outstandingCommands < Self.maxOutstandingCommands else { return false }
         if outstandingCommands == 0 {
@@ -377,7 +234,7 @@ final class RedisOfflineStore: OfflineStore {
         return true
     }
 
-    private func armStallCheck(_ seconds: Double) {
+    func armStallCheck(_ seconds: Double) {
         let timer = stallTimer ?? LoopTimer(loop: loop) { [weak self] in self?.stallCheck() }
         stallTimer = timer
         timer.arm(seconds: seconds)
@@ -386,7 +243,7 @@ final class RedisOfflineStore: OfflineStore {
     /// Replies stopped coming while commands wait (the socket still open): the connection is dropped,
     /// the owed replies come back failed, and the retry loop takes over (the final review of session
     /// 4: a SIGSTOPped Redis stayed "connected" for good while every write was dropped).
-    private func stallCheck() {
+    func stallCheck() {
         guard outstandingCommands > 0, connection.isConnected else { return }
         let quiet = monotonicNow() - waitingSince
         if quiet < Self.stallTimeout { return armStallCheck(Self.stallTimeout - quiet) }
@@ -419,17 +276,17 @@ final class RedisOfflineStore: OfflineStore {
     }
 
     /// What was written or offered for `key` is no longer known to be in the store.
-    private func forget(_ key: OfflineCacheKey) {
+    func forget(_ key: OfflineCacheKey) {
         recent[key] = nil
         offered[key] = nil
     }
 
-    private func release(_ estimate: Int) {
+    func release(_ estimate: Int) {
         outstandingWrites -= 1
         outstandingBytes -= estimate
     }
 
-    private static func fingerprint(_ r: OfflineCacheRecord, _ hashes: [[UInt8]]) -> Int {
+    static func fingerprint(_ r: OfflineCacheRecord, _ hashes: [[UInt8]]) -> Int {
         var h = Hasher()
         h.combine(r.status)
         h.combine(r.contentType)
@@ -446,90 +303,8 @@ final class RedisOfflineStore: OfflineStore {
 
     /// At most `max + 1` bytes of the value: one over the bound is enough to refuse it, and a value
     /// planted far larger never crosses the wire whole.
-    private static func read(_ key: [UInt8], _ max: Int) -> [[UInt8]] {
+    static func read(_ key: [UInt8], _ max: Int) -> [[UInt8]] {
         [Array("GETRANGE".utf8), key, Array("0".utf8), Array(String(max).utf8)]
     }
 
-    // MARK: reads
-
-    func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: @escaping (String) -> String?,
-                _ done: @escaping (OfflineCacheAnswer) -> Void) {
-        let settings = cache.settings
-        let finish: (OfflineCacheAnswer) -> Void = { [cache] answer in
-            cache.count(answer)
-            done(answer)
-        }
-        if request.refusesStored { return finish(.miss("the request asks for a fresh answer")) }
-        guard connection.isConnected else {
-            stats.readErrors.add(1, ordering: .relaxed)
-            return finish(.miss("the offline store is not connected"))
-        }
-        let read = PendingRead(finish)
-        let started = monotonicNow()
-        let stats = self.stats
-        let timer = LoopTimer(loop: loop) { [weak read] in
-            guard let read, read.settle() else { return }
-            stats.timeouts.add(1, ordering: .relaxed)
-            stats.latency.withLock { $0.observe(monotonicNow() - started) }
-            read.done(.miss("the offline store did not answer in time"))
-        }
-        read.timer = timer
-        timer.arm(seconds: readTimeout)
-        let sent = send(Self.read(codec.key(key), codec.maxEntry)) { [codec] reply in
-            read.timer?.cancel()
-            read.timer = nil
-            guard read.settle() else { return }
-            stats.latency.withLock { $0.observe(monotonicNow() - started) }
-            switch reply {
-            case .null:
-                stats.misses.add(1, ordering: .relaxed)
-                read.done(.miss("nothing stored"))
-            case .bytes(let b) where b.isEmpty:
-                // GETRANGE answers "" for a key that does not exist.
-                stats.misses.add(1, ordering: .relaxed)
-                read.done(.miss("nothing stored"))
-            case .bytes(let b):
-                switch codec.decode(b, under: codec.key(key)) {
-                case .failure(let why):
-                    stats.count(why)
-                    read.done(.miss("a stored value was refused: \(why.rawValue)"))
-                case .success(let value):
-                    // RFC 9111 §4.1: used only when the fields its Vary names match (compared as keyed hashes).
-                    for (name, h) in zip(value.vary, value.varyHashes) where codec.varyHash(name: name, value: requestField(name)) != h {
-                        stats.misses.add(1, ordering: .relaxed)
-                        return read.done(.miss("Vary differs"))
-                    }
-                    let answer = OfflineCacheRules.serve(value.record, request: request, maxAge: settings.maxAge,
-                                                         override: settings.override, now: wallNow())
-                    if case .miss = answer { stats.misses.add(1, ordering: .relaxed) } else { stats.hits.add(1, ordering: .relaxed) }
-                    read.done(answer)
-                }
-            case .error, .failed, .other, .integer:
-                stats.readErrors.add(1, ordering: .relaxed)
-                read.done(.miss("the offline store failed"))
-            }
-        }
-        if !sent, read.settle() {
-            // Down, stalled, or as many commands waiting as allowed: the call does not wait.
-            timer.cancel()
-            stats.readErrors.add(1, ordering: .relaxed)
-            read.done(.miss("the offline store is not answering"))
-        }
-    }
-
-    /// One read in flight: answered exactly once, by the reply or by the timer.
-    private final class PendingRead {
-        let done: (OfflineCacheAnswer) -> Void
-        var timer: LoopTimer?
-        private var settled = false
-
-        init(_ done: @escaping (OfflineCacheAnswer) -> Void) { self.done = done }
-
-        /// True the first time only.
-        func settle() -> Bool {
-            if settled { return false }
-            settled = true
-            return true
-        }
-    }
 }
