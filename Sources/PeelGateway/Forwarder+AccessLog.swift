@@ -6,7 +6,12 @@ extension Forwarder {
     /// problem's), `upstream_code` the envelope code as the upstream sent it, null when it sent none.
     func record(_ call: Call, status: Int, kind: String, bytes: Int, code: EnvelopeCode?, cut: String? = nil) {
         guard !call.done else { return }
-        call.done = true
+        // The one place a call ends: what it ended as follows from how it is logged.
+        switch kind {
+        case "client-closed": call.state = .clientGone
+        case "passthrough-cut": call.state = .cut
+        default: call.state = .answered
+        }
         let duration = monotonicNow() - call.started
         metrics.inflight.subtract(1, ordering: .relaxed)
         metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstreamDuration)

@@ -6,7 +6,6 @@ import PeelIO
 extension Forwarder {
     func upstreamFinished(_ call: Call, _ result: Result<UpstreamResponse, UpstreamFailure>) {
         waiting[ObjectIdentifier(call)] = nil
-        call.transfer = nil
         call.exchange.onClientGone = nil
         if call.done { return }
         if let stream = call.stream { return streamFinished(call, stream, result) }
@@ -111,6 +110,9 @@ extension Forwarder {
     /// anything else is buffered whole (judged, or passed with its length and maybe compressed).
     /// Runs inside curl's write callback: nothing here may call curl.
     func headArrived(_ call: Call, status: Int, head: ResponseHeadView) -> StreamSink? {
+        // The head is in: the body is buffered unless the answer turns out to stream below.
+        guard case .awaitingHead(let transfer) = call.state else { return nil }
+        call.state = .buffering(transfer)
         let contentType = head.first(.contentType)
         let answer = UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
                                     isOptions: call.exchange.method == "OPTIONS",
@@ -129,7 +131,7 @@ extension Forwarder {
         if !isEventStream, let length = declared, length <= call.route.streamThreshold {
             return nil
         }
-        guard let transfer = call.transfer, !call.exchange.answered else { return nil }
+        guard !call.exchange.answered else { return nil }
         let headers = head.copy()
         call.upstreamStatus = status
         call.upstreamHeaders = headers
@@ -141,7 +143,7 @@ extension Forwarder {
         }) else {
             return { _ in .abort }
         }
-        call.stream = stream
+        call.state = .streaming(transfer, stream)
         // A streamed answer is never stored, so it makes the older entry for its request stale, and
         // an unsafe method's success invalidates as a buffered one does (the final review of session
         // 4: streamed answers skipped both).
@@ -156,14 +158,9 @@ extension Forwarder {
             return { _ in .abort }
         }
         stream.onDrained = { [weak transfer] in transfer?.resume() }
-        stream.onClientGone = { [self] in
-            // Its completion never runs now (cancelSoon drops it): the call leaves the table here.
-            waiting[ObjectIdentifier(call)] = nil
-            // Possibly inside the sink, so inside curl's write callback: the transfer ends on the next pass.
-            call.transfer?.cancelSoon()
-            call.transfer = nil
-            self.record(call, status: 499, kind: "client-closed", bytes: call.streamedBytes, code: nil)
-        }
+        // Possibly inside the sink, so inside curl's write callback: the transfer ends on the next
+        // pass, and its completion never runs (cancelSoon drops it).
+        stream.onClientGone = { [self] in self.clientLeft(call, insideCurl: true) }
         return { bytes in
             guard stream.isOpen else { return .abort }
             // Back-pressure: while the client has this much unread, the upstream waits (its bytes stay

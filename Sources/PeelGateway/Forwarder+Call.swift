@@ -2,8 +2,50 @@ import PeelEnvelope
 import PeelIO
 
 extension Forwarder {
+    /// Where a call is, from its plan to its end: one value, so no two flags can disagree.
+    enum CallState {
+        /// Planned; no upstream work yet (or answered without any: offline, refused, preflight).
+        case planned
+        /// Sent upstream; no head yet.
+        case awaitingHead(UpstreamTransfer)
+        /// The head came and the body is being buffered whole (to be judged or passed with its length).
+        case buffering(UpstreamTransfer)
+        /// The answer is streamed to the client as it arrives.
+        case streaming(UpstreamTransfer, ReplyStream)
+        /// Answered whole and counted.
+        case answered
+        /// A streamed answer was cut short (upstream failure or shutdown) and counted.
+        case cut
+        /// The client left before its answer was whole; counted as 499.
+        case clientGone
+
+        /// Whether the call is over for the forwarder: counted and logged.
+        var isOver: Bool {
+            switch self {
+            case .answered, .cut, .clientGone: true
+            case .planned, .awaitingHead, .buffering, .streaming: false
+            }
+        }
+    }
+
     /// Per-call state, alive from request to answer.
     final class Call {
+        /// Where the call is.
+        var state = CallState.planned
+        /// Counted and logged: the call is over for the forwarder.
+        var done: Bool { state.isOver }
+        /// The upstream transfer while one runs.
+        var transfer: UpstreamTransfer? {
+            switch state {
+            case .awaitingHead(let t), .buffering(let t), .streaming(let t, _): t
+            case .planned, .answered, .cut, .clientGone: nil
+            }
+        }
+        /// The answer being streamed from the upstream as it arrives, if it is.
+        var stream: ReplyStream? {
+            if case .streaming(_, let s) = state { return s }
+            return nil
+        }
         let exchange: HTTPExchange
         /// The configuration generation the call was planned under, for all of its stages.
         let route: Route
@@ -11,7 +53,6 @@ extension Forwarder {
         let requestId: String
         let language: Language
         var path = ""
-        var transfer: UpstreamTransfer?
         var upstreamDuration: Double?
         var upstreamStatus: Int?
         /// Set for GET and HEAD when the offline cache is on.
@@ -37,12 +78,8 @@ extension Forwarder {
             host: addressFields.host, forwardedProto: addressFields.proto, forwardedHost: addressFields.forwardedHost)
         /// The request's Accept-Encoding, negotiated only for answers worth compressing.
         var acceptEncoding: String?
-        /// The answer being streamed from the upstream as it arrives, if it is.
-        var stream: ReplyStream?
         /// Body bytes streamed so far.
         var streamedBytes = 0
-        /// Counted and logged: the call is over for the forwarder.
-        var done = false
         /// `passesUnjudged` as decided when the head arrived (nil when no body byte came).
         var passesUnjudged: Bool?
         /// The upstream's Content-Encoding when its body passes in that coding (the client takes it).

@@ -49,7 +49,7 @@ extension Forwarder {
     /// client that hangs up meanwhile is logged 499 and never written to.
     func answerOffline(_ call: Call, _ key: OfflineCacheKey) {
         let ex = call.exchange
-        ex.onClientGone = { [self] in self.record(call, status: 499, kind: "client-closed", bytes: 0, code: nil) }
+        ex.onClientGone = { [self] in self.clientLeft(call, insideCurl: false) }
         cache.lookup(key: key, request: call.cacheRequest, requestField: { call.done ? nil : Self.requestValue(ex, $0) }) { [self] result in
             guard !call.done else { return }
             ex.onClientGone = nil

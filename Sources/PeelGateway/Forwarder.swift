@@ -64,7 +64,6 @@ final class Forwarder {
         waiting = [:]
         for call in calls {
             call.transfer?.cancel()
-            call.transfer = nil
             call.exchange.onClientGone = nil
             if let stream = call.stream {
                 // Already answering: the body is cut (the client can tell an unfinished one).
@@ -75,6 +74,15 @@ final class Forwarder {
                 answer(call, .shuttingDown)
             }
         }
+    }
+
+    /// The one path for a client that hangs up before its answer is whole: its upstream transfer is
+    /// cancelled (on the next loop pass when this runs inside curl's write callback, which must not
+    /// call curl), the call leaves the shutdown table, and it is logged 499.
+    func clientLeft(_ call: Call, insideCurl: Bool) {
+        waiting[ObjectIdentifier(call)] = nil
+        if insideCurl { call.transfer?.cancelSoon() } else { call.transfer?.cancel() }
+        record(call, status: 499, kind: "client-closed", bytes: call.streamedBytes, code: nil)
     }
 
     /// Takes a reloaded configuration for the requests that arrive from now on.
@@ -218,16 +226,11 @@ final class Forwarder {
         }) { [self] result in
             self.upstreamFinished(call, result)
         }
-        call.transfer = transfer
+        call.state = .awaitingHead(transfer)
         waiting[ObjectIdentifier(call)] = call
         transfer.onHead = { [self] status, head in self.headArrived(call, status: status, head: head) }
         transfer.keepsCoding = { [self] status, head in self.keepsCoding(call, status: status, head: head) }
-        ex.onClientGone = { [self] in
-            waiting[ObjectIdentifier(call)] = nil
-            call.transfer?.cancel()
-            call.transfer = nil
-            self.record(call, status: 499, kind: "client-closed", bytes: 0, code: nil)
-        }
+        ex.onClientGone = { [self] in self.clientLeft(call, insideCurl: false) }
     }
 
     /// Trace Context fields, dropped together when traceparent is not in its W3C form.
