@@ -55,7 +55,9 @@ ab -q -c 200 -n 20000 "$G/api/user" >"$WORK/ab.txt" 2>&1
 check "ab -c 200 -n 20000 (new connection each): complete" "20000" "$(ab_complete "$WORK/ab.txt")"
 check "ab -c 200 -n 20000 (new connection each): failed" "0" "$(ab_failed "$WORK/ab.txt")"
 sleep 1.5
-check "file descriptors besides the upstream pool back to baseline" "$base_fds" "$(fds_without_pool)"
+# No leak means none above the baseline; one fewer happens when a socket counted at the baseline
+# (a connection curl was still handing to its pool) has since closed.
+check_le "file descriptors besides the upstream pool not above baseline" "$base_fds" "$(fds_without_pool)"
 check "client connections back to 0" "0" "$(metric peel_connections_active)"
 check "nothing in flight" "0" "$(metric peel_inflight_requests)"
 # Bound: three more rounds of 50000 calls may not grow RSS by more than 16 MB over the warm baseline.
