@@ -53,6 +53,8 @@ enum Diagnosis: Equatable {
     case notObject(String)
     /// A top-level member named like an envelope member appears twice.
     case duplicate(String)
+    /// Nested deeper than the limit inside this member of the top-level object.
+    case tooDeepIn(ScanError, member: String)
     /// A valid JSON object with each envelope member at most once.
     case valid
 }
@@ -76,6 +78,8 @@ enum ScanDiagnosis {
         var i = 0
         /// true for an object, false for an array, innermost last.
         var stack: [Bool] = []
+        /// The name (as written) of the top-level member being read.
+        var topMember: Range<Int>?
         var seen: Set<UInt8> = []
 
         init(base: UnsafePointer<UInt8>, n: Int, maxDepth: Int, names: EnvelopeNames?) {
@@ -125,7 +129,14 @@ enum ScanDiagnosis {
                     let c = base[i]
                     switch c {
                     case UInt8(ascii: "{"), UInt8(ascii: "["):
-                        if stack.count >= maxDepth { return fault(.tooDeep(maxDepth), i) }
+                        if stack.count >= maxDepth {
+                            // Inside an envelope, say which top-level member holds the depth.
+                            if let m = topMember, names != nil, stack.first == true {
+                                return .tooDeepIn(ScanError(kind: .tooDeep(maxDepth), offset: i, byte: nil),
+                                                  member: String(decoding: UnsafeBufferPointer(rebasing: UnsafeBufferPointer(start: base, count: n)[m]), as: UTF8.self))
+                            }
+                            return fault(.tooDeep(maxDepth), i)
+                        }
                         stack.append(c == UInt8(ascii: "{"))
                         i += 1
                         skipSpace()
@@ -178,6 +189,7 @@ enum ScanDiagnosis {
             guard base[i] == UInt8(ascii: "\"") else { return fault(.invalid, i) }
             let start = i + 1
             if let bad = string() { return bad }
+            if stack.count == 1 { topMember = start..<(i - 1) }
             if stack.count == 1, let names {
                 let field = ScanCore.match(base, start, i - 1, names)
                 if field != 0 && !seen.insert(field).inserted {
@@ -317,6 +329,7 @@ extension Envelope {
         case .error(let e): return e.description
         case .notObject(let what): return "not an object (\(what))"
         case .duplicate(let name): return "duplicate member \"\(name)\""
+        case .tooDeepIn(let e, let member): return "\(e.description) in member \"\(member)\""
         case .valid: return "not a well-formed envelope"
         }
     }

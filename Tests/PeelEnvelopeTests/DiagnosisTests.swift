@@ -47,7 +47,7 @@ final class DiagnosisTests: XCTestCase {
         XCTAssertEqual(reason([0x7B, 0x22, 0xC0, 0xAE, 0x22, 0x3A, 0x30, 0x7D]), "invalid JSON at byte 2 (0xc0)", "overlong UTF-8")
         XCTAssertEqual(reason("{\"code\":tru}"), "invalid JSON at byte 11 (0x7d '}')")
         let deep = String(repeating: "[", count: 600) + String(repeating: "]", count: 600)
-        XCTAssertEqual(reason("{\"code\":0,\"data\":" + deep + "}"), "nested deeper than 512 levels at byte 528")
+        XCTAssertEqual(reason("{\"code\":0,\"data\":" + deep + "}"), "nested deeper than 512 levels at byte 528 in member \"data\"")
     }
 
     func testEnvelopeMembers_sayWhichIsWrong() {
