@@ -42,13 +42,14 @@ public enum ConfigLoader {
         }
         if let (path, origin) = configPath {
             let entries = try readConfigFile(path, origin: origin)
-            for (key, raw) in entries.sorted(by: { $0.key < $1.key }) {
+            for member in entries.sorted(by: { $0.name < $1.name }) {
+                let key = member.name
                 guard let spec = options.first(where: { $0.key == key }) else {
                     throw ConfigError(option: "\(path): \(key)", problem: "unknown key")
                 }
                 // null is "not set": check-config shows options nobody set that way.
-                if raw is NSNull { continue }
-                try apply(spec, try fileValue(raw, "\(path): \(key)"), "\(path): \(key)")
+                guard let value = fileValue(member.value) else { continue }
+                try apply(spec, value, "\(path): \(key)")
             }
         }
         for spec in options {
@@ -111,28 +112,35 @@ public enum ConfigLoader {
         }
     }
 
-    static func readConfigFile(_ path: String, origin: String) throws(ConfigError) -> [String: Any] {
+    /// The config file's members: the strict scanner judges the text (RFC 8259), then a typed tree
+    /// keeps every value's JSON type; a name twice in one object is refused with its path.
+    static func readConfigFile(_ path: String, origin: String) throws(ConfigError) -> [ConfigJSON.Member] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigError(option: origin, problem: "cannot read \(path)")
         }
-        // Foundation's parser accepts trailing commas; the strict scanner judges first (RFC 8259).
-        guard JSONScanner.validate([UInt8](data)) else {
+        let bytes = [UInt8](data)
+        guard JSONScanner.validate(bytes) else {
             throw ConfigError(option: origin, problem: "\(path) is not valid JSON (RFC 8259)")
         }
-        guard let obj = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        switch ConfigJSON.parse(bytes) {
+        case .failure(let duplicate):
+            throw ConfigError(option: "\(path): \(duplicate.path)", problem: "is given twice")
+        case .success(.object(let members)):
+            return members
+        case .success:
             throw ConfigError(option: origin, problem: "\(path) must hold a JSON object")
         }
-        return obj
     }
 
-    static func fileValue(_ raw: Any, _ o: String) throws(ConfigError) -> ConfigValue {
-        switch raw {
-        case let s as String: return .text(s)
-        case let b as Bool where isBool(raw): return .text(b ? "true" : "false")
-        case let n as NSNumber: return .text(n.stringValue)
-        case let a as [Any]: return .array(a)
-        case let d as [String: Any]: return .map(d)
-        default: throw ConfigError(option: o, problem: "has an unsupported value")
+    /// A config-file value as options take it; nil for null (not set).
+    static func fileValue(_ json: ConfigJSON) -> ConfigValue? {
+        switch json {
+        case .string(let s): return .text(s)
+        case .number(let n): return .text(n)
+        case .bool(let b): return .text(b ? "true" : "false")
+        case .array(let a): return .array(a)
+        case .object(let m): return .map(m)
+        case .null: return nil
         }
     }
 

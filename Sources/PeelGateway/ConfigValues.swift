@@ -6,13 +6,6 @@ import PeelIO
 extension ConfigLoader {
     // MARK: value parsers
 
-    /// True for JSON true/false as Foundation hands them back (not for the numbers 0 and 1).
-    static func isBool(_ v: Any) -> Bool {
-        if type(of: v) == Bool.self { return true }
-        if let n = v as? NSNumber { return String(cString: n.objCType) == "c" }
-        return false
-    }
-
     static func text(_ v: ConfigValue, _ o: String) throws(ConfigError) -> String {
         switch v {
         case .text(let t): return t
@@ -114,11 +107,15 @@ extension ConfigLoader {
         return d
     }
 
-    /// A config-file array's items as text: numbers in their JSON form, strings as they are.
-    static func stringItems(_ a: [Any]) -> [String] {
+    /// A config-file array's items as text: numbers as written, strings as they are.
+    static func stringItems(_ a: [ConfigJSON]) -> [String] {
         a.map { v in
-            if let n = v as? NSNumber { return n.stringValue }
-            return "\(v)"
+            switch v {
+            case .string(let s), .number(let s): s
+            case .bool(let b): b ? "true" : "false"
+            case .null: "null"
+            case .array, .object: v.kind
+            }
         }
     }
 

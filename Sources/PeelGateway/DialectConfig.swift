@@ -65,71 +65,73 @@ enum DialectConfig {
     }
 
     /// A dialect described in the config file; unknown keys are refused with their path.
-    static func decode(_ object: [String: Any], _ o: String) throws(ConfigError) -> Dialect {
+    static func decode(_ object: [ConfigJSON.Member], _ o: String) throws(ConfigError) -> Dialect {
         var d = Dialect.peel
-        if let p = object["preset"] {
-            guard let name = p as? String else { throw ConfigError(option: "\(o).preset", problem: "must be a string") }
+        let json = ConfigJSON.object(object)
+        var presetName = "peel"
+        if let p = json["preset"] {
+            guard let name = p.string else { throw ConfigError(option: "\(o).preset", problem: "must be a string") }
             d = try preset(name, "\(o).preset")
+            presetName = name
         }
-        for key in object.keys.sorted() {
-            let value = object[key]!
-            let at = "\(o).\(key)"
-            switch key {
+        for member in object.sorted(by: { $0.name < $1.name }) {
+            let value = member.value
+            let at = "\(o).\(member.name)"
+            switch member.name {
             case "preset": break
             case "code":
-                d.code = value is NSNull ? nil : try path(value, at)
+                d.code = value == .null ? nil : try path(value, at)
             case "success": d.success = try success(value, at)
-            case "success_codes": d.successCodes = try codes(fileValue(value), at, allowEmpty: true).applied(to: d.successCodes)
-            case "auth_codes": d.authCodes = try codes(fileValue(value), at, allowEmpty: true).applied(to: d.authCodes)
-            case "code_status": d.codeStatus = try codeStatus(fileValue(value), at)
+            case "success_codes": d.successCodes = try codes(ConfigLoader.fileValue(value) ?? .array([]), at).applied(to: d.successCodes)
+            case "auth_codes": d.authCodes = try codes(ConfigLoader.fileValue(value) ?? .array([]), at).applied(to: d.authCodes)
+            case "code_status": d.codeStatus = try codeStatus(ConfigLoader.fileValue(value) ?? .map([]), at)
             case "message":
-                if let list = value as? [Any] {
+                if case .array(let list) = value {
                     d.messages = try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(at)[\(k)]") }
                 } else {
                     d.messages = [try path(value, at)]
                 }
             case "payload": d.payload = try payload(value, at)
             case "siblings":
-                guard let s = value as? String, let rule = Siblings(rawValue: s) else {
+                guard let s = value.string, let rule = Siblings(rawValue: s) else {
                     throw ConfigError(option: at, problem: "must be drop or keep")
                 }
                 d.siblings = rule
             case "ignore":
-                guard let list = value as? [Any] else { throw ConfigError(option: at, problem: "must be a list of member names") }
+                guard case .array(let list) = value else { throw ConfigError(option: at, problem: "must be a list of member names") }
                 d.ignore = try list.enumerated().map { (k, v) throws(ConfigError) in
-                    guard let s = v as? String, !s.isEmpty else { throw ConfigError(option: "\(at)[\(k)]", problem: "must be a member name") }
+                    guard let s = v.string, !s.isEmpty else { throw ConfigError(option: "\(at)[\(k)]", problem: "must be a member name") }
                     return s
                 }
             case "extras":
-                guard let list = value as? [Any] else { throw ConfigError(option: at, problem: "must be a list of member paths") }
+                guard case .array(let list) = value else { throw ConfigError(option: at, problem: "must be a list of member paths") }
                 d.extras = try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(at)[\(k)]") }
             default:
                 throw ConfigError(option: at, problem: "unknown key (preset, code, success, success_codes, auth_codes, code_status, message, payload, siblings, ignore, extras)")
             }
         }
-        d.preset = (object["preset"] as? String) ?? "peel"
+        d.preset = presetName
         return d
     }
 
     /// A member path (`msg`, `error.message`).
-    static func path(_ value: Any, _ o: String) throws(ConfigError) -> MemberPath {
-        guard let s = value as? String, let p = MemberPath(dotted: s) else {
+    static func path(_ value: ConfigJSON, _ o: String) throws(ConfigError) -> MemberPath {
+        guard let s = value.string, let p = MemberPath(dotted: s) else {
             throw ConfigError(option: o, problem: "must be a member name or a dotted path (error.message)")
         }
         return p
     }
 
     /// `code`, `code_or_absent`, `{"flag": NAME}`, `{"status": NAME}` or `{"error": NAME}`.
-    static func success(_ value: Any, _ o: String) throws(ConfigError) -> SuccessRule {
-        if let s = value as? String {
+    static func success(_ value: ConfigJSON, _ o: String) throws(ConfigError) -> SuccessRule {
+        if let s = value.string {
             switch s {
             case "code": return .code
             case "code_or_absent": return .codeOrAbsent
             default: break
             }
-        } else if let m = value as? [String: Any], m.count == 1, let (k, v) = m.first, let name = v as? String,
-                  let path = MemberPath(dotted: name) {
-            switch k {
+        } else if case .object(let m) = value, m.count == 1, let name = m[0].value.string, let path = MemberPath(dotted: name) {
+            switch m[0].name {
             case "flag": return .flag(path)
             case "status": return .status(path)
             case "error": return .errorMember(path)
@@ -140,33 +142,23 @@ enum DialectConfig {
     }
 
     /// A member path, `{"rest": true}`, or `{"pattern": "*SUFFIX", "failure": NAME}`.
-    static func payload(_ value: Any, _ o: String) throws(ConfigError) -> PayloadRule {
-        if value is String { return .member(try path(value, o)) }
-        if let m = value as? [String: Any] {
-            if m.count == 1, let rest = m["rest"], ConfigLoader.isBool(rest), (rest as? Bool) == true { return .rest }
-            if let pattern = m["pattern"] as? String, Set(m.keys).isSubset(of: ["pattern", "failure"]) {
+    static func payload(_ value: ConfigJSON, _ o: String) throws(ConfigError) -> PayloadRule {
+        if value.string != nil { return .member(try path(value, o)) }
+        if case .object(let m) = value {
+            if m.count == 1, value["rest"] == .bool(true) { return .rest }
+            if let pattern = value["pattern"]?.string, m.allSatisfy({ ["pattern", "failure"].contains($0.name) }) {
                 guard pattern.hasPrefix("*"), pattern.count > 1, !pattern.dropFirst().contains("*") else {
                     throw ConfigError(option: "\(o).pattern", problem: "must be *SUFFIX, like *_response")
                 }
                 var failure: String?
-                if let f = m["failure"] {
-                    guard let name = f as? String, !name.isEmpty else { throw ConfigError(option: "\(o).failure", problem: "must be a member name") }
+                if let f = value["failure"] {
+                    guard let name = f.string, !name.isEmpty else { throw ConfigError(option: "\(o).failure", problem: "must be a member name") }
                     failure = name
                 }
                 return .pattern(suffix: String(pattern.dropFirst()), failure: failure)
             }
         }
         throw ConfigError(option: o, problem: "must be a member path, {\"rest\": true} or {\"pattern\": \"*_response\", \"failure\": \"error_response\"}")
-    }
-
-    /// A config-file value as the options take it (the same conversion as top-level keys).
-    static func fileValue(_ raw: Any) -> ConfigValue {
-        switch raw {
-        case let a as [Any]: return .array(a)
-        case let d as [String: Any]: return .map(d)
-        case let s as String: return .text(s)
-        default: return .text("\(raw)")
-        }
     }
 
     /// A code list: from a flag or the environment, integers and double-quoted strings separated by
@@ -191,7 +183,7 @@ enum DialectConfig {
             }
         case .array(let items):
             var rest = items[...]
-            if let first = rest.first as? String, first.hasPrefix("+") {
+            if let first = rest.first?.string, first.hasPrefix("+") {
                 add = true
                 rest = rest.dropFirst()
                 let after = String(first.dropFirst())
@@ -215,13 +207,16 @@ enum DialectConfig {
         return code
     }
 
-    /// One code in a JSON array: an integer within 64 bits, or a string.
-    static func fileCode(_ item: Any, _ o: String) throws(ConfigError) -> EnvelopeCode {
-        if let s = item as? String { return .string(s) }
-        if !ConfigLoader.isBool(item), let n = item as? NSNumber, ["i", "s", "l", "q"].contains(String(cString: n.objCType)) {
-            return .integer(n.int64Value)
+    /// One code in a JSON array: an integer within 64 bits (as written: no fraction or exponent), or a string.
+    static func fileCode(_ item: ConfigJSON, _ o: String) throws(ConfigError) -> EnvelopeCode {
+        switch item {
+        case .string(let s): return .string(s)
+        case .number(let t):
+            if case .integer(let n)? = EnvelopeCode.parse(flag: t) { return .integer(n) }
+            throw ConfigError(option: o, problem: "\(t) is not a code: an integer within 64 bits or a string")
+        default:
+            throw ConfigError(option: o, problem: "\(item.kind) is not a code: an integer or a string")
         }
-        throw ConfigError(option: o, problem: "\(item) is not a code: an integer or a string")
     }
 
     /// Splits a flag's code list on the commas outside double quotes.
@@ -248,8 +243,9 @@ enum DialectConfig {
         var m: [EnvelopeCode: Int] = [:]
         switch v {
         case .map(let d):
-            for (k, val) in d {
-                guard !ConfigLoader.isBool(val), let n = val as? NSNumber, let st = Int(exactly: n.doubleValue), (400...599).contains(st) else {
+            for member in d {
+                let k = member.name
+                guard case .number(let t) = member.value, let st = Int(t), (400...599).contains(st) else {
                     throw ConfigError(option: "\(o).\(k)", problem: "status must be a number 400-599")
                 }
                 let code: EnvelopeCode = EnvelopeCode.string(k).integerValue.map { .integer($0) } ?? .string(k)
@@ -321,7 +317,7 @@ extension ConfigValue {
         switch self {
         case .text(let t): return t
         case .list(let l): return l.joined(separator: ",")
-        case .array(let a): return a.map { "\($0)" }.joined(separator: ",")
+        case .array(let a): return ConfigLoader.stringItems(a).joined(separator: ",")
         case .map: return ""
         }
     }

@@ -16,8 +16,9 @@ enum ConfigValue {
     case text(String)
     case list([String])
     /// A JSON array from the config file, its items' types kept (codes tell 0 from "0").
-    case array([Any])
-    case map([String: Any])
+    case array([ConfigJSON])
+    /// A JSON object from the config file, its members in order.
+    case map([ConfigJSON.Member])
 }
 
 /// One option, declared once: its name (from which the flag, the environment variable and the

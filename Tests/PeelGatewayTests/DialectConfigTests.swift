@@ -128,4 +128,15 @@ final class DialectConfigTests: XCTestCase {
         XCTAssertEqual(listed, DialectCatalog.text().trimmingCharacters(in: .newlines),
                        "regenerate the README block with `peel dialects`")
     }
+
+    // Issue 26: the config file is read into a typed tree (no Foundation `Any`): a name given twice
+    // is refused with its path instead of the last one silently winning, and numbers keep their text.
+    func testConfigFile_duplicateNamesAreRefusedWithTheirPath() {
+        XCTAssertTrue(refusal([], file: #"{"timeout": 5, "timeout": 6}"#)?.option.hasSuffix(": timeout") ?? false)
+        let nested = refusal([], file: #"{"dialect": {"preset": "ruoyi", "code_status": {"500": 502, "500": 503}}}"#)
+        XCTAssertTrue(nested?.option.hasSuffix(": dialect.code_status.500") ?? false, nested?.option ?? "")
+        XCTAssertEqual(nested?.problem, "is given twice")
+        XCTAssertEqual(refusal([], file: #"{"dialect": {"preset": "alibaba", "auth_codes": [1e3]}}"#)?.problem,
+                       "1e3 is not a code: an integer within 64 bits or a string")
+    }
 }
