@@ -68,7 +68,7 @@ public func problem(for outcome: Outcome, config: EnvelopeConfig) -> Problem {
     case .upstreamTooLarge:
         return Problem(kind: .upstreamTooLarge)
     case .upstreamOverBudget:
-        // Peel's own shortage, not the upstream's fault (issue 18): other calls hold the budget now,
+        // Peel's own shortage, not the upstream's fault: other calls hold the budget now,
         // and the same call may well fit in a moment.
         return Problem(kind: .serverBusy, detail: "Peel's memory budget (max_buffered) is held by other calls; try again shortly")
     case .serverBusy(let why):

@@ -60,7 +60,7 @@ enum Diagnosis: Equatable {
 }
 
 /// A plain, slow, strict RFC 8259 walk that names the first fault and its offset. The fast scanner
-/// (ScanCore) decides; this runs only once it refused a body, to say why (issue 19), so it favours
+/// (ScanCore) decides; this runs only once it refused a body, to say why, so it favours
 /// clarity over speed. Pure: bytes in, a diagnosis out.
 enum ScanDiagnosis {
     /// The first fault in `body`; with `names`, also a non-object top level and duplicate envelope members.

@@ -52,7 +52,7 @@ struct CompressionPolicy: Sendable {
     /// The Accept-Encoding Peel sends upstream for a client's: the client's own codings, limited to
     /// those Peel can decode (`decodable`, in that order when q-values tie), highest q first. A
     /// client that sent none, or accepts none of them, gets `identity`: the upstream is asked for no
-    /// coding rather than one compressed behind the client's back (issue 19).
+    /// coding rather than one compressed behind the client's back.
     static func upstreamAcceptEncoding(_ acceptEncoding: String?, decodable: [String]) -> String {
         guard let acceptEncoding else { return "identity" }
         let (explicit, star) = parse(acceptEncoding)

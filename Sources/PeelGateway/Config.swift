@@ -156,14 +156,14 @@ public struct GatewayConfig: Sendable {
     public var offlineCacheMaxAge: Double = 86_400
     /// Request fields, lowercased, that say whose answer it is: part of every entry's key (default
     /// Authorization and Cookie). A request with none of them shares only what the upstream marked
-    /// `public` (issue 17).
+    /// `public`.
     public var offlineCacheKey: [String] = ["authorization", "cookie"]
     /// Serve stale even what the upstream marked `no-cache`, `must-revalidate`, `proxy-revalidate`
     /// or `s-maxage` (default off; like nginx's `proxy_ignore_headers`). Never lifts `no-store`,
     /// `private` without a key field, or the key rules.
     public var offlineCacheOverride: Bool = false
     /// Where the offline cache's entries live (default memory); a Redis store is shared by every
-    /// replica and survives restarts (issue 21).
+    /// replica and survives restarts.
     public var offlineStore: OfflineStoreURL = .memory
     /// The file holding the HMAC secret of the shared store's keys (required with Redis).
     public var offlineStoreSecretFile: String? = nil

@@ -39,7 +39,7 @@ extension ConfigLoader {
     }
 
     /// A list value. One that begins with `+` (`+application/x-ndjson`, `["+401"]`) adds its items to
-    /// `base`, the option's default, instead of replacing it (issue 19); repeats are dropped.
+    /// `base`, the option's default, instead of replacing it; repeats are dropped.
     static func list(_ v: ConfigValue, _ o: String, default base: [String] = []) throws(ConfigError) -> [String] {
         var items: [String]
         switch v {
@@ -95,7 +95,7 @@ extension ConfigLoader {
     }
 
     /// Seconds, at least `minimum` (1 ms unless said otherwise), or exactly 0 when `allowZero`. Below
-    /// 1 ms a time would become 0 ms, which curl and libevent read as "no limit" (issue 18).
+    /// 1 ms a time would become 0 ms, which curl and libevent read as "no limit".
     static func seconds(_ v: ConfigValue, _ o: String, allowZero: Bool = false, minimum: Double = 0.001) throws(ConfigError) -> Double {
         let t = try text(v, o)
         guard let d = Double(t), d.isFinite else { throw ConfigError(option: o, problem: "\(t) is not a number of seconds") }

@@ -6,8 +6,8 @@ import PeelIO
 extension Forwarder {
     /// RFC 9111 §4.4: a 2xx or 3xx to an unsafe method makes what is stored for its target stale,
     /// and for the same-host paths its Location and Content-Location name: this user's entries and
-    /// the shared ones go. Another user's own entries stay (no client changes what another gets;
-    /// the final review of session 4 showed any user's `PUT /me` wiping everyone's stored /me).
+    /// the shared ones go. Another user's own entries stay: no client changes what another gets
+    /// (one user's `PUT /me` must not wipe everyone's stored /me).
     func invalidateAfterUnsafe(_ call: Call, status: Int, headers: ResponseHeaders) {
         guard status < 400, let user = call.userKey, Self.unsafeMethods.contains(call.exchange.method) else { return }
         var targets = [user.target]
@@ -60,7 +60,7 @@ extension Forwarder {
         }
     }
 
-    /// A stored answer while offline, shaped as a fresh one would be (issue 17: the same CORS fields,
+    /// A stored answer while offline, shaped as a fresh one would be (the same CORS fields,
     /// rewriting, compression and Vary), plus `Age` (RFC 9111 §5.1) and `Cache-Status` (RFC 9211
     /// §2: Peel's cache answered, a hit, served because the upstream is offline). A 304 answers a
     /// conditional request whose validator matches: the app's own copy is current.
@@ -74,7 +74,7 @@ extension Forwarder {
                          body: .bytes(hit.body, range: nil, hold: nil)), log: "offline-cache")
     }
 
-    /// The reachability document, or with `Accept: text/event-stream` a stream of it (issue 13).
+    /// The reachability document, or with `Accept: text/event-stream` a stream of it.
     func answerReachability(_ call: Call, events: Bool) {
         let ex = call.exchange
         guard ex.method == "GET" || ex.method == "HEAD" else {

@@ -12,7 +12,7 @@ final class Forwarder {
     let log: AccessLog?
     let streams: ReachabilityStreams
     /// Stale answers for while offline: the memory cache shared by the workers, or this worker's
-    /// view of the shared store (issue 21); off while `--offline-cache` is 0.
+    /// view of the shared store; off while `--offline-cache` is 0.
     let cache: OfflineStore
     let idPrefix: String
     /// The configuration generation calls that start now are pinned to; `apply` replaces it.
@@ -49,7 +49,7 @@ final class Forwarder {
     }
 
     /// A request field's value as `Vary` compares it: every line combined (RFC 9111 §4.1), Cookie's
-    /// with `; ` (review of issue 17: the first line alone let bob's second Cookie line pass for alice's).
+    /// with `; ` (the first line alone let bob's second Cookie line pass for alice's).
     static func requestValue(_ ex: HTTPExchange, _ name: String) -> String? {
         ex.combinedHeader(name, separator: name == "cookie" ? "; " : ", ")
     }
@@ -104,7 +104,7 @@ final class Forwarder {
         // invalidates its user's entries); lookups and stores are for GET and HEAD only.
         let caching = cache.isEnabled
         var facts = RequestFacts(ex, keys: caching ? route.keyFields : nil)
-        // Forwarded fields are believed only from a trusted proxy (issue 18): from anyone else they
+        // Forwarded fields are believed only from a trusted proxy: from anyone else they
         // are dropped, Peel writes its own, and redirects are rewritten from Host alone; a client
         // could otherwise steer rewritten Locations (redirect poisoning behind a shared cache) and
         // forge the chain the upstream sees.
@@ -151,7 +151,7 @@ final class Forwarder {
         }
 
         if caching {
-            // The Host as forwarded (issue 17), with a trusted proxy's X-Forwarded-Host beside it:
+            // The Host as forwarded, with a trusted proxy's X-Forwarded-Host beside it:
             // two tenants behind one Peel never share an entry.
             let tenant = (facts.host?.lowercased() ?? "") + (facts.xForwardedHost.map { " " + $0.lowercased() } ?? "")
             let key = OfflineCacheKey(host: tenant, target: target.path + (target.query.map { "?" + $0 } ?? ""),
@@ -186,7 +186,7 @@ final class Forwarder {
         // HEAD answers what GET would (status, fields, the unwrapped length): it goes upstream as GET,
         // is judged like one, and the server writes the answer without its body.
         let method = ex.method == "HEAD" ? "GET" : ex.method
-        // Codings follow the client (issue 19): the upstream is asked for what the client accepts and
+        // Codings follow the client: the upstream is asked for what the client accepts and
         // Peel can decode, and for none when the client named none.
         let preserveHost = call.route.preserveHost
         let upstreamCodings = CompressionPolicy.upstreamAcceptEncoding(facts.acceptEncoding, decodable: UpstreamClient.decodableCodings)
@@ -244,7 +244,7 @@ final class Forwarder {
     /// element for the hop that connected to it. IPv6 nodes and hosts are quoted (§6, §5.3).
     /// Built in bytes, on every forwarded call: String's `contains` on a String argument goes
     /// through Foundation, and with interpolation this cost 7.4k instructions of a /small request
-    /// (callgrind, session 4).
+    /// (callgrind).
     static func forwardedElement(kept: String?, peer: String, host: String?) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((kept?.utf8.count ?? 0) + peer.utf8.count + (host?.utf8.count ?? 0) + 32)

@@ -22,7 +22,7 @@ public final class Gateway: @unchecked Sendable {
     /// Stale answers for while offline, shared by the workers; off while its capacity is 0 (a
     /// reload can turn it on or off).
     public let offlineCache: OfflineCache
-    /// The shared offline store's counters, when `--offline-store` names one (issue 21).
+    /// The shared offline store's counters, when `--offline-store` names one.
     public let offlineStoreStats: OfflineStoreStats?
     private let draining = Atomic<Bool>(false)
     private let serving = Atomic<Bool>(false)
@@ -95,7 +95,7 @@ public final class Gateway: @unchecked Sendable {
         if next.listen != old.listen { kept.append("listen"); next.listen = old.listen }
         if next.adminListen != old.adminListen { kept.append("admin_listen"); next.adminListen = old.adminListen }
         if next.workers != old.workers { kept.append("workers"); next.workers = old.workers }
-        // Each worker's store connection is made at start (issue 21).
+        // Each worker's store connection is made at start.
         if next.offlineStore != old.offlineStore { kept.append("offline_store"); next.offlineStore = old.offlineStore }
         if next.offlineStoreSecret != old.offlineStoreSecret {
             kept.append("offline_store_secret_file")
@@ -155,7 +155,7 @@ public final class Gateway: @unchecked Sendable {
                                    ("needs_restart", "[" + kept.map(jsonEscaped).joined(separator: ",") + "]")])
     }
 
-    /// Workers whose event loop has not turned for `worker_stall_timeout`, with how long (issue 18):
+    /// Workers whose event loop has not turned for `worker_stall_timeout`, with how long:
     /// a blocked loop answers nobody, so /healthz and /readyz must not say all is well. None while
     /// starting or draining (loops that ended are not stuck).
     func stalledWorkers() -> [(index: Int, seconds: Double)] {

@@ -31,7 +31,7 @@ func rfc3339(_ t: Double) -> String {
     return "\(tmv.tm_year + 1900)-\(two(tmv.tm_mon + 1))-\(two(tmv.tm_mday))T\(two(tmv.tm_hour)):\(two(tmv.tm_min)):\(two(tmv.tm_sec)).\(msText)Z"
 }
 
-/// The two logs' writers (issue 18): lines go to a thread of their own through a bounded queue, so a
+/// The two logs' writers: lines go to a thread of their own through a bounded queue, so a
 /// stalled stdout or stderr never blocks an event loop; lines that do not fit are dropped and counted.
 public enum LogSinks {
     /// The access log's writer (stdout), holding `GatewayConfig().logBuffer` until `configure`.

@@ -1,7 +1,7 @@
 import PeelIO
 import Synchronization
 
-/// What a stored answer is found by (issue 17): the Host as forwarded, the target, Accept-Language,
+/// What a stored answer is found by: the Host as forwarded, the target, Accept-Language,
 /// and the values of the request fields that say whose answer it is (`--offline-cache-key`,
 /// Authorization and Cookie by default). Fields the answer's `Vary` names are matched separately,
 /// since they are known only once an answer arrived.
@@ -147,7 +147,7 @@ public final class OfflineCache: Sendable {
                       status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8], now: Double) -> OfflineCacheStore {
         // The same answer again within a second (a hot endpoint): the entry stands as it is, at the
         // cost of one comparison instead of reading every field, a copy and a replacement on each
-        // call (issue 21's bench put the in-memory cache at 0.78x the req/s of none). Its Age may be
+        // call (that work put the in-memory cache at 0.78x the req/s of none). Its Age may be
         // up to a second high, within the whole seconds Age counts in.
         if !request.directives.noStore {
             let unchanged = state.withLock { lru -> Bool in
@@ -206,8 +206,8 @@ public final class OfflineCache: Sendable {
     }
 
     /// Drops the entry for `key`: a newer answer to its request that may not be stored (a 4xx, one
-    /// too large, one marked no-store) must not leave the older one servable (review of issue 17:
-    /// a revoked token's stale `/me`, a deleted resource coming back).
+    /// too large, one marked no-store) must not leave the older one servable: a revoked token's
+    /// stale `/me`, or a deleted resource, would come back.
     public func invalidate(key: OfflineCacheKey) {
         state.withLock { lru in if let e = lru.map[key] { lru.remove(e) } }
     }
@@ -264,8 +264,8 @@ public final class OfflineCache: Sendable {
             self.vary = vary
             self.varyValues = varyValues
             self.record = record
-            // Everything the entry holds counts, the request values its Vary names too (review of
-            // issue 17: 60 KB Accept values on 200 entries held 12 MB in a 1 MiB cache).
+            // Everything the entry holds counts, the request values its Vary names too: otherwise
+            // 60 KB Accept values on 200 entries hold 12 MB in a 1 MiB cache.
             size = key.size + record.body.count + record.fields.pairs.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count + 4 }
                 + vary.reduce(0) { $0 + $1.utf8.count } + varyValues.reduce(0) { $0 + ($1?.utf8.count ?? 0) } + 96
         }

@@ -33,7 +33,7 @@ public struct OfflineCacheRecord: Sendable {
     }
 }
 
-/// The offline cache's rules as pure functions (issue 17's RFC 9111 / RFC 5861 decisions), so the
+/// The offline cache's rules as pure functions (RFC 9111 and RFC 5861 decisions), so the
 /// in-memory cache and the shared store decide the same way: what may be stored, how a 304
 /// refreshes an entry, and what may be served stale.
 public enum OfflineCacheRules {
@@ -60,7 +60,7 @@ public enum OfflineCacheRules {
         init(_ text: String) { self.text = text }
     }
 
-    /// RFC 9111 §3 and the key rules of issue 17: whether an answer may be stored, and what of it.
+    /// RFC 9111 §3 and the cache key rules: whether an answer may be stored, and what of it.
     public static func storable(status: Int, key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool,
                                 fields: ResponseHeaders) -> Result<Stored, Refusal> {
         // A 206 is part of a representation (RFC 9111 §3.3): never replayed as the whole of it.
@@ -140,7 +140,7 @@ public enum OfflineCacheRules {
     }
 
     /// RFC 9111 §4.3.4: whether a 304 validates `e` (whose Vary fields the caller found matching) —
-    /// by the 304's own ETag, else by the request's If-None-Match (review of issue 17: a bare 304
+    /// by the 304's own ETag, else by the request's If-None-Match (a bare 304
     /// for v2 once refreshed a stored v1) — and, if so, `e` with its age started again and its
     /// fields of the same names replaced (§3.2).
     public static func refreshed(_ e: OfflineCacheRecord, by answer: Stored, request: CacheRequest, now: Double) -> Refresh {

@@ -30,7 +30,7 @@ extension OfflineStore {
     }
 }
 
-/// The in-memory cache (issue 17) as a worker's store: answers at once.
+/// The in-memory cache as a worker's store: answers at once.
 final class MemoryOfflineStore: OfflineStore {
     private let cache: OfflineCache
 

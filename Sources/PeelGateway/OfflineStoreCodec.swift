@@ -20,7 +20,7 @@ public struct OfflineStoreValue: Sendable {
     public var varyHashes: [[UInt8]]
 }
 
-/// Keys and values of the shared offline store (issue 21), pure: no I/O.
+/// Keys and values of the shared offline store, pure: no I/O.
 ///
 /// Keys are `peel:oc:1:` + hex HMAC-SHA-256 of the cache key (Host, target, Accept-Language, the
 /// key fields' names and values, each length-prefixed so no two keys encode alike), keyed with the
@@ -34,10 +34,9 @@ public struct OfflineStoreValue: Sendable {
 /// u8 flags (1 content type, 2 ETag, 4 Last-Modified) · the flagged strs · u16 vary count ·
 /// per Vary: str name, 32-byte HMAC · u16 field count · per field: str name, str value ·
 /// str body · 32-byte HMAC-SHA-256 (the secret) of the store key and every byte before it. Nothing
-/// may follow. Request credentials are never part of it. The MAC (version 2; the final review of
-/// session 4 SET a value made with another secret over alice's key, and it was served) means that
-/// whoever can write to Redis but lacks the secret cannot plant an answer, nor move one user's
-/// value onto another user's key.
+/// may follow. Request credentials are never part of it. The MAC (version 2) means that whoever can
+/// write to Redis but lacks the secret cannot plant an answer (a value made with another secret SET
+/// over alice's key), nor move one user's value onto another user's key.
 public struct OfflineStoreCodec: Sendable {
     /// The format this build writes and reads.
     public static let version: UInt8 = 2

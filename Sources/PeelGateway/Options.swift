@@ -54,12 +54,12 @@ extension ConfigLoader {
             let t = try text(v, o)
             guard t.hasPrefix("/") else { throw ConfigError(option: o, problem: "must start with /") }
             // curl refuses a URL with a space or a control character in it, so every probe would fail
-            // and a healthy upstream would be offline for good (issue 18).
+            // and a healthy upstream would be offline for good.
             if let why = originFormProblem(t) { throw ConfigError(option: o, problem: why) }
             c.probePath = t
         },
         OptionSpec(name: "probe-interval", help: "seconds between probes", value: "SEC", show: { c in num(c.probeInterval) }) { c, v, o throws(ConfigError) in
-            // A floor: 0.0001 s was accepted and made about 270 probes a second (issue 18).
+            // A floor: 0.0001 s was accepted and made about 270 probes a second.
             c.probeInterval = try seconds(v, o, minimum: 0.1)
         },
         OptionSpec(name: "probe-timeout", help: "seconds one probe may take", value: "SEC", show: { c in num(c.probeTimeout) }) { c, v, o throws(ConfigError) in

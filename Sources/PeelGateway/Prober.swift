@@ -46,7 +46,7 @@ final class Prober {
                 done()
                 return
             case .failure(.protocolError), .failure(.tooLarge):
-                // The upstream answered, badly or at length: it is there (issue 14: only failing to
+                // The upstream answered, badly or at length: it is there (only failing to
                 // connect or to get any answer counts toward fall). Its calls get -100 / -107.
                 report = ProbeReport(ok: true, status: nil, error: nil, latency: latency, at: wallNow())
             case .failure(.timeout):
@@ -61,8 +61,8 @@ final class Prober {
             case .failure(let f):
                 // Refused, DNS, TLS, and also a close before any status line: no client can make the
                 // operator's probe path drop its connection, but a port-forward, docker-proxy or L4
-                // balancer with nothing behind it takes every connection and closes it (review of
-                // issue 17). Live calls' closes stay neutral (Forwarder.upstreamFinished).
+                // balancer with nothing behind it takes every connection and closes it. Live calls'
+                // closes stay neutral (Forwarder.upstreamFinished).
                 report = ProbeReport(ok: false, status: nil, error: failureReason(f), latency: latency, at: wallNow(),
                                      coarseError: coarseReason(f))
             }
@@ -94,7 +94,7 @@ final class Prober {
     }
 }
 
-/// The words a transition and /status use for a failure (issue 13): `connect refused`, `dns: …`,
+/// The words a transition and /status use for a failure: `connect refused`, `dns: …`,
 /// `tls: …`, so the log line alone says why the state changed.
 func failureReason(_ f: UpstreamFailure) -> String {
     switch f {
@@ -112,7 +112,7 @@ func failureReason(_ f: UpstreamFailure) -> String {
     }
 }
 
-/// The coarse words for a failure (issue 17), for anonymous clients of `/_peel/reachability`: no
+/// The coarse words for a failure, for anonymous clients of `/_peel/reachability`: no
 /// address, port, host name or curl text, which `failureReason` carries for the log and `/status`.
 func coarseReason(_ f: UpstreamFailure) -> String {
     switch f {

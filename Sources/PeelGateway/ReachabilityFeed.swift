@@ -1,7 +1,7 @@
 import PeelIO
 import Synchronization
 
-/// `{"state":…,"since":…,"reason":…}`: what apps read at the reachability path (issue 13). `since`
+/// `{"state":…,"since":…,"reason":…}`: what apps read at the reachability path. `since`
 /// is on the monotonic clock and is written as wall-clock RFC 3339, like /status.
 func reachabilityDocument(state: ReachabilityState, since: Double, reason: String?) -> String {
     let wall = wallNow() - (monotonicNow() - since)
@@ -12,7 +12,7 @@ func reachabilityDocument(state: ReachabilityState, since: Double, reason: Strin
 func streamClient(_ address: String) -> String { IPNetwork.clientGroup(address) }
 
 /// Open event streams across all workers, held to `--max-streams` in all and to
-/// `--max-streams-per-client` for each client address (issue 17: 1000 streams that never read,
+/// `--max-streams-per-client` for each client address (1000 streams that never read,
 /// from one address, locked every real app out). Both bounds change on reload.
 final class StreamBudget: Sendable {
     /// Why a place was refused.

@@ -90,8 +90,8 @@ extension RedisOfflineStore {
         // The TTL is how long the entry may still be served: Redis drops it then, so nothing
         // unservable lingers (RFC 5861's stale-if-error bound, --offline-cache-max-age).
         let ttl = Int(OfflineCacheRules.servableFor(record, maxAge: settings.maxAge, override: settings.override, now: now) * 1000)
-        // An answer that may not be served must not leave the older value servable (the final review
-        // of session 4: a newer no-cache answer left v1 in Redis while the memory store dropped it).
+        // An answer that may not be served must not leave the older value servable, as the memory
+        // store drops it too (a newer no-cache answer would otherwise leave v1 in Redis).
         guard ttl >= 1 else {
             if dropsOlder { invalidate(key: key) }
             return

@@ -2,7 +2,7 @@ import PeelIO
 
 /// What `--offline-store` names: Peel's memory, or a Redis (or Valkey) server.
 public enum OfflineStoreURL: Sendable, Equatable, CustomStringConvertible {
-    /// The in-memory cache of issue 17, one per process.
+    /// The in-memory cache, one per process.
     case memory
     /// A Redis server and the database to select.
     case redis(RedisEndpoint, database: Int)
@@ -70,7 +70,7 @@ public enum OfflineStoreURL: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// One worker's view of the shared offline store (issue 21): its own hiredis connection on its own
+/// One worker's view of the shared offline store: its own hiredis connection on its own
 /// loop, the same rules as the in-memory cache, and a store that never makes a call slower or fail.
 ///
 /// - Writes are sent after the answer (a deferred job on the loop), never waited for; at most
@@ -241,8 +241,8 @@ final class RedisOfflineStore: OfflineStore {
     }
 
     /// Replies stopped coming while commands wait (the socket still open): the connection is dropped,
-    /// the owed replies come back failed, and the retry loop takes over (the final review of session
-    /// 4: a SIGSTOPped Redis stayed "connected" for good while every write was dropped).
+    /// the owed replies come back failed, and the retry loop takes over (a SIGSTOPped Redis would
+    /// otherwise stay "connected" for good while every write is dropped).
     func stallCheck() {
         guard outstandingCommands > 0, connection.isConnected else { return }
         let quiet = monotonicNow() - waitingSince

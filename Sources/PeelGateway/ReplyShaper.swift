@@ -3,7 +3,7 @@ import PeelIO
 
 /// One answer before Peel's own fields are added: every kind of answer (an unwrapped or relayed
 /// upstream answer, a stored one while offline, a problem, a preflight, the reachability document
-/// or stream) is one of these, and all of them pass `ReplyShaper.shape` (issue 20: X-Request-Id,
+/// or stream) is one of these, and all of them pass `ReplyShaper.shape` (X-Request-Id,
 /// CORS and Vary had been added in four or five places each, which is how stale answers lost their
 /// CORS fields and Vary came to be sent twice).
 struct Reply {
@@ -186,7 +186,7 @@ struct ReplyShaper {
         fields.reserveCapacity(reply.fields.count + corsFields.count + 6)
         // Whether the representation depends on Accept-Encoding, whether or not this client sent one.
         // Only a relayed body is in the upstream's coding; a problem or Peel's own document made
-        // after the head arrived is Peel's JSON (review of issue 20: a truncated gzip passthrough's
+        // after the head arrived is Peel's JSON (a truncated gzip passthrough's
         // 502 went out marked `Content-Encoding: gzip`).
         let keptCoding = reply.kind == .relayed ? ctx.keptCoding : nil
         var variesByCoding = keptCoding != nil

@@ -11,7 +11,7 @@ extension ResponseHeaders: FieldSource {}
 
 /// Stage 1 of a call: what the request's fields say, read in one walk over tokens identified by the
 /// parser. Only the few values Peel acts on become Strings; every later stage reads this value
-/// instead of the fields (issue 20: request fields were walked three times, by name each time).
+/// instead of the fields (request fields were walked three times, by name each time).
 struct RequestFacts {
     var requestId: String?
     var host: String?
@@ -74,7 +74,7 @@ struct RequestFacts {
             case .ifMatch, .ifUnmodifiedSince, .ifRange, .range: otherConditions = true
             default: break
             }
-            // Whose answer it is (issue 17): read only while the cache is on.
+            // Whose answer it is: read only while the cache is on.
             if let keys, let i = keys.position(of: f) {
                 // RFC 6265 §5.4 joins Cookie fields with `; `; other list fields join with `, ` (RFC 9110 §5.3).
                 let value = f.valueString
@@ -84,7 +84,7 @@ struct RequestFacts {
     }
 
     /// The fields a trusted proxy sends about the client, forgotten for a request from anyone else
-    /// (issue 18: from an untrusted client they could steer rewritten redirects and forge the chain).
+    /// (from an untrusted client they could steer rewritten redirects and forge the chain).
     mutating func distrustForwardingFields() {
         xForwardedFor = nil
         xForwardedProto = nil
@@ -139,7 +139,7 @@ enum RequestPlan: Equatable {
     case refuse(String)
     /// A CORS preflight Peel answers itself.
     case preflight
-    /// Peel's reachability path (issue 13); `events` for `Accept: text/event-stream`.
+    /// Peel's reachability path; `events` for `Accept: text/event-stream`.
     case reachability(events: Bool)
     /// Forward `path` with `query`.
     case forward(path: String, query: String?)
@@ -161,7 +161,7 @@ enum RequestPlan: Equatable {
                                                    requestMethod: facts.accessControlRequestMethod) {
                 return (.preflight, path)
             }
-            // Peel's own path: answered here, never forwarded (issue 13). Accept is read only here:
+            // Peel's own path: answered here, never forwarded. Accept is read only here:
             // Foundation's `contains` on every request's Accept cost ~4k instructions (callgrind).
             if let own = reachabilityPath, path == own {
                 let events = accept().map { $0.lowercased().contains("text/event-stream") } ?? false

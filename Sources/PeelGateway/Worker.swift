@@ -15,7 +15,7 @@ final class Worker: @unchecked Sendable {
     private let accessLog: AccessLog?
     private var flushTimer: LoopTimer?
     /// Milliseconds on the monotonic clock when this worker's loop last turned (its heartbeat timer
-    /// fired); read by /healthz and /readyz from the admin thread (issue 18).
+    /// fired); read by /healthz and /readyz from the admin thread.
     let heartbeat = Atomic<Int>(Int(monotonicNow() * 1000))
     private var heartbeatTimer: LoopTimer?
     private var drainTimer: LoopTimer?

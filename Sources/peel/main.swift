@@ -93,7 +93,7 @@ case "demo":
     } catch {
         fail("peel demo: cannot start the demo upstream: \(error)", code: 1)
     }
-    // The demo shows the offline experience too (issue 13): a stale-answer cache, and probes every
+    // The demo shows the offline experience too: a stale-answer cache, and probes every
     // second so the upstream going down shows within a few seconds.
     let defaults = ["PEEL_UPSTREAM": demo.baseURL, "PEEL_OFFLINE_CACHE": "16MiB", "PEEL_PROBE_INTERVAL": "1"]
     let config = loadConfig(args.dropFirst(), defaults: defaults)
