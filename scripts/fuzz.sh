@@ -58,7 +58,11 @@ fuzz_scanner() {
   fi
 
   echo "fuzz: scanner for ${seconds}s; corpus $out/corpus, crashes in $out/artifacts" >&2
+  # LeakSanitizer cannot see pointers Swift stores with an enum's tag in their spare bits (a
+  # preset's `SuccessRule.errorMember(MemberPath)` held in a static), so it reports them leaked at
+  # exit; leaks are judged on the real binary under valgrind (make sanitize).
   "$out/scanner-fuzz" \
+    -detect_leaks=0 \
     -max_total_time="$seconds" \
     -max_len=4096 \
     -dict="$root/Fuzz/ScannerFuzz/json.dict" \
