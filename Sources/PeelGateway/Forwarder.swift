@@ -274,6 +274,9 @@ final class Forwarder {
             self.upstreamFinished(call, result)
         }
         call.transfer = transfer
+        // A buffered answer past MemoryBudget.answerAllowance counts against its client's share: the
+        // client its request body is charged to (the peer, or the one a trusted proxy names).
+        transfer.clientAddress = ex.clientAddress
         waiting[ObjectIdentifier(call)] = call
         transfer.onHead = { [self] status, head in self.headArrived(call, status: status, head: head) }
         transfer.keepsCoding = { [self] status, head in self.keepsCoding(call, status: status, head: head) }
@@ -338,7 +341,11 @@ final class Forwarder {
         switch result {
         case .failure(let failure):
             // Peel's own budget is no failure of the upstream's: counted as Peel's refusal.
-            if case .overBudget = failure { metrics.recordRefusal("max_buffered_upstream") } else { metrics.recordUpstreamError(failure.reason) }
+            switch failure {
+            case .overBudget: metrics.recordRefusal("max_buffered_upstream")
+            case .overClientShare: metrics.recordRefusal("max_buffered_per_client_upstream")
+            default: metrics.recordUpstreamError(failure.reason)
+            }
             // Issue 17: only failing to reach the upstream counts toward fall. A broken or oversized
             // answer came with a status line: the upstream is there. A timeout or a close before any
             // status line on a connection it took counts neither way: a client can cause it (a path
@@ -529,6 +536,7 @@ final class Forwarder {
         case .overloaded: return .overloaded
         case .notResent(let why): return .notResent(why)
         case .overBudget: return .upstreamOverBudget
+        case .overClientShare: return .upstreamOverClientShare
         // Only a flowing stream is cut for idleness, and its head is long sent: never a problem document.
         case .streamIdle: return .timedOut
         }
