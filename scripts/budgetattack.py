@@ -7,6 +7,10 @@ with the default max_body (10 MiB) and max_buffered (256 MiB, so 32 MiB per clie
 2. One address opens 200 connections that each declare 1 MiB and send 512 KiB of it; meanwhile
    another address uploads 9 MB. Then the attacker stops sending, and the time until its bytes are
    given back (body_timeout) is measured.
+3. One address opens 30 connections, one after another, that each ask for a 10 MiB judged answer
+   and never read it (a small receive buffer, so its socket takes little of it); then another
+   address asks for a 10 MiB judged answer. Unread answers stay held for client_timeout (60 s)
+   without progress; the time until they are given back once the readers leave is measured.
 
 Prints one `name value` line per measurement; reliability.sh checks them.
 usage: budgetattack.py PEEL UPSTREAM_URL BODY_TIMEOUT
@@ -30,8 +34,9 @@ def metric(name):
             return int(float(line.split()[-1]))
     return None
 
-def connect(source):
+def connect(source, rcvbuf=None):
     s = socket.socket()
+    if rcvbuf: s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     s.bind((source, 0))
     s.settimeout(10)
     s.connect(("127.0.0.1", port))
@@ -111,4 +116,37 @@ while metric("peel_buffered_bytes") > 0 and time.monotonic() - last_byte < 3 * f
 print("attack_pinned_seconds", round(time.monotonic() - last_byte, 1))
 print("attack_buffered_after", metric("peel_buffered_bytes"))
 for s in attack: s.close()
+time.sleep(0.3)
+
+# 3. 30 slow readers from one address, one at a time: each answer is held unread, or refused,
+# before the next call starts.
+readers, peak = [], 0
+def upstream_refusals():
+    return sum(metric(f'peel_refusals_total{{bound="{b}"}}') or 0 for b in ("max_buffered_upstream", "max_buffered_per_client_upstream"))
+for i in range(30):
+    held, refusals = metric("peel_buffered_bytes"), upstream_refusals()
+    s = connect("127.0.0.5", rcvbuf=4096)
+    s.sendall(b"GET /api/large?kb=10240 HTTP/1.1\r\nHost: x\r\n\r\n")
+    readers.append(s)
+    started = time.monotonic()
+    while time.monotonic() - started < 15:
+        now = metric("peel_buffered_bytes")
+        peak = max(peak, now)
+        if now >= held + 10 * 1048576 or upstream_refusals() > refusals: break
+        time.sleep(0.02)
+last_call = time.monotonic()
+peak = max(peak, metric("peel_buffered_bytes"))
+print("readers_peak_buffered_bytes", peak)
+# The share, plus the first 64 KiB of each call in flight (counted against the whole budget alone).
+print("readers_bound_bytes", share + 30 * 65536)
+print("readers_refusals_metric", metric('peel_refusals_total{bound="max_buffered_per_client_upstream"}'))
+print("readers_victim_judged_status", call("127.0.0.6", "GET", "/api/large?kb=10240"))
+print("readers_upstream_up", metric("peel_upstream_up"))
+print("readers_held_meanwhile", metric("peel_buffered_bytes"))
+for s in readers: s.close()
+left = time.monotonic()
+while metric("peel_buffered_bytes") > 0 and time.monotonic() - left < 5:
+    time.sleep(0.05)
+print("readers_released_seconds", round(time.monotonic() - left, 2))
+print("readers_buffered_after", metric("peel_buffered_bytes"))
 p.terminate(); p.wait()

@@ -332,6 +332,11 @@ check_le "200 partial bodies from one address: the rest refused (at least 100)" 
 check_le "200 partial bodies from one address: refusals counted as Peel's own (at least 100)" "$(av attack_refusals_metric)" 100
 check "200 partial bodies from one address: another client's 9 MB upload" "200" "$(av attack_victim_upload_status)"
 check "200 partial bodies from one address: given back after body_timeout" "0" "$(av attack_buffered_after)"
+check_le "30 slow readers from one address: held answers within its share (and 64 KiB a call)" "$(av readers_bound_bytes)" "$(av readers_peak_buffered_bytes)"
+check_le "30 slow readers from one address: the rest refused as Peel's own (at least 25)" "$(av readers_refusals_metric)" 25
+check "30 slow readers from one address: another client's 10 MiB judged answer" "200" "$(av readers_victim_judged_status)"
+check "30 slow readers from one address: the upstream stays reachable" "1" "$(av readers_upstream_up)"
+check "30 slow readers from one address: given back once they leave" "0" "$(av readers_buffered_after)"
 
 echo "reliability: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

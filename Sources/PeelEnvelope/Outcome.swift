@@ -22,6 +22,8 @@ public enum Outcome: Sendable, Equatable {
     case upstreamTooLarge
     /// The upstream's body would pass Peel's memory budget (`max_buffered`).
     case upstreamOverBudget
+    /// The upstream's body would pass its client's share of Peel's memory budget (`max_buffered_per_client`).
+    case upstreamOverClientShare
     /// The upstream's answer broke HTTP framing or its content coding (`reason`: how).
     case brokenFraming(reason: String? = nil)
     /// Peel itself ran out of a resource (descriptors, memory) opening the upstream socket.
@@ -71,6 +73,11 @@ public func problem(for outcome: Outcome, config: EnvelopeConfig) -> Problem {
         // Peel's own shortage, not the upstream's fault: other calls hold the budget now,
         // and the same call may well fit in a moment.
         return Problem(kind: .serverBusy, detail: "Peel's memory budget (max_buffered) is held by other calls; try again shortly")
+    case .upstreamOverClientShare:
+        // Peel's own bound, not the upstream's fault: this client's other answers, held until it
+        // reads them, take its share now.
+        return Problem(kind: .serverBusy,
+                       detail: "this client already holds its share of Peel's memory budget (max_buffered_per_client) in answers it has not read; try again shortly")
     case .serverBusy(let why):
         return Problem(kind: .serverBusy, detail: why)
     case .brokenFraming(let reason):

@@ -14,7 +14,11 @@ extension Forwarder {
         switch result {
         case .failure(let failure):
             // Peel's own budget is no failure of the upstream's: counted as Peel's refusal.
-            if case .overBudget = failure { metrics.recordRefusal("max_buffered_upstream") } else { metrics.recordUpstreamError(failure.reason) }
+            switch failure {
+            case .overBudget: metrics.recordRefusal("max_buffered_upstream")
+            case .overClientShare: metrics.recordRefusal("max_buffered_per_client_upstream")
+            default: metrics.recordUpstreamError(failure.reason)
+            }
             // Issue 17: only failing to reach the upstream counts toward fall. A broken or oversized
             // answer came with a status line: the upstream is there. A timeout or a close before any
             // status line on a connection it took counts neither way: a client can cause it (a path
@@ -203,6 +207,7 @@ extension Forwarder {
         case .overloaded: return .overloaded
         case .notResent(let why): return .notResent(why)
         case .overBudget: return .upstreamOverBudget
+        case .overClientShare: return .upstreamOverClientShare
         // Only a flowing stream is cut for idleness, and its head is long sent: never a problem document.
         case .streamIdle: return .timedOut
         }

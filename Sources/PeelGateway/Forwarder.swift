@@ -227,6 +227,9 @@ final class Forwarder {
             self.upstreamFinished(call, result)
         }
         call.state = .awaitingHead(transfer)
+        // A buffered answer past MemoryBudget.answerAllowance counts against its client's share: the
+        // client its request body is charged to (the peer, or the one a trusted proxy names).
+        transfer.clientAddress = ex.clientAddress
         waiting[ObjectIdentifier(call)] = call
         transfer.onHead = { [self] status, head in self.headArrived(call, status: status, head: head) }
         transfer.keepsCoding = { [self] status, head in self.keepsCoding(call, status: status, head: head) }

@@ -100,7 +100,7 @@ enum MetricsRenderer {
         }
         out += "# HELP peel_refusals_total Calls Peel refused for want of its own resources (the upstream did nothing wrong), by the bound that refused.\n"
         out += "# TYPE peel_refusals_total counter\n"
-        for bound in ["max_buffered", "max_buffered_per_client", "max_buffered_upstream"] {
+        for bound in ["max_buffered", "max_buffered_per_client", "max_buffered_upstream", "max_buffered_per_client_upstream"] {
             out += "peel_refusals_total{bound=\"\(bound)\"} \(merged.refusals[bound] ?? 0)\n"
         }
         out += "# HELP peel_reachability_transitions_total Reachability state changes, by target state.\n"
@@ -146,10 +146,10 @@ enum MetricsRenderer {
         out += "# HELP peel_buffered_limit_bytes The max_buffered budget.\n"
         out += "# TYPE peel_buffered_limit_bytes gauge\n"
         out += "peel_buffered_limit_bytes \(buffered.limit)\n"
-        out += "# HELP peel_buffered_per_client_limit_bytes Request body bytes one client may hold (max_buffered_per_client).\n"
+        out += "# HELP peel_buffered_per_client_limit_bytes Request body and held answer bytes one client may hold (max_buffered_per_client).\n"
         out += "# TYPE peel_buffered_per_client_limit_bytes gauge\n"
         out += "peel_buffered_per_client_limit_bytes \(buffered.perClientLimit)\n"
-        out += "# HELP peel_buffered_clients Clients holding request body bytes now.\n"
+        out += "# HELP peel_buffered_clients Clients holding request body or answer bytes charged to them now.\n"
         out += "# TYPE peel_buffered_clients gauge\n"
         out += "peel_buffered_clients \(buffered.clientCount)\n"
         out += "# HELP peel_inflight_requests Requests being handled now.\n"

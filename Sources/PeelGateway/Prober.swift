@@ -40,7 +40,7 @@ final class Prober {
                 // chose for it is the upstream saying it is down (SPEC, Reachability).
                 let why = r.status < 500 ? nil : "probe status \(r.status)"
                 report = ProbeReport(ok: r.status < 500, status: r.status, error: why, latency: latency, at: wallNow())
-            case .failure(.localResources), .failure(.overloaded), .failure(.overBudget):
+            case .failure(.localResources), .failure(.overloaded), .failure(.overBudget), .failure(.overClientShare):
                 // Peel could not even try (its own descriptors or in-flight limit): no evidence either
                 // way, so the state is left as it is.
                 done()
@@ -108,7 +108,7 @@ func failureReason(_ f: UpstreamFailure) -> String {
     case .notResent(let m): return "connection died after the request: " + m
     case .streamIdle(let m): return m
     case .other(let m): return m
-    case .tooLarge, .overloaded, .localResources, .overBudget: return f.message
+    case .tooLarge, .overloaded, .localResources, .overBudget, .overClientShare: return f.message
     }
 }
 
@@ -123,7 +123,7 @@ func coarseReason(_ f: UpstreamFailure) -> String {
     case .reset, .notResent: return "connection closed"
     case .timeout, .streamIdle: return "timeout"
     case .protocolError: return "protocol error"
-    case .tooLarge, .overloaded, .localResources, .overBudget, .other: return "upstream error"
+    case .tooLarge, .overloaded, .localResources, .overBudget, .overClientShare, .other: return "upstream error"
     }
 }
 

@@ -130,12 +130,9 @@ final class EasyHandle {
                 t.state = .stopped(.tooLarge)
                 return 0
             }
-            if let budget = t.budget {
-                guard budget.reserve(n) else {
-                    t.state = .stopped(.overBudget)
-                    return 0
-                }
-                t.budgetHeld += n
+            if let budget = t.budget, let refusal = t.charge(n, to: budget) {
+                t.state = .stopped(refusal == .full ? .overBudget : .overClientShare)
+                return 0
             }
             if t.body.capacity == 0, let easy = t.handle?.easy {
                 // Size the buffer once from Content-Length (a hint: decoding may change it) instead of

@@ -1,9 +1,9 @@
 import Synchronization
 
 /// The bytes of request and response bodies held at once, across every worker (`max_buffered`):
-/// one atomic counter, so a spike on one worker is bounded for the whole process. Request bodies
-/// are also counted per client (`max_buffered_per_client`), so that no one client can hold the
-/// whole budget and starve the others.
+/// one atomic counter, so a spike on one worker is bounded for the whole process. Request bodies,
+/// and upstream answers past `answerAllowance`, are also counted per client
+/// (`max_buffered_per_client`), so that no one client can hold the whole budget and starve the others.
 public final class MemoryBudget: Sendable {
     /// Why bytes were refused.
     public enum Refusal: Equatable, Sendable {
@@ -16,7 +16,8 @@ public final class MemoryBudget: Sendable {
     private let held = Atomic<Int>(0)
     private let ceiling: Atomic<Int>
     private let clientCeiling: Atomic<Int>
-    /// Request-body bytes held per client; an entry lives while its client holds any.
+    /// Bytes held per client (request bodies, answers past `answerAllowance`); an entry lives while
+    /// its client holds any.
     private let clients = Locked<[String: Int]>([:])
 
     /// A budget of `limit` bytes, of which one client may hold `perClient` (default: all).
@@ -78,7 +79,30 @@ public final class MemoryBudget: Sendable {
         return nil
     }
 
-    /// Gives back `n` bytes taken with `reserve(_:client:)`.
+    /// The bytes of one upstream answer counted against the whole budget alone; past them the whole
+    /// answer is charged to its client. An answer this small leaves a reply most sockets take at
+    /// once (a connection's kernel buffers hold about as much), so the common call never takes
+    /// the lock, and what one client pins through it is bounded per connection it keeps open.
+    public static let answerAllowance = 64 * 1024
+
+    /// Takes `n` bytes of an upstream answer `client` waits for, which already holds `held` bytes
+    /// (charged to `client` when `charged`, otherwise to the whole budget alone); on success all
+    /// `held + n` are charged to `client`. The refusal, with nothing taken, when that would pass the
+    /// whole budget, or the client's share while it holds anything besides this answer: one answer
+    /// alone always fits the share (as one request body does), so an answer within
+    /// `max_upstream_body` never becomes unservable, while many never hold more than the share.
+    public func reserveAnswer(_ n: Int, client: String, held: Int, charged: Bool) -> Refusal? {
+        clients.withLock { table in
+            let mine = table[client] ?? 0
+            let others = charged ? mine - held : mine
+            if others > 0 && n > perClientLimit - others - held { return .clientShare }
+            guard reserve(n) else { return .full }
+            table[client] = others + held + n
+            return nil
+        }
+    }
+
+    /// Gives back `n` bytes taken with `reserve(_:client:)` or `reserveAnswer`.
     public func release(_ n: Int, client: String) {
         guard n > 0 else { return }
         release(n)
@@ -88,9 +112,9 @@ public final class MemoryBudget: Sendable {
         }
     }
 
-    /// Request-body bytes `client` holds now.
+    /// Bytes `client` holds now (request bodies, answers past `answerAllowance`).
     public func held(by client: String) -> Int { clients.withLock { $0[client] ?? 0 } }
 
-    /// Clients holding request-body bytes now.
+    /// Clients holding bytes charged to them now.
     public var clientCount: Int { clients.withLock { $0.count } }
 }

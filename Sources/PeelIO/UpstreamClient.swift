@@ -281,13 +281,10 @@ public final class UpstreamClient {
                 t.body = []
                 var response = UpstreamResponse(status: status, headers: h.head.take(), body: body,
                                                 duration: loop.now - t.started, streamed: t.sink != nil)
-                // The body's share of the budget goes with the body: it is held until the answer
-                // made from it is written, not only until the transfer ends (review: a slow client
-                // otherwise held uncounted bodies).
-                if let budget = t.budget, t.budgetHeld > 0 {
-                    response.hold = BudgetHold(budget, t.budgetHeld)
-                    t.budgetHeld = 0
-                }
+                // The body's share of the budget (and of its client's) goes with the body: it is
+                // held until the answer made from it is written, not only until the transfer ends,
+                // since a client that does not read keeps it in memory that long.
+                response.hold = t.takeHold()
                 result = .success(response)
             } else {
                 result = .failure(classify(code, handle: h, transfer: t))
@@ -302,6 +299,7 @@ public final class UpstreamClient {
         if code == CURLE_ABORTED_BY_CALLBACK && t.state == .stopped(.resendRefused) { return t.refusedResend }
         if code == CURLE_WRITE_ERROR, let why = h.head.violation { return .protocolError(why) }
         if code == CURLE_WRITE_ERROR && t.state == .stopped(.overBudget) { return .overBudget }
+        if code == CURLE_WRITE_ERROR && t.state == .stopped(.overClientShare) { return .overClientShare }
         let tooLarge = t.state == .stopped(.tooLarge)
         var text = String(cString: curl_easy_strerror(code))
         if h.errorBuffer.pointee != 0 { text = String(cString: h.errorBuffer) }

@@ -182,8 +182,7 @@ extension UpstreamClient {
         t.onHead = nil
         t.keepsCoding = nil
         // The body is the completion's now (or dropped); it stops counting against the budget.
-        t.budget?.release(t.budgetHeld)
-        t.budgetHeld = 0
+        t.releaseBudget()
         h.headers.reset()
         t.requestBodyOwner = nil
         t.ownedRequestBody = []

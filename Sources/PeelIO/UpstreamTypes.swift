@@ -49,6 +49,8 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     case tooLarge
     /// Holding the rest of the body would pass the process's memory budget.
     case overBudget
+    /// Holding the rest of the body would pass its client's share of the memory budget.
+    case overClientShare
     /// Too many transfers already in flight on this worker.
     case overloaded
     /// Peel itself ran out of a resource (descriptors, memory) opening the upstream socket: a local
@@ -98,6 +100,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
         case .protocolError: return "protocol"
         case .tooLarge: return "too_large"
         case .overBudget: return "over_budget"
+        case .overClientShare: return "over_client_share"
         case .overloaded: return "overloaded"
         case .localResources: return "local_resources"
         case .notResent: return "not_resent"
@@ -113,6 +116,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
              .protocolError(let m), .other(let m), .localResources(let m), .notResent(let m), .streamIdle(let m): return m
         case .tooLarge: return "upstream body too large"
         case .overBudget: return "the upstream body would pass Peel's memory budget (max_buffered)"
+        case .overClientShare: return "the upstream body would pass its client's share of Peel's memory budget (max_buffered_per_client)"
         case .overloaded: return "too many upstream transfers in flight"
         }
     }
@@ -135,17 +139,21 @@ public struct UpstreamResponse: Sendable {
     public var hold: BudgetHold? = nil
 }
 
-/// Bytes of the memory budget held for as long as this object lives.
+/// Bytes of the memory budget held for as long as this object lives, charged to `client` too when set.
 public final class BudgetHold: Sendable {
     private let budget: MemoryBudget
     private let bytes: Int
+    private let client: String?
 
-    init(_ budget: MemoryBudget, _ bytes: Int) {
+    init(_ budget: MemoryBudget, _ bytes: Int, client: String?) {
         self.budget = budget
         self.bytes = bytes
+        self.client = client
     }
 
-    deinit { budget.release(bytes) }
+    deinit {
+        if let client { budget.release(bytes, client: client) } else { budget.release(bytes) }
+    }
 }
 
 /// What a streaming sink did with one piece of the upstream body.
@@ -199,6 +207,8 @@ enum TransferStop: Equatable {
     case tooLarge
     /// The memory budget refused more of the body (`.overBudget`).
     case overBudget
+    /// The client's share of the memory budget refused more of the body (`.overClientShare`).
+    case overClientShare
     /// curl was about to send a request a second time that must not be (`.notResent`).
     case resendRefused
 }
@@ -226,6 +236,12 @@ public final class UpstreamTransfer {
     /// The budget the body is counted against, and how much of it this transfer holds.
     var budget: MemoryBudget?
     var budgetHeld = 0
+    /// The address of the client the answer is for (the peer, or the client a trusted proxy
+    /// names); nil for Peel's own calls (probes). Grouped only once the answer outgrows
+    /// `MemoryBudget.answerAllowance`.
+    public var clientAddress: String?
+    /// The client group `budgetHeld` is charged to; nil while the whole budget alone counts it.
+    var chargedTo: String?
     /// Runs once with the result; nil after it ran or after `cancel()`.
     var completion: ((Result<UpstreamResponse, UpstreamFailure>) -> Void)?
     /// The client that runs the transfer.
@@ -245,6 +261,40 @@ public final class UpstreamTransfer {
     /// Cuts a streamed answer whose upstream goes silent (`UpstreamOptions.idleTimeout`); nil until
     /// a stream flows.
     var idleTimer: LoopTimer?
+
+    /// Counts `n` more bytes of a buffered body: against the whole budget, and once the body
+    /// outgrows `MemoryBudget.answerAllowance`, all of it against its client's share, so that one
+    /// client's unread answers cannot hold the budget every other client's calls need. The
+    /// refusal, with nothing taken, when a bound has no room.
+    func charge(_ n: Int, to budget: MemoryBudget) -> MemoryBudget.Refusal? {
+        if let key = chargedTo {
+            if let refusal = budget.reserveAnswer(n, client: key, held: budgetHeld, charged: true) { return refusal }
+        } else if budgetHeld + n > MemoryBudget.answerAllowance, let clientAddress {
+            let key = IPNetwork.clientGroup(clientAddress)
+            if let refusal = budget.reserveAnswer(n, client: key, held: budgetHeld, charged: false) { return refusal }
+            chargedTo = key
+        } else if !budget.reserve(n) {
+            return .full
+        }
+        budgetHeld += n
+        return nil
+    }
+
+    /// Gives back what the transfer holds of the budget (its body was dropped or handed on).
+    func releaseBudget() {
+        if let key = chargedTo { budget?.release(budgetHeld, client: key) } else { budget?.release(budgetHeld) }
+        budgetHeld = 0
+        chargedTo = nil
+    }
+
+    /// What the transfer holds of the budget, handed on with its body; nil when it holds nothing.
+    func takeHold() -> BudgetHold? {
+        guard let budget, budgetHeld > 0 else { return nil }
+        let hold = BudgetHold(budget, budgetHeld, client: chargedTo)
+        budgetHeld = 0
+        chargedTo = nil
+        return hold
+    }
 
     /// Starts the idle watch for a stream that just began flowing; loop thread, no curl calls.
     func watchIdle(loop: EventLoop, seconds: Double) {

@@ -32,6 +32,33 @@ final class MemoryBudgetTests: XCTestCase {
         XCTAssertEqual(b.bytes, 40)
     }
 
+    /// An upstream answer counts against its client's share, but one answer alone always fits it
+    /// (as one request body does), so only a client holding other bytes is refused.
+    func testReserveAnswer_oneAnswerAloneFitsTheShareAndASecondDoesNot() {
+        let b = MemoryBudget(limit: 1000, perClient: 100)
+        XCTAssertTrue(b.reserve(30), "the first bytes of an answer: the whole budget alone")
+        XCTAssertNil(b.reserveAnswer(90, client: "a", held: 30, charged: false), "one answer alone passes the share")
+        XCTAssertEqual(b.held(by: "a"), 120, "the bytes carried so far are charged with the new ones")
+        XCTAssertEqual(b.bytes, 120)
+        XCTAssertEqual(b.reserveAnswer(10, client: "a", held: 0, charged: false), .clientShare, "a second answer does not")
+        XCTAssertNil(b.reserveAnswer(200, client: "a", held: 120, charged: true), "the lone answer goes on growing")
+        XCTAssertEqual(b.held(by: "a"), 320)
+        XCTAssertNil(b.reserve(60, client: "b"))
+        XCTAssertEqual(b.reserveAnswer(50, client: "b", held: 0, charged: false), .clientShare, "a request body counts too")
+        XCTAssertNil(b.reserveAnswer(40, client: "b", held: 0, charged: false))
+        XCTAssertEqual(b.reserveAnswer(700, client: "c", held: 0, charged: false), .full, "the whole budget bounds every client")
+        XCTAssertEqual(b.bytes, 420, "a refused reservation takes nothing")
+        b.release(320, client: "a")
+        XCTAssertEqual(b.clientCount, 1)
+        XCTAssertEqual(b.bytes, 100)
+    }
+
+    private func refusals(_ h: Harness, _ bound: String) -> Int {
+        let prefix = "peel_refusals_total{bound=\"\(bound)\"} "
+        let line = (try? h.admin("/metrics").text)?.split(separator: "\n").first { $0.hasPrefix(prefix) }
+        return line.flatMap { Int($0.split(separator: " ")[1]) } ?? 0
+    }
+
     private func buffered(_ h: Harness) -> Int? {
         let line = (try? h.admin("/metrics").text)?.split(separator: "\n").first { $0.hasPrefix("peel_buffered_bytes ") }
         return line.flatMap { Int($0.split(separator: " ")[1]) }
@@ -201,16 +228,17 @@ final class MemoryBudgetTests: XCTestCase {
         XCTAssertEqual(try h.request("GET", "/api/user").status, 200)
     }
 
-    /// Issue 18: slow readers holding the budget make Peel busy; the others' judged answers get 503
-    /// server-busy with Retry-After, not 502 upstream-too-large (the upstream did nothing wrong).
+    /// Slow readers at many addresses holding the budget make Peel busy; the others' judged answers
+    /// get 503 server-busy with Retry-After, not 502 upstream-too-large (the upstream did nothing
+    /// wrong). Each holds one answer, more than its share: one answer alone always fits the share.
     func testSlowReadersExhaustingTheBudget_othersGetServerBusy() throws {
         let h = try Harness(workers: 1) { c in c.maxBody = 1000; c.maxBuffered = 24 << 20 }
         defer { h.stop() }
         // Three clients ask for 7 MiB judged answers and do not read them: each answer's bytes stay
         // held until written, which a full socket buffer stops.
         var slow: [BlockingClient] = []
-        for _ in 0..<3 {
-            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 10)
+        for i in 0..<3 {
+            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 10, from: "127.0.0.\(2 + i)")
             try c.send("GET /api/large?kb=7168 HTTP/1.1\r\nHost: x\r\n\r\n")
             slow.append(c)
         }
@@ -225,5 +253,51 @@ final class MemoryBudgetTests: XCTestCase {
         // Once they read (here: leave), the budget is free and the same call is answered.
         slow.removeAll()
         XCTAssertTrue(h.eventually(5) { (try? h.request("GET", "/api/large?kb=4096").status) == 200 })
+    }
+
+    /// Issue 28: one address opening many connections that ask for large judged answers and never
+    /// read them holds at most its share (`max_buffered_per_client`) of the budget: its further
+    /// answers get 503 server-busy, counted as Peel's refusal, while another address is answered.
+    func testOneAddressWithManySlowReaders_holdsAtMostItsShareAndOthersAreAnswered() throws {
+        let h = try Harness(workers: 2) { c in c.maxBody = 1000; c.maxBuffered = 48 << 20; c.maxBufferedPerClient = 16 << 20 }
+        defer { h.stop() }
+        let share = "max_buffered_per_client_upstream"
+        var slow: [BlockingClient] = []
+        for _ in 0..<6 {
+            let before = (held: buffered(h) ?? 0, refused: refusals(h, share) + refusals(h, "max_buffered_upstream"))
+            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 10, from: "127.0.0.9")
+            try c.send("GET /api/large?kb=7168 HTTP/1.1\r\nHost: x\r\n\r\n")
+            slow.append(c)
+            // One at a time: each answer is held unread, or refused, before the next call starts.
+            XCTAssertTrue(h.eventually(5) {
+                (self.buffered(h) ?? 0) >= before.held + (7 << 20)
+                    || self.refusals(h, share) + self.refusals(h, "max_buffered_upstream") > before.refused
+            }, "neither held nor refused: \(self.buffered(h) ?? -1)")
+        }
+        // Two 7 MiB answers fit the 16 MiB share; the third passes it, as does every later one.
+        XCTAssertEqual(refusals(h, share), 4)
+        let held = h.gateway.budget.held(by: "127.0.0.9")
+        XCTAssertLessThanOrEqual(held, 16 << 20, "one address holds more than its share")
+        XCTAssertGreaterThan(held, 14 << 20, "the answers within the share are not charged to it")
+        // Another address is not starved: its large answer fits the rest of the budget.
+        let other = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 10, from: "127.0.0.2")
+        try other.send("GET /api/large?kb=7168 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let r = try other.readResponse()
+        XCTAssertEqual(r.status, 200, String(r.text.prefix(300)))
+        XCTAssertGreaterThan(r.body.count, 7 << 20)
+        // The answers past the share were refused, as Peel's own bound.
+        let refused = try slow[2...].map { try $0.readResponse() }
+        XCTAssertEqual(refused.map(\.status), [503, 503, 503, 503], refused.map { String($0.text.prefix(300)) }.joined(separator: "\n"))
+        if let busy = refused.first, busy.status == 503 {
+            XCTAssertEqual(problem(busy)["kind"] as? String, "server-busy")
+            XCTAssertEqual(busy.header("Retry-After"), "1")
+            XCTAssertTrue((problem(busy)["detail"] as? String ?? "").contains("max_buffered_per_client"), busy.text)
+        }
+        // The upstream did nothing wrong: no upstream error, and it stays reachable.
+        let metrics = try h.admin("/metrics").text
+        XCTAssertFalse(metrics.contains("peel_upstream_errors_total{"), metrics)
+        XCTAssertTrue(metrics.contains("peel_upstream_up 1\n"), metrics)
+        slow.removeAll()
+        XCTAssertTrue(h.eventually(5) { self.buffered(h) == 0 && h.gateway.budget.clientCount == 0 }, "the held answers were not given back")
     }
 }
