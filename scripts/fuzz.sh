@@ -61,7 +61,7 @@ fuzz_scanner() {
   # LeakSanitizer cannot see pointers Swift stores with an enum's tag in their spare bits (a
   # preset's `SuccessRule.errorMember(MemberPath)` held in a static), so it reports them leaked at
   # exit; leaks are judged on the real binary under valgrind (make sanitize).
-  "$out/scanner-fuzz" \
+  ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" "$out/scanner-fuzz" \
     -detect_leaks=0 \
     -max_total_time="$seconds" \
     -max_len=4096 \
