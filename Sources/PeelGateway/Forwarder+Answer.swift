@@ -34,7 +34,7 @@ extension Forwarder {
             if failure.answeredBadly { reachability.recordLiveAnswer() }
             answer(call, Self.outcome(of: failure))
         case .success(let response):
-            // Whatever it says, the upstream answered: evidence that it is there (issue 13).
+            // Whatever it says, the upstream answered: evidence that it is there.
             reachability.recordLiveAnswer()
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
@@ -58,7 +58,7 @@ extension Forwarder {
             case .unwrap(let status, let range):
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
-                // A HEAD's answer has no body to keep for a later GET (issue 17).
+                // A HEAD's answer has no body to keep for a later GET.
                 if let key = call.cacheKey, call.exchange.method == "GET" {
                     store(key, call, status: status, response, range: range)
                 }
@@ -128,7 +128,7 @@ extension Forwarder {
         let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
         // An answer curl decodes has a Content-Length that says nothing of its decoded size, so it
         // streams like one of unknown length (chunked) rather than meet max_upstream_body. Any other
-        // declared length is the body's, and is kept (issue 19: downloads keep their length).
+        // declared length is the body's, and is kept (downloads keep their length).
         let coding = head.first(.contentEncoding).map { trimOWS($0) }
         let decoded = call.keptCoding == nil && coding.map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
         let declared = decoded ? nil : head.first(.contentLength).flatMap { Int(trimOWS($0)) }.flatMap { $0 >= 0 ? $0 : nil }
@@ -149,8 +149,7 @@ extension Forwarder {
         }
         call.state = .streaming(transfer, stream)
         // A streamed answer is never stored, so it makes the older entry for its request stale, and
-        // an unsafe method's success invalidates as a buffered one does (the final review of session
-        // 4: streamed answers skipped both).
+        // an unsafe method's success invalidates as a buffered one does.
         invalidateAfterUnsafe(call, status: status, headers: headers)
         if let key = call.cacheKey { cache.answeredUnstored(key: key, status: status, request: call.cacheRequest) }
         // The head arrived: the upstream answered (evidence for reachability, like a buffered answer).

@@ -162,7 +162,7 @@ enum MetricsRenderer {
         return out
     }
 
-    /// The shared offline store's families (issue 21).
+    /// The shared offline store's families.
     private static func offlineStore(_ out: inout String, _ s: OfflineStoreStats) {
         let n = s.snapshot()
         out += "# HELP peel_offline_store_connected Workers connected to the shared offline store now.\n"

@@ -109,7 +109,7 @@ final class EasyHandle {
                         _ = peel_easy_setopt_long(h.easy, CURLOPT_TIMEOUT_MS, 0)
                         h.timeoutLifted = true
                         // ... but an upstream that goes silent mid-stream is cut after idleTimeout
-                        // (issue 18: one was held 40 s with a 5 s timeout).
+                        // (one was held 40 s with a 5 s timeout).
                         if let c = t.client { t.watchIdle(loop: c.loop, seconds: c.options.idleTimeout) }
                     }
                 }

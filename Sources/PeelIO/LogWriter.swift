@@ -10,7 +10,7 @@ private extension String {
 }
 
 /// Log lines on their way to a descriptor, written by one thread of their own so that a sink that
-/// stalls (a stuck log shipper, Docker's blocking log mode) never blocks an event loop (issue 18).
+/// stalls (a stuck log shipper, Docker's blocking log mode) never blocks an event loop.
 /// Callers hand over whole lines; at most `capacity` bytes wait, and what does not fit is dropped
 /// and counted. One thread is the only writer of its descriptor and writes whole lines from its
 /// own offset, so lines never interleave, whatever their length.

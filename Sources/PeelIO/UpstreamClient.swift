@@ -122,7 +122,7 @@ public final class UpstreamClient {
     /// comes): its watch stayed parked and registered, the next client connection accepted on the
     /// same number inherited the event (libevent's epoll MOD fails with ENOENT and is re-done as an
     /// ADD with both flags), and the parked watch's callback shut that client's socket down with no
-    /// answer (issue 18). Run after every call into curl that can close sockets, on the loop thread,
+    /// answer. Run after every call into curl that can close sockets, on the loop thread,
     /// so nothing on this loop can reuse the number first; another worker's thread can, which is why
     /// the socket is told by its inode, not by whether the number is open.
     func settle() {
@@ -312,7 +312,7 @@ public final class UpstreamClient {
         case CURLE_COULDNT_RESOLVE_HOST:
             return .dns(text)
         case CURLE_COULDNT_CONNECT:
-            // Review of issue 17: out of local ports toward the one upstream (slow calls piling up)
+            // Out of local ports toward the one upstream (slow calls piling up)
             // or out of kernel buffers is Peel's own shortage, not evidence against the upstream.
             var osErrno = 0
             peel_easy_getinfo_long(easy, CURLINFO_OS_ERRNO, &osErrno)

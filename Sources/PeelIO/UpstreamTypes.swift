@@ -66,7 +66,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
 
     /// True for failures that say the upstream cannot be reached (feeds passive health checks):
     /// name resolution, refused or unroutable connects, connect timeouts, TLS handshakes (SPEC,
-    /// Reachability). A reset or a close before any status line is not one (issue 17): the upstream
+    /// Reachability). A reset or a close before any status line is not one: the upstream
     /// took the connection, so it is there, and counting it let any client that found a path whose
     /// worker dies take Peel offline for everyone. `.notResent` is not one either: a reused
     /// keep-alive connection the upstream closed while it was idle is the usual cause.
@@ -79,7 +79,7 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
 
     /// True for failures that came with an answer (a status line, then a broken or oversized body):
     /// the upstream is there. Evidence for reachability like any answer. A timeout or a close with
-    /// no status line is neither a pass nor a failure (review of issue 17): calls in flight when a
+    /// no status line is neither a pass nor a failure: calls in flight when a
     /// host drops off the network time out long after it went, and must not bring it back.
     public var answeredBadly: Bool {
         switch self {
@@ -179,7 +179,7 @@ public enum UpstreamBody {
     case bytes([UInt8])
 }
 
-/// Where one upstream transfer is (issue 20: one value instead of flags over several classes).
+/// Where one upstream transfer is (one value instead of flags over several classes).
 enum TransferState: Equatable {
     /// The request is going out, or the answer's head is coming in.
     case awaitingHead

@@ -1,4 +1,4 @@
-// The envelope scanner's wide kernels (issue 20): strict RFC 8259 validation of one buffer with
+// The envelope scanner's wide kernels: strict RFC 8259 validation of one buffer with
 // AVX2 or AVX-512BW, chosen at run time. Pure computation: no I/O, no allocation, no global state
 // beyond the cached CPU check; every byte read is inside [base, base + n).
 #ifndef CPEELSCAN_H

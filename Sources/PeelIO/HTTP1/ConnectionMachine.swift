@@ -113,8 +113,8 @@ struct ConnectionMachine {
     /// True while the current request is HTTP/1.0 (no 1xx may be sent to it, RFC 9110 §15.2).
     private var http10 = false
     private var probed = false
-    /// Empty lines dropped before the current request line: they count toward `maxHead` (issue 18:
-    /// 1.16 GB of CRLF was accepted while the README said they counted).
+    /// Empty lines dropped before the current request line: they count toward `maxHead`, or a
+    /// client could send gigabytes of CRLF before its request line.
     private var droppedBlank = 0
 
     init(limits: ConnectionLimits, peer: String = "", now: Double) {

@@ -23,7 +23,7 @@ public final class HTTPExchange {
     /// The TCP peer's address (a proxy's, when one is in front).
     public var peerAddress: String { connection?.clientAddress ?? lastClientAddress }
     private let lastClientAddress: String
-    /// The client's address, the one place it is decided (issue 18): the peer, or, when the peer is a
+    /// The client's address, the one place it is decided: the peer, or, when the peer is a
     /// trusted proxy, the last untrusted hop of X-Forwarded-For. Set once by the handler at request
     /// start (before that it is the peer); the access log, X-Forwarded-For and per-client bounds
     /// read it.
