@@ -46,10 +46,10 @@ extension Forwarder {
                 cache.refresh(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization,
                               requestField: { Self.requestValue(ex, $0) }, notModified: response.headers)
             }
-            let contentType = response.headers.first(.contentType)
-            let answer = UpstreamAnswer(status: response.status, contentType: contentType, path: call.path, isHead: false,
-                                        isOptions: call.exchange.method == "OPTIONS",
-                                        contentDisposition: response.headers.first(.contentDisposition))
+            // The head's facts as summarized when it arrived; built here only when no body byte came.
+            let answer = call.answer.flatMap { $0.status == response.status ? $0 : nil }
+                ?? Self.answerFacts(call, status: response.status, contentType: response.headers.first(.contentType),
+                                    disposition: response.headers.first(.contentDisposition))
             let judged = response.body.withUnsafeBufferPointer {
                 judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.passesUnjudged)
             }
@@ -100,9 +100,9 @@ extension Forwarder {
         guard let coding = head.first(.contentEncoding).map({ trimOWS($0) }), !coding.isEmpty,
               coding.lowercased() != "identity",
               CompressionPolicy.accepts(call.acceptEncoding, contentEncoding: coding) else { return false }
-        let answer = UpstreamAnswer(status: status, contentType: head.first(.contentType), path: call.path, isHead: false,
-                                    isOptions: call.exchange.method == "OPTIONS",
-                                    contentDisposition: head.first(.contentDisposition))
+        let answer = Self.answerFacts(call, status: status, contentType: head.first(.contentType),
+                                      disposition: head.first(.contentDisposition))
+        call.answer = answer
         guard passesUnjudged(answer, config: call.route.envelope) else { return false }
         call.keptCoding = coding
         return true
@@ -118,9 +118,9 @@ extension Forwarder {
         guard case .awaitingHead(let transfer) = call.state else { return nil }
         call.state = .buffering(transfer)
         let contentType = head.first(.contentType)
-        let answer = UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
-                                    isOptions: call.exchange.method == "OPTIONS",
-                                    contentDisposition: head.first(.contentDisposition))
+        let answer = call.answer.flatMap { $0.status == status ? $0 : nil }
+            ?? Self.answerFacts(call, status: status, contentType: contentType, disposition: head.first(.contentDisposition))
+        call.answer = answer
         // The call's own rules (a reload mid-call must not mix two), decided once for this answer.
         let passes = passesUnjudged(answer, config: call.route.envelope)
         call.passesUnjudged = passes
@@ -173,6 +173,12 @@ extension Forwarder {
             call.streamedBytes += bytes.count
             return .taken
         }
+    }
+
+    /// What the judge needs of the upstream's head, summarized once per answer.
+    static func answerFacts(_ call: Call, status: Int, contentType: String?, disposition: String?) -> UpstreamAnswer {
+        UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
+                       isOptions: call.exchange.method == "OPTIONS", contentDisposition: disposition)
     }
 
     /// Unread reply bytes at which a streamed upstream transfer pauses.

@@ -80,6 +80,8 @@ extension Forwarder {
         var acceptEncoding: String?
         /// Body bytes streamed so far.
         var streamedBytes = 0
+        /// The final head's facts for the judge, summarized once when it arrived.
+        var answer: UpstreamAnswer?
         /// `passesUnjudged` as decided when the head arrived (nil when no body byte came).
         var passesUnjudged: Bool?
         /// The upstream's Content-Encoding when its body passes in that coding (the client takes it).

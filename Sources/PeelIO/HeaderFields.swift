@@ -168,11 +168,7 @@ public struct ResponseHeaders: Sendable, Hashable {
     /// The first value of the field `token` names, if present.
     public func first(_ token: FieldToken) -> String? {
         guard present.contains(token) else { return nil }
-        var found: String? = nil
-        forEachField { f in
-            if found == nil, f.token == token { found = f.valueString }
-        }
-        return found
+        return storage.withUnsafeBytes { Self.firstValue($0, token) }
     }
 
     /// Whether a field `token` names is present.
@@ -190,6 +186,24 @@ public struct ResponseHeaders: Sendable, Hashable {
     /// Calls `body` with each field, in order.
     public func forEachField(_ body: (HeaderField) -> Void) {
         storage.withUnsafeBytes { Self.walk($0, body) }
+    }
+
+    /// The first value in `all` of the field `token` names: the walk stops there, and names are not
+    /// read (the token byte says which field it is).
+    static func firstValue(_ all: UnsafeRawBufferPointer, _ token: FieldToken) -> String? {
+        guard let base = all.baseAddress else { return nil }
+        var i = 0
+        while i < all.count {
+            let here = all[i] == token.rawValue
+            let nameStart = i + 1
+            let valueStart = nameStart + strlen(base.advanced(by: nameStart).assumingMemoryBound(to: CChar.self)) + 1
+            let valueCount = strlen(base.advanced(by: valueStart).assumingMemoryBound(to: CChar.self))
+            if here {
+                return String(decoding: UnsafeRawBufferPointer(start: base + valueStart, count: valueCount), as: UTF8.self)
+            }
+            i = valueStart + valueCount + 1
+        }
+        return nil
     }
 
     /// Calls `body` with each field in `all` (`token name NUL value NUL`, the token one byte), in order.
@@ -217,11 +231,7 @@ public struct ResponseHeadView {
     /// The first value of the field `token` names, if present.
     public func first(_ token: FieldToken) -> String? {
         guard collector.present.contains(token) else { return nil }
-        var found: String? = nil
-        collector.forEachField { f in
-            if found == nil, f.token == token { found = f.valueString }
-        }
-        return found
+        return collector.firstValue(token)
     }
 
     /// The fields as a value that outlives the call.
@@ -286,6 +296,11 @@ final class HeaderCollector {
     /// Calls `body` with each field collected so far, in place.
     func forEachField(_ body: (HeaderField) -> Void) {
         ResponseHeaders.walk(UnsafeRawBufferPointer(start: bytes, count: used), body)
+    }
+
+    /// The first value of the field `token` names, the walk stopping there.
+    func firstValue(_ token: FieldToken) -> String? {
+        ResponseHeaders.firstValue(UnsafeRawBufferPointer(start: bytes, count: used), token)
     }
 
     /// The fields collected so far, as a value the response can carry, without those the upstream
