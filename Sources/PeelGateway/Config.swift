@@ -119,8 +119,14 @@ public struct GatewayConfig: Sendable {
     /// Request body bytes one client address may hold at once (default nil: `bufferedPerClient`).
     public var maxBufferedPerClient: Int? = nil
     /// The share in effect: `max_buffered_per_client`, else an eighth of `max_buffered`, never less
-    /// than `max_body` (one client can always send one whole body) nor more than `max_buffered`.
-    public var bufferedPerClient: Int { maxBufferedPerClient ?? min(maxBuffered, max(maxBody, maxBuffered / 8)) }
+    /// than one whole body as it is held (`bodyFloor`) nor more than `max_buffered`.
+    public var bufferedPerClient: Int {
+        min(maxBuffered, max(maxBufferedPerClient ?? maxBuffered / 8, bodyFloor))
+    }
+    /// What one whole body costs as it is held: `max_body`, plus a chunked body's buffer growth past
+    /// it (its framing: up to `max_body` again or 64 KiB). With less, one client could not always
+    /// send one body.
+    public var bodyFloor: Int { maxBody + min(maxBody, 65_536) }
     /// One JSON line per request on stdout (default on).
     public var accessLog: Bool = true
     /// Bytes of log lines each log (access, event) holds while its sink does not take them (default

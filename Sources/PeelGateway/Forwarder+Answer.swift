@@ -74,14 +74,21 @@ extension Forwarder {
             case .passthrough:
                 // A newer answer that is not stored must not leave the older one servable (a 304
                 // refreshed it above; a 5xx is what stale-if-error keeps it for).
-                if let key = call.cacheKey { cache.answeredUnstored(key: key, status: response.status, request: call.cacheRequest) }
+                if let key = call.cacheKey {
+                    // A 4xx refuses the resource: revoked or deleted, whatever the request carried.
+                    cache.answeredUnstored(key: key, status: response.status, request: call.cacheRequest)
+                }
                 pass(call, status: response.status, response, range: nil, kind: "passthrough", contentType: nil)
             case .problem(let p):
                 // An error the upstream chose to answer (a 4xx, a business or auth code) replaces
                 // what was stored: a revoked token's stale `/me`, a deleted resource, must not come
-                // back while offline. A 5xx keeps it: that is what stale answers are for; and a
-                // precondition's answer (412) or a no-store request's leaves it (RFC 9111 §4).
-                if let key = call.cacheKey { cache.answeredUnstored(key: key, status: response.status, request: call.cacheRequest) }
+                // back while offline, whatever the request carried. A 5xx keeps it: that is what stale
+                // answers are for; a precondition's answer (412) leaves it (RFC 9111 §4). A body that
+                // is no envelope says nothing of the resource: only a plain request's drops it.
+                if let key = call.cacheKey {
+                    cache.answeredUnstored(key: key, status: response.status, request: call.cacheRequest,
+                                           revokes: p.kind == .businessError || p.kind == .authExpired)
+                }
                 // A body that is not an envelope: its start goes to the log (never to the client), so
                 // a developer sees the CSRF page or the plain-text error that was refused.
                 if p.kind == .badUpstreamFormat || (p.kind == .upstreamError && judged.upstreamCode == nil) {

@@ -161,16 +161,21 @@ public enum OfflineCacheRules {
         return record.directives.noStore ? .noStore : .merged(record)
     }
 
-    /// Whether a newer answer to a GET or HEAD that is not stored (a 4xx, a business or auth error,
-    /// one the upstream marks unstorable, one too large) takes the entry stored for its key with it.
-    /// Only a plain request's answer speaks for the resource (RFC 9111 §4: the newer response
-    /// replaces the older): a revoked token's `/me` or a deleted resource must not come back while
-    /// offline. A request's own directives forbid storing its answer, never the stored one
-    /// (§5.2.1.5), and a precondition's answer (412, a 304, a 206 or 416 to a Range) says nothing
-    /// of the representation stored (RFC 9110 §13.2.2). A 5xx keeps it: that is what stale answers
-    /// are for (RFC 5861 §4). A 304 is `notModified`'s to judge.
-    public static func unstoredAnswerDrops(status: Int, request: CacheRequest) -> Bool {
-        request.isPlain && status != 304 && status != 412 && status < 500
+    /// Whether a newer answer to a GET or HEAD that is not stored takes the entry stored for its key
+    /// with it (RFC 9111 §4: the newer response replaces the older).
+    /// - A 4xx, or `revokes` (an envelope's business or auth error in a 2xx): the upstream refused the
+    ///   resource, and a revoked token's `/me` or a deleted resource must not come back while
+    ///   offline, whatever the request carried (a browser revalidates its `/me` with If-None-Match).
+    /// - Otherwise (the upstream marks the answer unstorable, or it is too large) only a plain
+    ///   request's answer speaks for the resource: a request's own directives forbid storing its
+    ///   answer, never the stored one (§5.2.1.5).
+    /// Never: a precondition's answer (412, a 304, a 416 to a Range) says nothing of the
+    /// representation stored (RFC 9110 §13.2.2), nor do 408, 414, 429 and 431, which answer the
+    /// request itself; a 5xx keeps it, as that is what stale answers are for (RFC 5861 §4). A 304 is
+    /// `notModified`'s to judge.
+    public static func unstoredAnswerDrops(status: Int, request: CacheRequest, revokes: Bool = false) -> Bool {
+        if status >= 500 || [304, 408, 412, 414, 416, 429, 431].contains(status) { return false }
+        return revokes || (400...499).contains(status) || request.isPlain
     }
 
     /// The request fields an answer's `Vary` names, lowercased, each once, in order, without

@@ -25,8 +25,8 @@ protocol OfflineStore: AnyObject {
 extension OfflineStore {
     /// A newer answer to the GET or HEAD keyed `key` that is not stored: drops the stored entry when
     /// `OfflineCacheRules.unstoredAnswerDrops` says it speaks for the resource (RFC 9111 §4).
-    func answeredUnstored(key: OfflineCacheKey, status: Int, request: CacheRequest) {
-        if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request) { invalidate(key: key) }
+    func answeredUnstored(key: OfflineCacheKey, status: Int, request: CacheRequest, revokes: Bool = false) {
+        if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request, revokes: revokes) { invalidate(key: key) }
     }
 }
 

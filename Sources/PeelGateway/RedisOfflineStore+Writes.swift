@@ -25,15 +25,16 @@ extension RedisOfflineStore {
             if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request) { invalidate(key: key) }
             return
         }
-        let dropsOlder = OfflineCacheRules.unstoredAnswerDrops(status: status, request: request)
         let values = answer.vary.map(requestField)
         let hashes = zip(answer.vary, values).map { codec.varyHash(name: $0.0, value: $0.1) }
         if offered.count >= Self.recentLimit { offered.removeAll(keepingCapacity: true) }
         offered[key] = (raw, now, answer.vary, values)
         // The rest runs on the loop's next pass, once the answer this call is writing has gone out.
         loop.defer { [self] in
+            // A storable answer replaces the older one (RFC 9111 §4), even one that may not be served
+            // (`public, no-cache` to a reload): the memory store keeps it in v1's place too.
             write(key, OfflineCacheRules.record(answer, status: status, contentType: contentType, body: body, now: now),
-                  vary: answer.vary, hashes: hashes, now: now, dropsOlder: dropsOlder)
+                  vary: answer.vary, hashes: hashes, now: now)
         }
     }
 
@@ -70,7 +71,9 @@ extension RedisOfflineStore {
             case .refresh(let merged):
                 if let stored { self.write(key, merged, vary: stored.vary, hashes: stored.varyHashes, now: now, force: true) }
             case .validator(let record, let vary):
-                self.write(key, record, vary: vary, hashes: hashes, now: now, force: true)
+                // Only where nothing is stored (NX): a full answer written since the read (a 200
+                // finished in the same pass, or another replica's) must not become a validator.
+                self.write(key, record, vary: vary, hashes: hashes, now: now, force: true, onlyIfAbsent: true)
             case .drop:
                 self.invalidate(key: key)
             case .leave:
@@ -85,7 +88,7 @@ extension RedisOfflineStore {
 
     /// Writes `record`; one that may not be written takes the older value with it when `dropsOlder`.
     func write(_ key: OfflineCacheKey, _ record: OfflineCacheRecord, vary: [String], hashes: [[UInt8]], now: Double,
-                       force: Bool = false, dropsOlder: Bool = true) {
+                       force: Bool = false, dropsOlder: Bool = true, onlyIfAbsent: Bool = false) {
         let settings = cache.settings
         // The TTL is how long the entry may still be served: Redis drops it then, so nothing
         // unservable lingers (RFC 5861's stale-if-error bound, --offline-cache-max-age).
@@ -93,7 +96,7 @@ extension RedisOfflineStore {
         // An answer that may not be served must not leave the older value servable, as the memory
         // store drops it too (a newer no-cache answer would otherwise leave v1 in Redis).
         guard ttl >= 1 else {
-            if dropsOlder { invalidate(key: key) }
+            if dropsOlder && !onlyIfAbsent { invalidate(key: key) }
             return
         }
         guard connection.isConnected else { stats.writesUnconnected.add(1, ordering: .relaxed); return }
@@ -112,16 +115,20 @@ extension RedisOfflineStore {
         guard let value = codec.encode(record, vary: vary, varyHashes: hashes, under: codec.key(key)) else {
             forget(key)
             stats.writesTooLarge.add(1, ordering: .relaxed)
-            if dropsOlder { invalidate(key: key) }
+            if dropsOlder && !onlyIfAbsent { invalidate(key: key) }
             return
         }
         outstandingWrites += 1
         outstandingBytes += estimate
-        let sent = send([Array("SET".utf8), codec.key(key), value, Array("PX".utf8), Array(String(ttl).utf8)]) { [weak self] reply in
+        let set = [Array("SET".utf8), codec.key(key), value, Array("PX".utf8), Array(String(ttl).utf8)] + (onlyIfAbsent ? [Array("NX".utf8)] : [])
+        let sent = send(set) { [weak self] reply in
             guard let self else { return }
             self.release(estimate)
             switch reply {
             case .bytes: self.stats.writesStored.add(1, ordering: .relaxed)
+            case .null:
+                // NX found a value there: it stands.
+                self.forget(key)
             case .failed:
                 self.forget(key)
                 self.stats.writesFailed.add(1, ordering: .relaxed)

@@ -174,7 +174,10 @@ enum RequestPolicy {
             guard ipLiteral(UnsafeBufferPointer(rebasing: b[1..<close])) else { return "Host has an invalid IP literal" }
             i = close + 1
         } else {
-            // reg-name = *( unreserved / pct-encoded / sub-delims ); an IPv4address is one too.
+            // reg-name = *( unreserved / pct-encoded / sub-delims ); an IPv4address is one too. An
+            // http URI's host is never empty (RFC 9110 §4.2.1), so `:80` alone is refused (an empty
+            // Host field, RFC 9112 §3.2's for a target without authority, stays allowed).
+            if b.first == UInt8(ascii: ":") { return "Host is not a host and port" }
             while i < b.count && b[i] != UInt8(ascii: ":") {
                 if b[i] == UInt8(ascii: "%") {
                     guard i + 2 < b.count, isHex(b[i + 1]), isHex(b[i + 2]) else { return "Host is not a host and port" }

@@ -77,6 +77,10 @@ public final class RedisConnection: @unchecked Sendable {
     /// Sent with `AUTH` first on every connection, when set.
     private let credentials: RedisCredentials?
     private var context: UnsafeMutablePointer<redisAsyncContext>?
+    /// Contexts given up but not yet freed: freed on the next pass, unless hiredis frees one first
+    /// (an error reply or a reader error later in the same read makes it free the context itself,
+    /// and report that through the disconnect callback), so that no context is freed twice.
+    private var abandoned: [UnsafeMutablePointer<redisAsyncContext>] = []
     private var connectTimer: LoopTimer?
     /// Bumped on every connect and close, so a late resolution or timer of an older attempt is ignored.
     private var attempt = 0
@@ -231,7 +235,7 @@ public final class RedisConnection: @unchecked Sendable {
         }
         ac.pointee.data = Unmanaged.passUnretained(self).toOpaque()
         let attached = peel_redis_attach(ac, loop.base, maxReply) { ac in
-            guard let ac, let me = RedisConnection.owner(ac) else { return }
+            guard let ac, let me = RedisConnection.owner(ac), !me.abandoned.contains(ac) else { return }
             // Reading has stopped; the context is freed on the next pass, outside hiredis.
             me.abandon("a reply over \(me.maxReply) bytes (--offline-store-max-entry and framing): not read further")
         }
@@ -242,10 +246,20 @@ public final class RedisConnection: @unchecked Sendable {
         }
         redisAsyncSetConnectCallback(ac) { ac, status in
             guard let ac, let me = RedisConnection.owner(ac) else { return }
+            if let i = me.abandoned.firstIndex(of: UnsafeMutablePointer(mutating: ac)) {
+                // A failed connect is freed by hiredis once this returns; a good one by the pass.
+                if status != REDIS_OK { me.abandoned.remove(at: i) }
+                return
+            }
             me.connectFinished(status == REDIS_OK ? nil : (ac.pointee.errstr.map { String(cString: $0) } ?? "connect failed"))
         }
         redisAsyncSetDisconnectCallback(ac) { ac, status in
             guard let ac, let me = RedisConnection.owner(ac) else { return }
+            // hiredis is freeing a context already given up: it must not be freed again.
+            if let i = me.abandoned.firstIndex(of: UnsafeMutablePointer(mutating: ac)) {
+                me.abandoned.remove(at: i)
+                return
+            }
             me.ended(status == REDIS_OK ? "closed" : (ac.pointee.errstr.map { String(cString: $0) } ?? "connection lost"))
         }
         context = ac
@@ -331,8 +345,14 @@ public final class RedisConnection: @unchecked Sendable {
         handshaking = false
         if let ac = context {
             context = nil
-            ac.pointee.data = nil
-            loop.defer { redisAsyncFree(ac) }
+            abandoned.append(ac)
+            // Strongly held until then: the context's callbacks still name this connection.
+            loop.defer { [self] in
+                guard let i = abandoned.firstIndex(of: ac) else { return }
+                abandoned.remove(at: i)
+                ac.pointee.data = nil
+                redisAsyncFree(ac)
+            }
         }
         if auth { onEvent?(.authFailed(why)) } else if wasConnecting { onEvent?(.connectFailed(why)) } else { onEvent?(.disconnected(why)) }
     }

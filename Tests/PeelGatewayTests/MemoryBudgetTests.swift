@@ -176,6 +176,11 @@ final class MemoryBudgetTests: XCTestCase {
         let a = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
         try a.send("POST /api/user HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.1\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "a", count: 900))
         XCTAssertTrue(h.eventually { h.gateway.budget.held(by: "203.0.113.1") == 900 })
+        // The share is never under one whole body with its framing room (2000 here): a second
+        // partial body still fits, a third does not.
+        let b = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try b.send("POST /api/user HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.1\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "a", count: 900))
+        XCTAssertTrue(h.eventually { h.gateway.budget.held(by: "203.0.113.1") == 1800 })
         let again = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
         try again.send("POST /api/user HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 203.0.113.1\r\nContent-Length: 1000\r\n\r\n")
         XCTAssertEqual(try again.readResponse().status, 503, "the same forwarded client is past its share")

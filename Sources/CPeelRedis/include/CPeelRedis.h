@@ -13,7 +13,7 @@ typedef void (*peel_redis_too_large_fn)(redisAsyncContext *ac);
 
 /// Attaches `ac` to `base` like redisLibeventAttach, and bounds its replies: a reply whose bytes
 /// waiting to be parsed exceed `max_reply` is never read further (`too_large` is called), and an
-/// array reply of more than 64 elements fails the reader (Peel sends no command answered with an
+/// array reply fails the reader (Peel sends no command answered with an
 /// array). REDIS_OK or REDIS_ERR.
 int peel_redis_attach(redisAsyncContext *ac, struct event_base *base, size_t max_reply, peel_redis_too_large_fn too_large);
 #endif

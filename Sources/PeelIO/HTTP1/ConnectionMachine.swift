@@ -104,6 +104,8 @@ struct ConnectionMachine {
     private var producerIdle = false
     /// Bytes of `limits.budget` this connection holds for the request being read or answered.
     private var reserved = 0
+    /// The buffer's size when the head ended: what the head needed is the head's, not the body's.
+    private var headCapacity = 0
     /// Whose share of the budget `reserved` is charged to; found once a body follows a head.
     private var account: String?
     /// The TCP peer's address.
@@ -158,7 +160,9 @@ struct ConnectionMachine {
             }
             return buffer.free
         case .body:
-            guard grow(upTo: parser.headEnd + limits.maxBody + 65_536) else { return nil }
+            // A chunked body's room: the body, plus its framing up to the body's size again or
+            // 64 KiB (so that the buffer one whole body needs fits a share of `bodyFloor`).
+            guard grow(upTo: parser.headEnd + limits.maxBody + min(limits.maxBody, 65_536)) else { return nil }
         case .idle, .head:
             guard grow(upTo: limits.maxHead + 1024) else { return nil }
         case .waiting, .writing:
@@ -269,7 +273,9 @@ struct ConnectionMachine {
     private mutating func chargeBody() -> RequestError? {
         guard let budget = limits.budget else { return nil }
         let arrived = parser.bodyReceived
-        let held = buffer.capacity > RequestBuffer.initialCapacity ? max(arrived, buffer.capacity - parser.headEnd) : arrived
+        // Growth past what the head needed: a large head's buffer is not the body's memory.
+        let grown = buffer.capacity - max(headCapacity, parser.headEnd)
+        let held = buffer.capacity > max(RequestBuffer.initialCapacity, headCapacity) ? max(arrived, grown) : arrived
         guard held > reserved else { return nil }
         let client = clientAccount()
         if let refusal = Self.refusal(budget.reserve(held - reserved, client: client)) { return refusal }
@@ -392,6 +398,7 @@ struct ConnectionMachine {
             if phase != .body {
                 phase = .body
                 since = now
+                headCapacity = buffer.capacity
                 if let refusal = admitBody() { return refuse(refusal) }
             }
             if parser.chunked { buffer.count = parser.compactChunked(buffer.bytes) }

@@ -1,0 +1,18 @@
+import Foundation
+import PeelIO
+import XCTest
+
+@testable import PeelGateway
+
+/// Review of issue 28: Host values the branch's list does not have.
+final class Review28HostTests: XCTestCase {
+    /// RFC 9110 §4.2.1: "A sender MUST NOT generate an http URI with an empty host identifier. A
+    /// recipient that processes such a URI reference MUST reject it as invalid." `:80` is an empty
+    /// reg-name with a port: not "a host and optional port" (an empty Host, for an origin without
+    /// an authority, has no port). It reaches X-Forwarded-Host, Forwarded and rewritten Locations.
+    func testAnEmptyHostWithAPort_isRefused() {
+        for host in [":80", ":8080", ":0"] {
+            XCTAssertNotNil(RequestPolicy.hostProblem(host), host)
+        }
+    }
+}
