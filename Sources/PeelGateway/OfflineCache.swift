@@ -162,7 +162,7 @@ public final class OfflineCache: Sendable {
         let answer: OfflineCacheRules.Stored
         switch OfflineCacheRules.storable(status: status, key: key, request: request, hasAuthorization: hasAuthorization, fields: fields) {
         case .failure(let why):
-            if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request) { invalidate(key: key) }
+            if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request, shared: key.isShared) { invalidate(key: key) }
             return .refused(why.text)
         case .success(let s): answer = s
         }
@@ -170,7 +170,7 @@ public final class OfflineCache: Sendable {
                           record: OfflineCacheRules.record(answer, status: status, contentType: contentType, body: body, now: now))
         entry.rawFields = fields
         entry.insertedAt = now
-        let dropsOlder = OfflineCacheRules.unstoredAnswerDrops(status: status, request: request)
+        let dropsOlder = OfflineCacheRules.unstoredAnswerDrops(status: status, request: request, shared: key.isShared)
         return state.withLock { $0.insertBounded(entry, now: now, dropsOlder: dropsOlder) }
     }
 

@@ -163,19 +163,21 @@ public enum OfflineCacheRules {
 
     /// Whether a newer answer to a GET or HEAD that is not stored takes the entry stored for its key
     /// with it (RFC 9111 §4: the newer response replaces the older).
-    /// - A 4xx, or `revokes` (an envelope's business or auth error in a 2xx): the upstream refused the
-    ///   resource, and a revoked token's `/me` or a deleted resource must not come back while
-    ///   offline, whatever the request carried (a browser revalidates its `/me` with If-None-Match).
-    /// - Otherwise (the upstream marks the answer unstorable, or it is too large) only a plain
-    ///   request's answer speaks for the resource: a request's own directives forbid storing its
-    ///   answer, never the stored one (§5.2.1.5).
+    /// - A user's own entry (`shared` false: the request carried key fields, so only that user's
+    ///   requests reach it) goes on a 4xx, or with `revokes` (an envelope's business or auth error
+    ///   in a 2xx), whatever the request carried: a revoked token's `/me` or a deleted resource must
+    ///   not come back while offline (a browser revalidates its `/me` with If-None-Match).
+    /// - Otherwise only a plain request's answer speaks for the resource: a request's own
+    ///   directives forbid storing its answer, never the stored one (§5.2.1.5), so no anonymous
+    ///   client removes the shared entry everyone else is served by sending them.
     /// Never: a precondition's answer (412, a 304, a 416 to a Range) says nothing of the
     /// representation stored (RFC 9110 §13.2.2), nor do 408, 414, 429 and 431, which answer the
     /// request itself; a 5xx keeps it, as that is what stale answers are for (RFC 5861 §4). A 304 is
     /// `notModified`'s to judge.
-    public static func unstoredAnswerDrops(status: Int, request: CacheRequest, revokes: Bool = false) -> Bool {
+    public static func unstoredAnswerDrops(status: Int, request: CacheRequest, shared: Bool, revokes: Bool = false) -> Bool {
         if status >= 500 || [304, 408, 412, 414, 416, 429, 431].contains(status) { return false }
-        return revokes || (400...499).contains(status) || request.isPlain
+        if !shared && (revokes || (400...499).contains(status)) { return true }
+        return request.isPlain
     }
 
     /// The request fields an answer's `Vary` names, lowercased, each once, in order, without

@@ -26,7 +26,9 @@ extension OfflineStore {
     /// A newer answer to the GET or HEAD keyed `key` that is not stored: drops the stored entry when
     /// `OfflineCacheRules.unstoredAnswerDrops` says it speaks for the resource (RFC 9111 §4).
     func answeredUnstored(key: OfflineCacheKey, status: Int, request: CacheRequest, revokes: Bool = false) {
-        if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request, revokes: revokes) { invalidate(key: key) }
+        if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request, shared: key.isShared, revokes: revokes) {
+            invalidate(key: key)
+        }
     }
 }
 

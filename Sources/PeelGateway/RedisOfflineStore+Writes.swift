@@ -22,7 +22,7 @@ extension RedisOfflineStore {
                                                                       hasAuthorization: hasAuthorization, fields: fields) else {
             // A newer answer that may not be stored must not leave the older one servable, when it
             // speaks for the resource (`OfflineCacheRules.unstoredAnswerDrops`).
-            if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request) { invalidate(key: key) }
+            if OfflineCacheRules.unstoredAnswerDrops(status: status, request: request, shared: key.isShared) { invalidate(key: key) }
             return
         }
         let values = answer.vary.map(requestField)
