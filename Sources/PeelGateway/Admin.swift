@@ -31,7 +31,7 @@ final class AdminServer: @unchecked Sendable {
             return
         }
         let path = ex.target.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ex.target
-        guard ex.method == "GET" || ex.method == "HEAD" else {
+        guard ex.methodToken.readsResource else {
             ex.respond(status: 405, headers: [("Allow", "GET, HEAD"), ("Content-Type", "application/json")],
                        body: Array("{\"error\":\"method not allowed\"}".utf8))
             return

@@ -40,7 +40,7 @@ extension Forwarder {
             call.upstreamStatus = response.status
             call.upstreamHeaders = response.headers
             invalidateAfterUnsafe(call, status: response.status, headers: response.headers)
-            if response.status == 304, call.exchange.method == "GET", let key = call.cacheKey {
+            if response.status == 304, call.exchange.methodToken == .get, let key = call.cacheKey {
                 // RFC 9111 §4.3.4: the stored answer is current again, or its validator is worth keeping.
                 let ex = call.exchange
                 cache.refresh(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization,
@@ -59,14 +59,14 @@ extension Forwarder {
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
                 // A HEAD's answer has no body to keep for a later GET.
-                if let key = call.cacheKey, call.exchange.method == "GET" {
+                if let key = call.cacheKey, call.exchange.methodToken == .get {
                     store(key, call, status: status, response, range: range)
                 }
                 pass(call, status: status, response, range: range ?? 0..<0, kind: "ok",
                      contentType: range == nil ? nil : "application/json")
             case .unwrapRest(let status, let body):
                 // The rest of the envelope object: built from the upstream's member bytes, verbatim.
-                if let key = call.cacheKey, call.exchange.method == "GET" {
+                if let key = call.cacheKey, call.exchange.methodToken == .get {
                     store(key, call, status: status, response, range: nil, built: body)
                 }
                 emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: "application/json",
@@ -185,7 +185,7 @@ extension Forwarder {
     /// What the judge needs of the upstream's head, summarized once per answer.
     static func answerFacts(_ call: Call, status: Int, contentType: String?, disposition: String?) -> UpstreamAnswer {
         UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
-                       isOptions: call.exchange.method == "OPTIONS", contentDisposition: disposition)
+                       isOptions: call.exchange.methodToken == .options, contentDisposition: disposition)
     }
 
     /// Unread reply bytes at which a streamed upstream transfer pauses.

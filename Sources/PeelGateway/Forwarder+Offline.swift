@@ -9,7 +9,7 @@ extension Forwarder {
     /// the shared ones go. Another user's own entries stay: no client changes what another gets
     /// (one user's `PUT /me` must not wipe everyone's stored /me).
     func invalidateAfterUnsafe(_ call: Call, status: Int, headers: ResponseHeaders) {
-        guard status < 400, let user = call.userKey, Self.unsafeMethods.contains(call.exchange.method) else { return }
+        guard status < 400, let user = call.userKey, call.exchange.methodToken.isUnsafe else { return }
         var targets = [user.target]
         for name in ["location", "content-location"] as [StaticString] {
             guard let value = headers.first(name) else { continue }
@@ -77,7 +77,7 @@ extension Forwarder {
     /// The reachability document, or with `Accept: text/event-stream` a stream of it.
     func answerReachability(_ call: Call, events: Bool) {
         let ex = call.exchange
-        guard ex.method == "GET" || ex.method == "HEAD" else {
+        guard ex.methodToken.readsResource else {
             let p = Problem(kind: .badRequest, status: 405, detail: "\(call.route.reachabilityPath ?? "") answers GET and HEAD only")
             let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.route.envelope.problemTypeBase)
             return emit(call, Reply(status: 405, kind: .own, fields: [("Content-Type", "application/problem+json"),
@@ -87,7 +87,7 @@ extension Forwarder {
         }
         let snap = reachability.snapshot
         // While draining, a new stream would only be cut at once: the document answers instead.
-        if events && ex.method == "GET" && !draining {
+        if events && ex.methodToken == .get && !draining {
             let client = streamClient(call.exchange.clientAddress)
             if case .failure(let refusal) = streams.reserve(client: client) {
                 // Peel's own bounds, not the upstream's fault: the problem names which one.

@@ -32,9 +32,6 @@ extension Forwarder {
         record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
     }
 
-    /// Methods whose non-error answers invalidate stored ones (RFC 9111 §4.4; RFC 9110 §9.2.1).
-    static let unsafeMethods: Set<String> = ["POST", "PUT", "PATCH", "DELETE"]
-
     func refuse(_ call: Call, _ why: String) {
         answer(call, .refused(status: 400, tooLarge: false, detail: why))
     }

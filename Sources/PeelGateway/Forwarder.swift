@@ -157,7 +157,7 @@ final class Forwarder {
             let key = OfflineCacheKey(host: tenant, target: target.path + (target.query.map { "?" + $0 } ?? ""),
                                       acceptLanguage: facts.acceptLanguage, fieldNames: route.keyFields.names, user: facts.keyValues)
             call.userKey = key
-            if ex.method == "GET" || ex.method == "HEAD" { call.cacheKey = key }
+            if ex.methodToken.readsResource { call.cacheKey = key }
             call.cacheRequest = facts.cacheRequest
             call.hasAuthorization = facts.hasAuthorization
         }
@@ -185,7 +185,7 @@ final class Forwarder {
         let namedOther = namedOthers.isEmpty ? nil : HeaderNameSet(namedOthers)
         // HEAD answers what GET would (status, fields, the unwrapped length): it goes upstream as GET,
         // is judged like one, and the server writes the answer without its body.
-        let method = ex.method == "HEAD" ? "GET" : ex.method
+        let method = ex.methodToken == .head ? "GET" : ex.method
         // Codings follow the client: the upstream is asked for what the client accepts and
         // Peel can decode, and for none when the client named none.
         let preserveHost = call.route.preserveHost
@@ -220,7 +220,7 @@ final class Forwarder {
             if !sawAccept { lines.append("Accept", "") }
             // Only a request curl sends as a POST gets its form Content-Type: one with a body, or
             // POST/PUT/PATCH (see UpstreamClient.send).
-            if !sawContentType && (ex.bodyCount > 0 || method == "POST" || method == "PUT" || method == "PATCH") {
+            if !sawContentType && (ex.bodyCount > 0 || [.post, .put, .patch].contains(ex.methodToken)) {
                 lines.append("Content-Type", "")
             }
         }) { [self] result in

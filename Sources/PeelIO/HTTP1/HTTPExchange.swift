@@ -16,6 +16,8 @@ public final class HTTPExchange {
 
     /// Request method as sent (GET, POST, …); empty for a refusal that came before the request line.
     public let method: String
+    /// The method as a token, for the comparisons every stage makes.
+    public let methodToken: MethodToken
     /// Raw request target as sent (origin-form `/a/b?x=1`, or absolute-form).
     public let target: String
     /// HTTP major and minor version.
@@ -30,7 +32,7 @@ public final class HTTPExchange {
     public var clientAddress: String
     /// True for HEAD: the answer is written without its body. A refusal keeps its body: the request
     /// was not accepted as anything, the connection closes after it, and the body says why.
-    public var isHead: Bool { refusal == nil && method == "HEAD" }
+    public var isHead: Bool { refusal == nil && methodToken == .head }
 
     init(connection: ClientConnection, request: ParsedRequest) {
         self.connection = connection
@@ -38,6 +40,7 @@ public final class HTTPExchange {
         refusal = nil
         refusedOrigin = nil
         method = request.buffer.string(request.method)
+        methodToken = MethodToken(method)
         target = request.buffer.string(request.target)
         version = (1, request.minorVersion)
         lastClientAddress = connection.clientAddress
@@ -51,6 +54,7 @@ public final class HTTPExchange {
         self.refusal = refusal
         refusedOrigin = origin
         self.method = method
+        methodToken = MethodToken(method)
         self.target = target
         version = (1, minorVersion)
         lastClientAddress = connection.clientAddress
