@@ -121,7 +121,7 @@ extension Dialect {
                     DialectSample("error", #"{"status":"error","message":"Unable to communicate with database"}"#)]
         case "antd":
             return [DialectSample("success", #"{"success":true,"data":{"name":"Serati Ma","userid":"00000001"}}"#),
-                    DialectSample("business error", #"{"success":false,"data":null,"errorCode":"1001","errorMessage":"Insufficient permissions","showType":2}"#)]
+                    DialectSample("business error", #"{"success":false,"data":null,"errorCode":1001,"errorMessage":"Insufficient permissions","showType":2}"#)]
         case "jeecg":
             return [DialectSample("success", #"{"success":true,"message":"查询成功","code":200,"result":{"records":[],"total":0},"timestamp":1700000000000}"#),
                     DialectSample("business error", #"{"success":false,"message":"用户名或密码错误","code":500,"result":null,"timestamp":1700000000000}"#),

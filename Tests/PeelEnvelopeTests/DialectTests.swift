@@ -145,9 +145,10 @@ final class DialectTests: XCTestCase {
 
     func testAntd_successFlagAndShowTypeExtra() {
         assertSends(#"{"success":true,"data":{"name":"Serati Ma"}}"#, .antd, #"{"name":"Serati Ma"}"#)
-        let p = problem(#"{"success":false,"data":null,"errorCode":"1001","errorMessage":"Insufficient permissions","showType":2}"#, .antd)
+        // Ant Design Pro's ResponseStructure: errorCode is a number.
+        let p = problem(#"{"success":false,"data":null,"errorCode":1001,"errorMessage":"Insufficient permissions","showType":2}"#, .antd)
         XCTAssertEqual(p?.kind, .businessError)
-        XCTAssertEqual(p?.code, "1001", "as the upstream wrote it")
+        XCTAssertEqual(p?.code, 1001, "as the upstream wrote it")
         XCTAssertEqual(p?.detail, "Insufficient permissions")
         XCTAssertEqual(p?.upstream, [UpstreamMember(name: "showType", raw: Array("2".utf8))])
         let noCode = problem(#"{"success":false,"errorMessage":"x"}"#, .antd)

@@ -2,6 +2,11 @@ import Foundation
 import PeelIO
 import XCTest
 
+/// A test fixture that could not be set up: the test fails (make test installs what they need).
+struct FixtureError: Error, CustomStringConvertible {
+    var description: String
+}
+
 /// A value handed to the loop thread, which alone touches it.
 final class UncheckedBox<T>: @unchecked Sendable {
     let value: T
@@ -17,18 +22,18 @@ final class RedisServer {
 
     init(extraArguments: [String] = []) throws {
         guard let path = ["/usr/bin/redis-server", "/usr/local/bin/redis-server"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw XCTSkip("redis-server is not installed (scripts/install-deps.sh redis-server; make unit installs it)")
+            throw FixtureError(description: "redis-server is not installed (scripts/install-deps.sh redis-server; make unit installs it)")
         }
         port = Self.freePort()
         let arguments = [path, "--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"] + extraArguments
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for a in argv { free(a) } }
         var actions = posix_spawn_file_actions_t()
-        guard posix_spawn_file_actions_init(&actions) == 0 else { throw XCTSkip("posix_spawn_file_actions_init failed") }
+        guard posix_spawn_file_actions_init(&actions) == 0 else { throw FixtureError(description: "posix_spawn_file_actions_init failed") }
         defer { posix_spawn_file_actions_destroy(&actions) }
         guard posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) == 0,
               posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) == 0 else {
-            throw XCTSkip("posix_spawn_file_actions_addopen failed")
+            throw FixtureError(description: "posix_spawn_file_actions_addopen failed")
         }
         let rc = posix_spawn(&pid, path, &actions, nil, &argv, environ)
         guard rc == 0 else {
@@ -95,7 +100,7 @@ final class FakeStore: @unchecked Sendable {
         a.sin_addr.s_addr = inet_addr("127.0.0.1")
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
-        guard bound == 0, listen(fd, 64) == 0 else { throw XCTSkip("cannot listen on loopback") }
+        guard bound == 0, listen(fd, 64) == 0 else { throw FixtureError(description: "cannot listen on loopback") }
         _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
         port = Int(UInt16(bigEndian: a.sin_port))
         let listener = fd

@@ -1,9 +1,9 @@
 import PeelEnvelope
 import XCTest
 
-/// Review of issue 25 (envelope dialects): behaviours the issue, SPEC or README promise that the
-/// implementation at 9c6aac4 does not keep. Each test fails on that commit.
-final class DialectReviewTests: XCTestCase {
+/// Dialect edge cases the contract promises: null codes, error members that say nothing, dotted
+/// success members, payload paths whose last step is absent.
+final class DialectEdgeTests: XCTestCase {
     private func verdict(_ body: String, _ dialect: Dialect, status: Int = 200) -> (Verdict, [UInt8]) {
         var c = EnvelopeConfig()
         c.dialect = dialect
@@ -28,7 +28,7 @@ final class DialectReviewTests: XCTestCase {
     // `{"success":true,"data":…,"errorCode":null,"errorMessage":null}` fails every call, although
     // under a flag or status predicate the code only reports a failure and the message members
     // right beside it already treat null as absent (README: "`null` counts as absent").
-    func testReview_nullCodeMember_isAbsentNotMalformed() {
+    func testnullCodeMember_isAbsentNotMalformed() {
         XCTAssertEqual(sent(#"{"success":true,"data":{"name":"Serati Ma"},"errorCode":null,"errorMessage":null,"showType":null}"#, .antd),
                        #"{"name":"Serati Ma"}"#)
         XCTAssertEqual(sent(#"{"status":"success","data":{"id":1},"code":null,"message":null}"#, .jsend), #"{"id":1}"#)
@@ -42,7 +42,7 @@ final class DialectReviewTests: XCTestCase {
     // `null`, `false`, `""`, `{}` or `[]` is no error. Only `null` and `{}` work: `false`, `""` and
     // `[]` are bad-upstream-format 502 ("error is not an object"), because the code path
     // `error.code` is read, and refused, before the predicate runs.
-    func testReview_errorObject_falseEmptyStringAndEmptyArrayAreNoError() {
+    func testerrorObject_falseEmptyStringAndEmptyArrayAreNoError() {
         XCTAssertEqual(sent(#"{"error":false,"data":{"id":1}}"#, .errorObject), #"{"id":1}"#)
         XCTAssertEqual(sent(#"{"error":"","data":{"id":1}}"#, .errorObject), #"{"id":1}"#)
         XCTAssertEqual(sent(#"{"error":[],"data":{"id":1}}"#, .errorObject), #"{"id":1}"#)
@@ -53,7 +53,7 @@ final class DialectReviewTests: XCTestCase {
     // that is a plain string (`{"error":"invalid_token"}`, the OAuth 2 / many REST APIs' shape) is
     // present and not empty, so it is a business error (with code null), not a 502.
     // (DialectTests.testErrorObject_googleStripeStrapi asserts the opposite.)
-    func testReview_errorObject_aStringErrorIsAFailure() {
+    func testerrorObject_aStringErrorIsAFailure() {
         let (v, _) = verdict(#"{"error":"invalid_token"}"#, .errorObject)
         guard case .problem(let p) = v else { return XCTFail("\(v)") }
         XCTAssertEqual(p.kind, .businessError, p.reason ?? "")
@@ -62,7 +62,7 @@ final class DialectReviewTests: XCTestCase {
 
     // Finding 1 (b): a success member with a dot was matched as one top-level name, then read as a
     // path, and could never succeed. It is a dotted path like every other member the dialect names.
-    func testReview_flagNameWithADot_isReadAsAPath() {
+    func testflagNameWithADot_isReadAsAPath() {
         var d = Dialect.peel
         d.success = .flag("meta.ok")
         XCTAssertNil(d.problem())
@@ -75,7 +75,7 @@ final class DialectReviewTests: XCTestCase {
     // MemberPath(stringLiteral:)'s force unwrap (Envelope.swift:275/284/295 → Dialect.swift:16),
     // killing the gateway. This test does not judge (it would crash the test process): it holds
     // problem() to refusing such a dialect.
-    func testReview_successMemberNameThatIsNotAPath_isRefused() {
+    func testsuccessMemberNameThatIsNotAPath_isRefused() {
         // A success member is a MemberPath now: a name with an empty step cannot be made at all.
         for name in ["ok.", ".status", "error..x", ""] {
             XCTAssertNil(MemberPath(dotted: name), name)
@@ -85,7 +85,7 @@ final class DialectReviewTests: XCTestCase {
     // Lesser: "Nothing is dropped without a rule" (issue 25 §4, SPEC). With a dotted payload path
     // whose head is present but whose last step is absent, the head's whole value is dropped and
     // the answer is 204: `{"code":0,"result":{"y":1}}` under payload `result.data` sends nothing.
-    func testReview_dottedPayloadWithAnAbsentLastStep_dropsNothing() {
+    func testdottedPayloadWithAnAbsentLastStep_dropsNothing() {
         var d = Dialect.peel
         d.payload = .member("result.data")
         let (v, _) = verdict(#"{"code":0,"message":"ok","result":{"y":1}}"#, d)

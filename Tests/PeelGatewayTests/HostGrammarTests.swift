@@ -4,8 +4,8 @@ import XCTest
 
 @testable import PeelGateway
 
-/// Review of issue 28: Host values the branch's list does not have.
-final class Review28HostTests: XCTestCase {
+/// Host values refused beyond the grammar list in RequestPolicyTests: an empty host with a port.
+final class HostGrammarTests: XCTestCase {
     /// RFC 9110 §4.2.1: "A sender MUST NOT generate an http URI with an empty host identifier. A
     /// recipient that processes such a URI reference MUST reject it as invalid." `:80` is an empty
     /// reg-name with a port: not "a host and optional port" (an empty Host, for an origin without

@@ -3,8 +3,9 @@ import PeelEnvelope
 @testable import PeelGateway
 import XCTest
 
-/// Review of issue 25 (envelope dialects), configuration side. Each test fails at 9c6aac4.
-final class DialectReviewConfigTests: XCTestCase {
+/// Dialect configuration edge cases: malformed member paths, one member one role, the option an
+/// error names, check-config output that reads back.
+final class DialectConfigEdgeTests: XCTestCase {
     private let env = ["PEEL_UPSTREAM": "http://127.0.0.1:1"]
 
     private func load(_ args: [String], file: String? = nil) throws -> GatewayConfig {
@@ -25,7 +26,7 @@ final class DialectReviewConfigTests: XCTestCase {
     //   echo '{"dialect": {"preset": "antd", "success": {"flag": "ok."}}}' > crash.json
     //   peel --upstream http://127.0.0.1:$P --config crash.json --listen 127.0.0.1:18725 --admin-listen off
     //   curl http://127.0.0.1:18725/x   → connection dropped, peel exits 132 (SIGILL)
-    func testReview_successMemberWithAnEmptyPathStep_isRefusedAtLoad() {
+    func testsuccessMemberWithAnEmptyPathStep_isRefusedAtLoad() {
         for file in [#"{"dialect": {"preset": "antd", "success": {"flag": "ok."}}}"#,
                      #"{"dialect": {"preset": "jsend", "success": {"status": ".status"}}}"#,
                      #"{"dialect": {"preset": "error-object", "success": {"error": "error..x"}}}"#] {
@@ -38,7 +39,7 @@ final class DialectReviewConfigTests: XCTestCase {
     // loads, and every failure envelope is then a 502 ("x is not a string"); a flag dialect whose
     // code member is its flag member (`"code": "success"` under antd) loads and fails every call
     // ("success is not an integer or a string").
-    func testReview_codeAndMessageMembersMustDiffer() {
+    func testcodeAndMessageMembersMustDiffer() {
         XCTAssertThrowsError(try load(["--code-field", "x", "--message-field", "x"]))
         XCTAssertThrowsError(try load([], file: #"{"dialect": {"preset": "antd", "code": "success"}}"#))
     }
@@ -47,7 +48,7 @@ final class DialectReviewConfigTests: XCTestCase {
     // path only. Reading that output back (its `dialect` object plus its `message_field`) narrows
     // Alipay's ["sub_msg", "msg"] to ["sub_msg"]: a gateway failure with only `msg` then loses its
     // message.
-    func testReview_checkConfigOutput_readsBackAsTheSameDialect() throws {
+    func testcheckConfigOutput_readsBackAsTheSameDialect() throws {
         let shown = ConfigLoader.describe(try load(["--dialect", "alipay"]))
         let object = try JSONSerialization.jsonObject(with: Data(shown.utf8)) as! [String: Any]
         var file: [String: Any] = ["dialect": object["dialect"]!]
@@ -60,7 +61,7 @@ final class DialectReviewConfigTests: XCTestCase {
     // dialect is reported against `--dialect`, an option the user never gave:
     // `peel --upstream http://x --data-field message` → "--dialect: payload member message is also
     // an envelope member" (before issue 25: "--data-field: code, message and data fields must differ").
-    func testReview_fieldOptionClash_namesTheFieldOption() {
+    func testfieldOptionClash_namesTheFieldOption() {
         do {
             _ = try load(["--data-field", "message"])
             XCTFail("--data-field message loads")

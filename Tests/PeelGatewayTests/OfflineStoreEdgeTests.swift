@@ -4,9 +4,9 @@ import XCTest
 
 @testable import PeelGateway
 
-/// Review of issue 28: what may remove or replace a shared stale entry, on both stores, for cases
-/// the branch's table (OfflineStoreRulesTableTests) does not have.
-final class Review28RulesTests: XCTestCase {
+/// What may remove or replace a shared stale entry, on both stores, beyond the table in
+/// OfflineStoreRulesTableTests: answers finishing in the same pass, unservable storable answers.
+final class OfflineStoreEdgeTests: XCTestCase {
     private static let shared = [("Cache-Control", "public, max-age=60"), ("ETag", "\"v1\""), ("Vary", "X-Lang")]
     private static let key = OfflineCacheKey(host: "api.example", target: "/r28", acceptLanguage: nil, fieldNames: ["authorization"], user: [nil])
 
@@ -139,15 +139,10 @@ final class Review28RulesTests: XCTestCase {
 
 }
 
-/// Issue 28 keeps "today's rule for a revoked token or a deleted resource": a newer 401/404 for the
-/// same key drops the stored answer. Only no-store (its own answer) and precondition failures (412,
-/// a 304) were to leave it. The plain-request test also exempts every request with If-None-Match or
-/// any Cache-Control/Pragma: a browser revalidating its cached `/me` sends If-None-Match, and many
-/// API clients send `Cache-Control: no-cache` on every call, so a revoked token's 401 (or a deleted
-/// resource's 404) to them leaves the stale answer servable while offline. 77b5759 dropped it. The
-/// exemption protects nothing: an attacker who wants a 4xx to drop a shared entry simply omits the
-/// headers.
-final class Review28RevocationTests: XCTestCase {
+/// A revoked token's 401 or a deleted resource's 404 drops the user's own stored answer whatever
+/// the request carried: a browser revalidates its cached `/me` with If-None-Match, and many API
+/// clients send `Cache-Control: no-cache` on every call.
+final class RevocationTests: XCTestCase {
     private let key = OfflineCacheKey(host: "api.example", target: "/me", acceptLanguage: nil, fieldNames: ["authorization"],
                                       user: ["Bearer revoked-token"])
 

@@ -3,8 +3,9 @@ import PeelGateway
 import PeelIO
 import XCTest
 
-/// Review of issue 28: the memory budget's per-client share, cases the branch's tests missed.
-final class Review28BudgetTests: XCTestCase {
+/// The memory budget's per-client share at its edges: one whole body always fits, and unread
+/// answers count against the address that does not read them.
+final class BudgetShareEdgeTests: XCTestCase {
     private func buffered(_ h: Harness) -> Int {
         let line = (try? h.admin("/metrics").text)?.split(separator: "\n").first { $0.hasPrefix("peel_buffered_bytes ") }
         return line.flatMap { Int($0.split(separator: " ")[1]) } ?? -1
