@@ -46,10 +46,8 @@ extension Forwarder {
                 cache.refresh(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization,
                               requestField: { Self.requestValue(ex, $0) }, notModified: response.headers)
             }
-            // The head's facts as summarized when it arrived; built here only when no body byte came.
-            let answer = call.answer.flatMap { $0.status == response.status ? $0 : nil }
-                ?? Self.answerFacts(call, status: response.status, contentType: response.headers.first(.contentType),
-                                    disposition: response.headers.first(.contentDisposition))
+            // The judge's view of the head, as the head's stages left it (made here when no body byte came).
+            let answer = judgedAnswer(call, response.facts)
             let judged = response.body.withUnsafeBufferPointer {
                 judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.passesUnjudged)
             }
@@ -103,15 +101,11 @@ extension Forwarder {
     /// passthrough answer whose Content-Encoding the client accepts is relayed as it came, with its
     /// length; judged answers and codings the client cannot take are decoded. Inside curl's header
     /// callback: nothing here may call curl.
-    func keepsCoding(_ call: Call, status: Int, head: ResponseHeadView) -> Bool {
-        guard let coding = head.first(.contentEncoding).map({ trimOWS($0) }), !coding.isEmpty,
-              coding.lowercased() != "identity",
-              CompressionPolicy.accepts(call.acceptEncoding, contentEncoding: coding) else { return false }
-        let answer = Self.answerFacts(call, status: status, contentType: head.first(.contentType),
-                                      disposition: head.first(.contentDisposition))
-        call.answer = answer
-        guard passesUnjudged(answer, config: call.route.envelope) else { return false }
-        call.keptCoding = coding
+    func keepsCoding(_ call: Call, facts: ResponseFacts) -> Bool {
+        guard facts.isCoded, let coding = facts.contentEncoding,
+              CompressionPolicy.accepts(call.acceptEncoding, contentEncoding: coding),
+              passesUnjudged(judgedAnswer(call, facts), config: call.route.envelope) else { return false }
+        call.keptCoding = trimOWS(coding)
         return true
     }
 
@@ -120,26 +114,20 @@ extension Forwarder {
     /// an event stream is sent as it arrives, pausing the upstream transfer while the client is slow;
     /// anything else is buffered whole (judged, or passed with its length and maybe compressed).
     /// Runs inside curl's write callback: nothing here may call curl.
-    func headArrived(_ call: Call, status: Int, head: ResponseHeadView) -> StreamSink? {
+    func headArrived(_ call: Call, facts: ResponseFacts, head: ResponseHeadView) -> StreamSink? {
         // The head is in: the body is buffered unless the answer turns out to stream below.
         guard case .awaitingHead(let transfer) = call.state else { return nil }
         call.state = .buffering(transfer)
-        let contentType = head.first(.contentType)
-        let answer = call.answer.flatMap { $0.status == status ? $0 : nil }
-            ?? Self.answerFacts(call, status: status, contentType: contentType, disposition: head.first(.contentDisposition))
-        call.answer = answer
+        let status = facts.status
         // The call's own rules (a reload mid-call must not mix two), decided once for this answer.
-        let passes = passesUnjudged(answer, config: call.route.envelope)
+        let passes = passesUnjudged(judgedAnswer(call, facts), config: call.route.envelope)
         call.passesUnjudged = passes
         guard passes else { return nil }
-        let isEventStream = contentType.map { trimOWS($0).lowercased().hasPrefix("text/event-stream") } ?? false
         // An answer curl decodes has a Content-Length that says nothing of its decoded size, so it
         // streams like one of unknown length (chunked) rather than meet max_upstream_body. Any other
         // declared length is the body's, and is kept (downloads keep their length).
-        let coding = head.first(.contentEncoding).map { trimOWS($0) }
-        let decoded = call.keptCoding == nil && coding.map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
-        let declared = decoded ? nil : head.first(.contentLength).flatMap { Int(trimOWS($0)) }.flatMap { $0 >= 0 ? $0 : nil }
-        if !isEventStream, let length = declared, length <= call.route.streamThreshold {
+        let declared = call.keptCoding == nil && facts.isCoded ? nil : facts.contentLength
+        if !facts.isEventStream, let length = declared, length <= call.route.streamThreshold {
             return nil
         }
         guard !call.exchange.answered else { return nil }
@@ -182,10 +170,14 @@ extension Forwarder {
         }
     }
 
-    /// What the judge needs of the upstream's head, summarized once per answer.
-    static func answerFacts(_ call: Call, status: Int, contentType: String?, disposition: String?) -> UpstreamAnswer {
-        UpstreamAnswer(status: status, contentType: contentType, path: call.path, isHead: false,
-                       isOptions: call.exchange.methodToken == .options, contentDisposition: disposition)
+    /// What the judge needs of the upstream's head: made once per answer from the head's facts, by
+    /// whichever of the head's stages runs first, and kept on the call for the others.
+    func judgedAnswer(_ call: Call, _ facts: ResponseFacts) -> UpstreamAnswer {
+        if let answer = call.answer { return answer }
+        let answer = UpstreamAnswer(status: facts.status, contentType: facts.contentType, path: call.path, isHead: false,
+                                    isOptions: call.exchange.methodToken == .options, contentDisposition: facts.contentDisposition)
+        call.answer = answer
+        return answer
     }
 
     /// Unread reply bytes at which a streamed upstream transfer pauses.

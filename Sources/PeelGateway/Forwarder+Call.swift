@@ -76,11 +76,11 @@ extension Forwarder {
         /// only for the few answers that carry a URL to rewrite.
         lazy var publicOrigin: String? = ProxyRewrite.publicOrigin(
             host: addressFields.host, forwardedProto: addressFields.proto, forwardedHost: addressFields.forwardedHost)
-        /// The request's Accept-Encoding, negotiated only for answers worth compressing.
-        var acceptEncoding: String?
+        /// The request's Accept-Encoding, parsed once.
+        var acceptEncoding: AcceptedCodings?
         /// Body bytes streamed so far.
         var streamedBytes = 0
-        /// The final head's facts for the judge, summarized once when it arrived.
+        /// The judge's view of the final head, made once from its facts (`judgedAnswer`).
         var answer: UpstreamAnswer?
         /// `passesUnjudged` as decided when the head arrived (nil when no body byte came).
         var passesUnjudged: Bool?

@@ -118,7 +118,7 @@ final class Forwarder {
         let call = Call(exchange: ex, route: route, started: started, requestId: id,
                         language: Language(acceptLanguage: facts.acceptLanguage))
         call.origin = facts.origin ?? ex.refusedOrigin
-        call.acceptEncoding = facts.acceptEncoding
+        call.acceptEncoding = facts.acceptEncoding.map { AcceptedCodings($0) }
         call.addressFields = (facts.host, facts.xForwardedProto, facts.xForwardedHost)
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
@@ -169,70 +169,19 @@ final class Forwarder {
         forward(call, facts, target: target, peer: peer)
     }
 
-    /// The upstream call: the request's fields minus hop-by-hop ones and those Peel sets, then
-    /// Peel's own forwarding fields.
+    /// Sends the call upstream and waits for its head.
     func forward(_ call: Call, _ facts: borrowing RequestFacts, target: (path: String, query: String?), peer: String) {
         let ex = call.exchange
-        // Options a Connection field names (RFC 9110 §7.6.1): by token where they have one, by bytes otherwise.
-        var namedTokens = FieldSet([])
-        var namedOthers: [String] = []
-        for option in facts.connectionOptions {
-            let t = FieldToken.identify(option)
-            if t == .other { namedOthers.append(option) } else { namedTokens.insert(t) }
-        }
-        var dropped = RequestPolicy.droppedRequestFields.union(namedTokens)
-        if !facts.traceOK { dropped = dropped.union(Self.traceFields) }
-        let namedOther = namedOthers.isEmpty ? nil : HeaderNameSet(namedOthers)
-        // HEAD answers what GET would (status, fields, the unwrapped length): it goes upstream as GET,
-        // is judged like one, and the server writes the answer without its body.
-        let method = ex.methodToken == .head ? "GET" : ex.method
-        // Codings follow the client: the upstream is asked for what the client accepts and
-        // Peel can decode, and for none when the client named none.
-        let preserveHost = call.route.preserveHost
-        let upstreamCodings = CompressionPolicy.upstreamAcceptEncoding(facts.acceptEncoding, decodable: UpstreamClient.decodableCodings)
-        // The closure below captures these, not the facts (a copy of every String in them).
-        let host = facts.host
-        let forwardedFor = facts.xForwardedFor
-        let forwarded = facts.forwarded
-        let id = call.requestId
-        let transfer = upstream.send(method: method, path: call.route.basePath + target.path, query: target.query, body: .exchange(ex),
-                                     acceptEncoding: upstreamCodings, headers: { lines in
-            var sawAccept = false
-            var sawContentType = false
-            ex.forEachField { field in
-                if field.isIn(dropped) { return }
-                if field.token == .other, let namedOther, field.isIn(namedOther) { return }
-                if field.token == .accept { sawAccept = true } else if field.token == .contentType { sawContentType = true }
-                lines.append(field)
-            }
-            // The hop that connected to Peel is appended; from a trusted proxy the chain it sent is
-            // kept before it. Proto and host are always this hop's (http, the Host Peel was sent):
-            // absolute URLs the upstream builds from them name its own origin, which Peel rewrites
-            // to the public one (a trusted proxy's X-Forwarded-Host/-Proto, see publicOrigin).
-            lines.append("X-Forwarded-For", forwardedFor.map { $0 + ", " + peer } ?? peer)
-            lines.append("X-Forwarded-Proto", "http")
-            if let host { lines.append("X-Forwarded-Host", host) }
-            lines.append("Forwarded", Self.forwardedElement(kept: forwarded, peer: peer, host: host))
-            // nginx's `proxy_set_header Host $host`: curl sends this one instead of the upstream's.
-            if preserveHost, let host { lines.append("Host", host) }
-            lines.append("X-Request-Id", id)
-            // curl would invent these when the client sent none; an empty value tells it not to.
-            if !sawAccept { lines.append("Accept", "") }
-            // Only a request curl sends as a POST gets its form Content-Type: one with a body, or
-            // POST/PUT/PATCH (see UpstreamClient.send).
-            if !sawContentType && (ex.bodyCount > 0 || [.post, .put, .patch].contains(ex.methodToken)) {
-                lines.append("Content-Type", "")
-            }
-        }) { [self] result in
-            self.upstreamFinished(call, result)
-        }
+        let request = Self.upstreamRequest(ex, method: ex.method, ex.methodToken, facts, route: call.route, target: target,
+                                           peer: peer, requestId: call.requestId, accepted: call.acceptEncoding, body: .exchange(ex))
+        let transfer = upstream.send(request) { [self] result in self.upstreamFinished(call, result) }
         call.state = .awaitingHead(transfer)
         // A buffered answer past MemoryBudget.answerAllowance counts against its client's share: the
         // client its request body is charged to (the peer, or the one a trusted proxy names).
         transfer.clientAddress = ex.clientAddress
         waiting[ObjectIdentifier(call)] = call
-        transfer.onHead = { [self] status, head in self.headArrived(call, status: status, head: head) }
-        transfer.keepsCoding = { [self] status, head in self.keepsCoding(call, status: status, head: head) }
+        transfer.onHead = { [self] facts, head in self.headArrived(call, facts: facts, head: head) }
+        transfer.keepsCoding = { [self] facts in self.keepsCoding(call, facts: facts) }
         ex.onClientGone = { [self] in self.clientLeft(call, insideCurl: false) }
     }
 

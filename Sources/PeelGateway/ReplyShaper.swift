@@ -56,7 +56,7 @@ struct Reply {
 struct ReplyContext {
     let requestId: String
     let origin: String?
-    let acceptEncoding: String?
+    let acceptEncoding: AcceptedCodings?
     /// The upstream's Content-Encoding when its body passes in that coding.
     let keptCoding: String?
 }

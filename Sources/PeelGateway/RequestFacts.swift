@@ -1,14 +1,5 @@
 import PeelIO
 
-/// Anything whose header fields can be walked with their tokens: a request, or (in tests) a block
-/// of fields. Generic so the hot path calls the exchange's walk directly, with no closure context.
-protocol FieldSource {
-    func forEachField(_ body: (HeaderField) -> Void)
-}
-
-extension HTTPExchange: FieldSource {}
-extension ResponseHeaders: FieldSource {}
-
 /// Stage 1 of a call: what the request's fields say, read in one walk over tokens identified by the
 /// parser. Only the few values Peel acts on become Strings; every later stage reads this value
 /// instead of the fields (request fields were walked three times, by name each time).

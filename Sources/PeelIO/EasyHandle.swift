@@ -97,11 +97,9 @@ final class EasyHandle {
             let n = size * count
             if !t.state.bodyStarted {
                 t.state = .buffering
-                if let onHead = t.onHead, let h = t.handle {
+                if let onHead = t.onHead, let h = t.handle, let facts = h.head.facts {
                     t.onHead = nil
-                    var status = 0
-                    peel_easy_getinfo_long(h.easy, CURLINFO_RESPONSE_CODE, &status)
-                    if let sink = onHead(status, ResponseHeadView(collector: h.head)) {
+                    if let sink = onHead(facts, ResponseHeadView(collector: h.head)) {
                         t.sink = sink
                         t.state = .streaming(paused: false)
                         // A stream lasts as long as it lasts (a download to a slow client, server-sent
@@ -154,12 +152,10 @@ final class EasyHandle {
             guard h.head.addLine(UnsafeRawBufferPointer(start: data, count: n)) else { return 0 }
             if t.state == .awaitingHead && h.head.finalHeadComplete {
                 t.state = .headWhole
-                if let keepsCoding = t.keepsCoding {
+                if let keepsCoding = t.keepsCoding, let facts = h.head.facts {
                     t.keepsCoding = nil
-                    var status = 0
-                    peel_easy_getinfo_long(h.easy, CURLINFO_RESPONSE_CODE, &status)
                     // Set before the first body byte: curl 7.88 reads the switch on every body write.
-                    if keepsCoding(status, ResponseHeadView(collector: h.head)),
+                    if keepsCoding(facts),
                        peel_easy_setopt_long(h.easy, CURLOPT_HTTP_CONTENT_DECODING, 0) == CURLE_OK {
                         h.decodingOff = true
                         t.codingKept = true

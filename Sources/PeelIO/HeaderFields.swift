@@ -228,12 +228,6 @@ public struct ResponseHeaders: Sendable, Hashable {
 public struct ResponseHeadView {
     let collector: HeaderCollector
 
-    /// The first value of the field `token` names, if present.
-    public func first(_ token: FieldToken) -> String? {
-        guard collector.present.contains(token) else { return nil }
-        return collector.firstValue(token)
-    }
-
     /// The fields as a value that outlives the call.
     public func copy() -> ResponseHeaders { collector.snapshot() }
 }
@@ -265,6 +259,13 @@ final class HeaderCollector {
     private(set) var violation: String?
     /// True once the final (non-interim) head is whole: its empty line arrived, the body has not.
     var finalHeadComplete: Bool { complete && !awaitingFinal && statusSeen }
+    /// The final head's facts, read once when its empty line arrives; nil until then.
+    private(set) var facts: ResponseFacts?
+    /// The final status line's code.
+    private var status = 0
+    /// Where the first value of each field `ResponseFacts` reads starts in `bytes` (0: none yet;
+    /// a value never starts at 0, a token byte and a name come first).
+    private var factOffsets = (type: 0, length: 0, coding: 0, disposition: 0, etag: 0)
 
     deinit { bytes.deallocate() }
 
@@ -284,6 +285,19 @@ final class HeaderCollector {
         fields = 0
         present = FieldSet([])
         complete = false
+        facts = nil
+        factOffsets = (0, 0, 0, 0, 0)
+    }
+
+    /// The facts of the head collected so far, from the offsets noted as its fields came.
+    private func readFacts() -> ResponseFacts {
+        func value(_ at: Int) -> String? {
+            guard at > 0 else { return nil }
+            return String(cString: (bytes + at).assumingMemoryBound(to: CChar.self))
+        }
+        return ResponseFacts(status: status, contentType: value(factOffsets.type), contentLength: value(factOffsets.length),
+                             contentEncoding: value(factOffsets.coding), contentDisposition: value(factOffsets.disposition),
+                             etag: value(factOffsets.etag))
     }
 
     /// The fields so far, without those the upstream named in `Connection`, kept for `take()`
@@ -298,10 +312,6 @@ final class HeaderCollector {
         ResponseHeaders.walk(UnsafeRawBufferPointer(start: bytes, count: used), body)
     }
 
-    /// The first value of the field `token` names, the walk stopping there.
-    func firstValue(_ token: FieldToken) -> String? {
-        ResponseHeaders.firstValue(UnsafeRawBufferPointer(start: bytes, count: used), token)
-    }
 
     /// The fields collected so far, as a value the response can carry, without those the upstream
     /// named in `Connection`.
@@ -330,6 +340,7 @@ final class HeaderCollector {
         }
         if end == 0 {
             complete = true
+            if !awaitingFinal { facts = readFacts() }
             return true
         }
         if line[0] == 0x20 || line[0] == 0x09 {
@@ -388,6 +399,7 @@ final class HeaderCollector {
             return refuse("the upstream sent an unknown interim status \(code)")
         case 200...599:
             awaitingFinal = false
+            status = code
             return true
         default:
             return refuse("the upstream sent status \(code), outside 100-599 (RFC 9110 §15)")
@@ -416,6 +428,14 @@ final class HeaderCollector {
         // An assignment, not a mutating call on the property: no dynamic exclusivity check per field.
         present = present.inserting(token)
         putTerminated(name)
+        switch token {
+        case .contentType where factOffsets.type == 0: factOffsets.type = used
+        case .contentLength where factOffsets.length == 0: factOffsets.length = used
+        case .contentEncoding where factOffsets.coding == 0: factOffsets.coding = used
+        case .contentDisposition where factOffsets.disposition == 0: factOffsets.disposition = used
+        case .etag where factOffsets.etag == 0: factOffsets.etag = used
+        default: break
+        }
         putTerminated(value)
         fields += 1
     }

@@ -279,7 +279,10 @@ public final class UpstreamClient {
                 peel_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
                 let body = t.body
                 t.body = []
-                var response = UpstreamResponse(status: status, headers: h.head.take(), body: body,
+                let facts = h.head.facts
+                let headers = h.head.take()
+                var response = UpstreamResponse(status: status, headers: headers,
+                                                facts: facts ?? ResponseFacts(status: status, headers: headers), body: body,
                                                 duration: loop.now - t.started, streamed: t.sink != nil)
                 // The body's share of the budget (and of its client's) goes with the body: it is
                 // held until the answer made from it is written, not only until the transfer ends,

@@ -3,50 +3,18 @@ import CPeelShims
 
 /// The transfer pool: a transfer's lifetime from `send` to `finish`, on pooled easy handles.
 extension UpstreamClient {
-    /// Starts `method url` with `headers` ("Name: value" lines); `completion` runs once on this loop.
+    /// Starts `request`; `completion` runs once on this loop. Every refusal fails this transfer
+    /// alone, through its completion, with the handle back in the pool.
     @discardableResult
-    public func send(method: String, url: String, headers: [String], body: UpstreamBody, acceptEncoding: String = "",
+    public func send(_ request: UpstreamRequest,
                      completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
-        return start(method: method, headers: { list in for line in headers { list.append(line: line) } }, body: body,
-                     acceptEncoding: acceptEncoding, completion: completion) { h throws(PeelIOError) in
-            try h.set(CURLOPT_CURLU, nil)
-            try h.set(CURLOPT_REQUEST_TARGET, nil)
-            try h.set(CURLOPT_URL, url)
-        }
-    }
-
-    /// Starts `method` on `options.origin` + `path` (already validated, sent as is) and `query`
-    /// (without `?`) with the header lines `headers` adds; `completion` runs once on this loop.
-    /// `acceptEncoding` is the Accept-Encoding value sent ("" asks for every coding curl decodes).
-    @discardableResult
-    public func send(method: String, path: String, query: String?, body: UpstreamBody, acceptEncoding: String = "",
-                     headers: (inout UpstreamHeaderList) -> Void,
-                     completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
-        return start(method: method, headers: headers, body: body, acceptEncoding: acceptEncoding,
-                     completion: completion) { h throws(PeelIOError) in
-            // The handle's URL is the origin, parsed once; the path and query go in as the request
-            // target, copied into the request line as they are. (Setting them as URL parts would
-            // make curl lowercase %-escapes: `%C3%A9` → `%c3%a9`, which breaks signed queries.)
-            guard let url = h.url else { throw curlError(CURLE_URL_MALFORMAT, "UpstreamOptions.origin (not set)") }
-            try h.set(CURLOPT_CURLU, UnsafeRawPointer(url))
-            let rc = scratch.target(path: path, query: query) { peel_easy_setopt_ptr(h.easy, CURLOPT_REQUEST_TARGET, $0) }
-            try curlCheck(rc, setoptSite(CURLOPT_REQUEST_TARGET))
-        }
-    }
-
-    /// Takes a handle, writes the header lines `headers` adds into it, points it at the new transfer
-    /// and adds it to the multi; `target` sets the URL. Every refusal fails this transfer alone,
-    /// through its completion, with the handle back in the pool.
-    func start(method: String, headers: (inout UpstreamHeaderList) -> Void, body: UpstreamBody, acceptEncoding: String,
-               completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void,
-               target: (EasyHandle) throws(PeelIOError) -> Void) -> UpstreamTransfer {
         let t = UpstreamTransfer()
         t.client = self
         t.limit = options.maxResponseBody
         t.budget = options.budget
         t.completion = completion
-        t.method = method
-        t.allowedSends = UpstreamTransfer.isIdempotent(method) ? 2 : 1
+        t.method = request.method
+        t.allowedSends = request.methodToken.isIdempotent ? 2 : 1
         guard inFlight < options.maxInFlight else {
             failSoon(t, .overloaded)
             return t
@@ -60,21 +28,21 @@ extension UpstreamClient {
         }
         t.handle = h
         var list = UpstreamHeaderList(block: h.headers)
-        headers(&list)
+        request.writeFields(into: &list)
         h.errorBuffer.pointee = 0
         h.localSocketError = 0
         h.head.reset()
         t.started = loop.now
         let ptr = Unmanaged.passRetained(t).toOpaque()
         do throws(PeelIOError) {
-            try target(h)
-            if h.acceptEncoding != acceptEncoding {
+            try setTarget(request.target, on: h)
+            if h.acceptEncoding != request.acceptEncoding {
                 // curl sends this value and still decodes whatever coding arrives (the switch below
                 // turns decoding off for a body that passes in its coding).
-                try h.set(CURLOPT_ACCEPT_ENCODING, acceptEncoding)
-                h.acceptEncoding = acceptEncoding
+                try h.set(CURLOPT_ACCEPT_ENCODING, request.acceptEncoding)
+                h.acceptEncoding = request.acceptEncoding
             }
-            try prepare(t, on: h, method: method, body: body, context: ptr)
+            try prepare(t, on: h, request: request, context: ptr)
             try curlCheck(curl_multi_add_handle(multi, h.easy), "curl_multi_add_handle")
         } catch {
             // Never in the multi, so the handle can go straight back to the pool.
@@ -86,8 +54,26 @@ extension UpstreamClient {
         return t
     }
 
+    /// Points the handle at the request's target.
+    private func setTarget(_ target: UpstreamTarget, on h: EasyHandle) throws(PeelIOError) {
+        switch target {
+        case .url(let url):
+            try h.set(CURLOPT_CURLU, nil)
+            try h.set(CURLOPT_REQUEST_TARGET, nil)
+            try h.set(CURLOPT_URL, url)
+        case .origin(let path, let query):
+            // The handle's URL is the origin, parsed once; the path and query go in as the request
+            // target, copied into the request line as they are. (Setting them as URL parts would
+            // make curl lowercase %-escapes: `%C3%A9` → `%c3%a9`, which breaks signed queries.)
+            guard let url = h.url else { throw curlError(CURLE_URL_MALFORMAT, "UpstreamOptions.origin (not set)") }
+            try h.set(CURLOPT_CURLU, UnsafeRawPointer(url))
+            let rc = scratch.target(path: path, query: query) { peel_easy_setopt_ptr(h.easy, CURLOPT_REQUEST_TARGET, $0) }
+            try curlCheck(rc, setoptSite(CURLOPT_REQUEST_TARGET))
+        }
+    }
+
     /// Sets the per-transfer options: the transfer as callback context, the method, the body and the header list.
-    private func prepare(_ t: UpstreamTransfer, on h: EasyHandle, method: String, body: UpstreamBody,
+    private func prepare(_ t: UpstreamTransfer, on h: EasyHandle, request: UpstreamRequest,
                          context ptr: UnsafeMutableRawPointer) throws(PeelIOError) {
         try h.set(CURLOPT_PRIVATE, UnsafeRawPointer(ptr))
         try h.set(CURLOPT_WRITEDATA, UnsafeRawPointer(ptr))
@@ -96,7 +82,7 @@ extension UpstreamClient {
 
         var bodyPtr: UnsafeRawPointer? = nil
         var bodyLen = 0
-        switch body {
+        switch request.body {
         case .none: break
         case .exchange(let ex):
             (bodyPtr, bodyLen) = ex.bodyPointer()
@@ -107,29 +93,18 @@ extension UpstreamClient {
             bodyPtr = t.ownedRequestBody.withUnsafeBytes { UnsafeRawPointer($0.baseAddress) }
         }
         try h.set(CURLOPT_NOBODY, 0)
-        switch method {
-        case "GET" where bodyLen == 0:
-            try h.set(CURLOPT_HTTPGET, 1)
-            try h.set(CURLOPT_CUSTOMREQUEST, nil)
-        case "HEAD":
+        if request.methodToken == .head {
             try h.set(CURLOPT_NOBODY, 1)
             try h.set(CURLOPT_CUSTOMREQUEST, nil)
-        default:
-            if bodyLen > 0 || method == "POST" || method == "PUT" || method == "PATCH" {
-                // curl adds `Expect: 100-continue` to large bodies; the client already sent the whole body.
-                h.headers.add(line: "Expect:")
-                try h.set(CURLOPT_POST, 1)
-                try h.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: curl_off_t(bodyLen))
-                // POSTFIELDS must not be NULL or curl would read the body from stdin-like callbacks.
-                try h.set(CURLOPT_POSTFIELDS, bodyPtr ?? UnsafeRawPointer(emptyBody))
-            } else {
-                try h.set(CURLOPT_HTTPGET, 1)
-            }
-            if method == "POST" {
-                try h.set(CURLOPT_CUSTOMREQUEST, nil)
-            } else {
-                try h.set(CURLOPT_CUSTOMREQUEST, method)
-            }
+        } else if request.sentAsPost {
+            try h.set(CURLOPT_POST, 1)
+            try h.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: curl_off_t(bodyLen))
+            // POSTFIELDS must not be NULL or curl would read the body from stdin-like callbacks.
+            try h.set(CURLOPT_POSTFIELDS, bodyPtr ?? UnsafeRawPointer(emptyBody))
+            try h.set(CURLOPT_CUSTOMREQUEST, request.methodToken == .post ? nil : request.method)
+        } else {
+            try h.set(CURLOPT_HTTPGET, 1)
+            try h.set(CURLOPT_CUSTOMREQUEST, request.methodToken == .get ? nil : request.method)
         }
         try h.set(CURLOPT_HTTPHEADER, h.headers.list().map { UnsafeRawPointer($0) })
     }

@@ -128,6 +128,8 @@ public struct UpstreamResponse: Sendable {
     public var status: Int
     /// Response header fields as received (final response only, no trailers).
     public var headers: ResponseHeaders
+    /// What the stages read of the head, summarized once when it arrived.
+    public var facts: ResponseFacts
     /// Body bytes, decoded from any Content-Encoding.
     public var body: [UInt8]
     /// Seconds from start to the last byte.
@@ -248,10 +250,10 @@ public final class UpstreamTransfer {
     weak var client: UpstreamClient?
     /// Loop time when the transfer started.
     var started: Double = 0
-    /// Runs once, when the first body bytes arrive, with the status and fields: a sink it returns
+    /// Runs once, when the first body bytes arrive, with the head's facts and fields: a sink it returns
     /// takes the body as it arrives (with no limit and no whole-exchange timeout from then on);
     /// nil keeps the body buffered whole. Runs inside curl's write callback: it must not call curl.
-    public var onHead: ((Int, ResponseHeadView) -> StreamSink?)?
+    public var onHead: ((ResponseFacts, ResponseHeadView) -> StreamSink?)?
     /// The sink `onHead` chose; nil while the body is buffered.
     var sink: StreamSink?
     /// Whether the sink paused the transfer (it waits for `resume()`).
@@ -321,10 +323,10 @@ public final class UpstreamTransfer {
         client.expire(self, .streamIdle("the upstream sent nothing for \(seconds) s (upstream_idle_timeout)"))
     }
 
-    /// Runs once, when the final head is whole and before any body byte, with the status and
-    /// fields: true keeps the body in the content coding it arrived in (curl does not decode it, so
+    /// Runs once, when the final head is whole and before any body byte, with the head's facts:
+    /// true keeps the body in the content coding it arrived in (curl does not decode it, so
     /// a declared Content-Length stays true). Runs inside curl's header callback: no curl calls.
-    public var keepsCoding: ((Int, ResponseHeadView) -> Bool)?
+    public var keepsCoding: ((ResponseFacts) -> Bool)?
     /// The body is in its content coding, as the upstream sent it (`keepsCoding` said so).
     public internal(set) var codingKept = false
 
@@ -344,17 +346,6 @@ public final class UpstreamTransfer {
     public func cancelSoon() {
         completion = nil
         client?.loop.defer { [self] in cancel() }
-    }
-
-    /// Whether curl may send `method` a second time on a fresh connection when the reused one died
-    /// before any answer: GET, HEAD, PUT, DELETE and OPTIONS are idempotent (RFC 9110 §9.2.2; TRACE
-    /// is never forwarded). POST, PATCH and unknown methods are not, so a request the upstream may
-    /// already have processed is never applied twice (nginx's `proxy_next_upstream` rule).
-    static func isIdempotent(_ method: String) -> Bool {
-        switch method {
-        case "GET", "HEAD", "PUT", "DELETE", "OPTIONS": return true
-        default: return false
-        }
     }
 
     /// CURLOPT_PREREQFUNCTION: curl is about to send the request on a connection. libcurl 7.88 sends

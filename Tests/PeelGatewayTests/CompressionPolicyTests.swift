@@ -5,7 +5,7 @@ import XCTest
 /// Accept-Encoding negotiation with q-values (RFC 9110 §12.5.3) and which answers are compressed.
 final class CompressionPolicyTests: XCTestCase {
     private func pick(_ header: String?, _ offered: [ContentCoding] = [.gzip, .br]) -> ContentCoding? {
-        CompressionPolicy.negotiate(header, offered: offered)
+        CompressionPolicy.negotiate(header.map { AcceptedCodings($0) }, offered: offered)
     }
 
     func testNoHeaderOrNothingOffered_meansIdentity() {

@@ -53,7 +53,7 @@ final class UpstreamSetupTests: DemoTestCase {
         options.caFile = String(repeating: "a", count: 8_000_001)
         let seen = try onLoop(options) { client, seen, done in
             var returned = false
-            client.send(method: "GET", url: "http://127.0.0.1:1/", headers: [], body: .none) { result in
+            client.send(UpstreamRequest(method: "GET", target: .url("http://127.0.0.1:1/"))) { result in
                 seen.sendReturnedFirst = returned
                 seen.results.append(result)
                 seen.pooledAfterFailure = client.freeHandles.count
@@ -78,13 +78,13 @@ final class UpstreamSetupTests: DemoTestCase {
         let hugePath = "/" + String(repeating: "a", count: 8_000_000)
         let seen = try onLoop(options) { client, seen, done in
             var returned = false
-            client.send(method: "GET", path: hugePath, query: nil, body: .none, headers: { _ in }) { result in
+            client.send(UpstreamRequest(method: "GET", target: .origin(path: hugePath, query: nil))) { result in
                 seen.sendReturnedFirst = returned
                 seen.results.append(result)
                 seen.pooledAfterFailure = client.freeHandles.count
                 seen.inFlightAfterFailure = client.inFlight
                 // The same handle carries the next call.
-                client.send(method: "GET", path: "/api/user", query: nil, body: .none, headers: { _ in }) { result in
+                client.send(UpstreamRequest(method: "GET", target: .origin(path: "/api/user", query: nil))) { result in
                     seen.results.append(result)
                     done()
                 }
@@ -106,7 +106,7 @@ final class UpstreamSetupTests: DemoTestCase {
         var options = UpstreamOptions()
         options.maxResponseBody = -1
         let seen = try onLoop(options) { client, seen, done in
-            let transfer = client.send(method: "GET", url: "http://127.0.0.1:1/", headers: [], body: .none) { result in
+            let transfer = client.send(UpstreamRequest(method: "GET", target: .url("http://127.0.0.1:1/"))) { result in
                 seen.results.append(result)
             }
             transfer.cancel()

@@ -22,6 +22,17 @@ public enum MethodToken: UInt8, Sendable {
     /// GET or HEAD: the methods whose answers the offline cache keeps and serves.
     public var readsResource: Bool { self == .get || self == .head }
 
+    /// Whether a request may be sent a second time when a reused connection died before any answer:
+    /// GET, HEAD, PUT, DELETE and OPTIONS are idempotent (RFC 9110 §9.2.2; TRACE is never
+    /// forwarded). POST, PATCH and unknown methods are not, so a request the upstream may already
+    /// have processed is never applied twice (nginx's `proxy_next_upstream` rule).
+    public var isIdempotent: Bool {
+        switch self {
+        case .get, .head, .put, .delete, .options: true
+        case .post, .patch, .connect, .trace, .other: false
+        }
+    }
+
     /// POST, PUT, PATCH, DELETE: a success invalidates what is stored for the target (RFC 9111 §4.4).
     public var isUnsafe: Bool { self == .post || self == .put || self == .patch || self == .delete }
 }

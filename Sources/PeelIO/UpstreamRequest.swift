@@ -1,0 +1,102 @@
+/// Anything whose header fields can be walked with their tokens: a client's exchange (read in
+/// place), or fields held as a value (tests, stored answers). Generic where the hot path reads a
+/// request's facts, so it calls the exchange's walk directly, with no closure context.
+public protocol FieldSource {
+    /// Calls `body` with each field, in order.
+    func forEachField(_ body: (HeaderField) -> Void)
+}
+
+extension HTTPExchange: FieldSource {}
+extension ResponseHeaders: FieldSource {}
+
+/// Which resource an upstream request names.
+public enum UpstreamTarget {
+    /// A path (already validated, sent as is) and query (without `?`) on the configured origin.
+    case origin(path: String, query: String?)
+    /// A whole URL (Peel's own calls: probes).
+    case url(String)
+}
+
+/// One upstream call, built whole before it is sent: the method, the target, the field lines and
+/// the body. The sender writes it into a pooled handle and adds nothing but what curl would
+/// otherwise invent or alter (see `fieldLines`).
+public struct UpstreamRequest {
+    /// The method as sent.
+    public let method: String
+    /// The method as a token, for the re-send rule.
+    public let methodToken: MethodToken
+    public let target: UpstreamTarget
+    public let body: UpstreamBody
+    /// The Accept-Encoding value sent ("" asks for every coding curl decodes).
+    public let acceptEncoding: String
+    /// Fields relayed in order, minus those `dropping` names by token and `droppingNamed` by name.
+    public let relayed: (any FieldSource)?
+    public let dropping: FieldSet
+    public let droppingNamed: HeaderNameSet?
+    /// Fields added after the relayed ones, in order: Peel's own, never Accept or Content-Type
+    /// (see `writeFields`). An empty value sends `Name:`, which stops curl from sending a field
+    /// of its own by that name.
+    public let added: [(name: String, value: String)]
+
+    public init(method: String, target: UpstreamTarget, body: UpstreamBody = .none, acceptEncoding: String = "",
+                relayed: (any FieldSource)? = nil, dropping: FieldSet = FieldSet([]), droppingNamed: HeaderNameSet? = nil,
+                added: [(name: String, value: String)] = []) {
+        self.method = method
+        methodToken = MethodToken(method)
+        self.target = target
+        self.body = body
+        self.acceptEncoding = acceptEncoding
+        self.relayed = relayed
+        self.dropping = dropping
+        self.droppingNamed = droppingNamed
+        self.added = added
+    }
+
+    /// The request body's length in bytes.
+    public var bodyCount: Int {
+        switch body {
+        case .none: return 0
+        case .exchange(let ex): return ex.bodyCount
+        case .bytes(let b): return b.count
+        }
+    }
+
+    /// Whether curl sends the request as a POST (CURLOPT_POST with POSTFIELDS): it has a body, or its
+    /// method is POST, PUT or PATCH (an empty body is still one). The one place this rule lives:
+    /// the handle's setup and the field lines below both read it.
+    public var sentAsPost: Bool {
+        methodToken != .head && (bodyCount > 0 || methodToken == .post || methodToken == .put || methodToken == .patch)
+    }
+
+    /// Writes the field lines: the relayed ones, the added ones, then empty `Accept:` and
+    /// `Content-Type:` where none was written, since curl would invent `Accept: */*` and, for a
+    /// request it sends as a POST, `Content-Type: application/x-www-form-urlencoded`; and
+    /// `Expect:` for a POST, since curl would add `Expect: 100-continue` to a large body the client
+    /// already sent whole.
+    func writeFields(into list: inout UpstreamHeaderList) {
+        var sawAccept = false
+        var sawContentType = false
+        if let relayed {
+            relayed.forEachField { field in
+                if field.isIn(dropping) { return }
+                if field.token == .other, let droppingNamed, field.isIn(droppingNamed) { return }
+                if field.token == .accept { sawAccept = true } else if field.token == .contentType { sawContentType = true }
+                list.append(field)
+            }
+        }
+        for (name, value) in added { list.append(name, value) }
+        if !sawAccept { list.append("Accept", "") }
+        if sentAsPost {
+            if !sawContentType { list.append("Content-Type", "") }
+            list.append("Expect", "")
+        }
+    }
+
+    /// The field lines as curl will send them (`Name: value`, or `Name:`), for tests and diagnostics.
+    public var fieldLines: [String] {
+        let block = HeaderBlock()
+        var list = UpstreamHeaderList(block: block)
+        writeFields(into: &list)
+        return block.lines
+    }
+}
