@@ -78,6 +78,8 @@ public struct UpstreamURLError: Error, Sendable {
 public struct GatewayConfig: Sendable {
     /// Upstream base URL (required).
     public var upstream: UpstreamURL = UpstreamURL(scheme: "http", host: "127.0.0.1", port: 80, basePath: "")
+    /// The config file's `upstreams` and `routes` sections, when it has them.
+    public var routing: RoutingConfig? = nil
     /// Client-facing listener (default 127.0.0.1:8080).
     public var listen = HostPort(host: "127.0.0.1", port: 8080)
     /// Admin listener, nil when `off` (default 127.0.0.1:9090).

@@ -40,10 +40,17 @@ public enum ConfigLoader {
             try spec.apply(&config, value, origin)
             explicit.insert(spec.name)
         }
+        var sections: (file: String, upstreams: ConfigJSON?, routes: ConfigJSON?)? = nil
         if let (path, origin) = configPath {
             let entries = try readConfigFile(path, origin: origin)
             for member in entries.sorted(by: { $0.name < $1.name }) {
                 let key = member.name
+                // The routing sections are typed trees of their own, decoded once every option is in.
+                if key == "upstreams" || key == "routes" {
+                    if sections == nil { sections = (path, nil, nil) }
+                    if key == "upstreams" { sections?.upstreams = member.value } else { sections?.routes = member.value }
+                    continue
+                }
                 guard let spec = options.first(where: { $0.key == key }) else {
                     throw ConfigError(option: "\(path): \(key)", problem: "unknown key")
                 }
@@ -58,7 +65,13 @@ public enum ConfigLoader {
         for (spec, v, origin) in flagValues { try apply(spec, .text(v), origin) }
         // A short --timeout with the default connect timeout shortens the connect timeout with it.
         if !explicit.contains("connect-timeout") { config.connectTimeout = min(config.connectTimeout, config.timeout) }
-        guard explicit.contains("upstream") else { throw ConfigError(option: "--upstream", problem: "is required (or PEEL_UPSTREAM)") }
+        if let sections, sections.upstreams != nil || sections.routes != nil {
+            config.routing = try RoutingConfig.decode(upstreams: sections.upstreams, routes: sections.routes, file: sections.file,
+                                                      defaultGroup: explicit.contains("upstream"))
+        }
+        guard explicit.contains("upstream") || config.routing != nil else {
+            throw ConfigError(option: "--upstream", problem: "is required (or PEEL_UPSTREAM, or routes in the config file)")
+        }
         // The field and code options change the chosen dialect, whichever source named either.
         config.envelope.dialect = config.dialectOverrides.applied(to: config.dialectChoice)
         try validate(config)
@@ -169,9 +182,24 @@ public enum ConfigLoader {
         return lines.joined(separator: "\n")
     }
 
-    /// The effective configuration as JSON, for `peel check-config`: every option, in `--help` order.
+    /// Refuses a configuration this build checks but does not serve: the routing sections are
+    /// decoded and checked (`check-config` prints them), and the gateway serves one upstream, the
+    /// one `--upstream` names, until calls are routed by them.
+    public static func servable(_ c: GatewayConfig) throws(ConfigError) {
+        if c.routing != nil {
+            throw ConfigError(option: "routes", problem: "check-config validates the upstreams and routes sections; this build forwards only to --upstream (remove both sections to run)")
+        }
+    }
+
+    /// The effective configuration as JSON, for `peel check-config`: every option, in `--help` order,
+    /// then the routing sections when the file has them.
     public static func describe(_ c: GatewayConfig) -> String {
-        let fields = options.compactMap { spec in spec.show.map { (spec.key, $0(c)) } }
+        var fields = options.compactMap { spec in spec.show.map { (spec.key, $0(c)) } }
+        if let routing = c.routing {
+            let json = routing.json
+            fields.append(("upstreams", json.upstreams))
+            fields.append(("routes", json.routes))
+        }
         return "{\n" + fields.map { "  \(q($0.0)): \($0.1)" }.joined(separator: ",\n") + "\n}"
     }
 }

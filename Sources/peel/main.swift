@@ -16,9 +16,11 @@ func readConfig(_ args: ArraySlice<String>, defaults: [String: String]) throws(C
     return try ConfigLoader.load(arguments: Array(args), environment: env)
 }
 
-func loadConfig(_ args: ArraySlice<String>, defaults: [String: String] = [:]) -> GatewayConfig {
+func loadConfig(_ args: ArraySlice<String>, defaults: [String: String] = [:], serving: Bool = false) -> GatewayConfig {
     do {
-        return try readConfig(args, defaults: defaults)
+        let config = try readConfig(args, defaults: defaults)
+        if serving { try ConfigLoader.servable(config) }
+        return config
     } catch {
         fail(error.description)
     }
@@ -27,7 +29,7 @@ func loadConfig(_ args: ArraySlice<String>, defaults: [String: String] = [:]) ->
 /// Runs until SIGTERM or SIGINT; SIGHUP re-reads `args` (and the file and environment) and applies
 /// what it can, SIGUSR1 and SIGUSR2 are logged and ignored.
 func runGateway(_ args: ArraySlice<String>, defaults: [String: String] = [:], banner: [String] = []) -> Never {
-    let gateway = Gateway(config: loadConfig(args, defaults: defaults))
+    let gateway = Gateway(config: loadConfig(args, defaults: defaults, serving: true))
     do { try gateway.start() } catch { fail("peel: cannot start: \(error)", code: error.isAddressInUse ? 2 : 1) }
     for line in banner { print(line) }
     Output.flush()
@@ -36,7 +38,11 @@ func runGateway(_ args: ArraySlice<String>, defaults: [String: String] = [:], ba
         switch sig {
         case SIGHUP:
             EventLogBridge.signal(sig, action: "reload")
-            gateway.reload { () throws(ConfigError) in try readConfig(args, defaults: defaults) }
+            gateway.reload { () throws(ConfigError) in
+                let config = try readConfig(args, defaults: defaults)
+                try ConfigLoader.servable(config)
+                return config
+            }
         case SIGTERM, SIGINT:
             EventLogBridge.signal(sig, action: "stop")
             gateway.shutdown()
