@@ -11,8 +11,8 @@ extension Forwarder {
     func invalidateAfterUnsafe(_ call: Call, status: Int, headers: ResponseHeaders) {
         guard status < 400, let user = call.userKey, call.exchange.methodToken.isUnsafe else { return }
         var targets = [user.target]
-        for name in ["location", "content-location"] as [StaticString] {
-            guard let value = headers.first(name) else { continue }
+        for token in [FieldToken.location, .contentLocation] {
+            guard let value = headers.first(token) else { continue }
             // A path, or an absolute URL naming the upstream: as Peel's own target, without the base path.
             let path = call.route.rewrite.location(value, publicOrigin: nil)
             if path.hasPrefix("/") && !path.hasPrefix("//") && !targets.contains(path) { targets.append(path) }

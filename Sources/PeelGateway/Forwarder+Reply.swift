@@ -9,7 +9,7 @@ extension Forwarder {
     func pass(_ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?, kind: String,
                       contentType: String?) {
         emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: contentType,
-                         body: .bytes(response.body, range: range, hold: response.hold)), log: kind)
+                         upstreamFacts: response.facts, body: .bytes(response.body, range: range, hold: response.hold)), log: kind)
     }
 
     /// The shaper's view of `call`.

@@ -45,6 +45,8 @@ struct Reply {
     var fields: [(String, String)] = []
     /// Replaces the upstream's Content-Type (the unwrapped `data` is application/json).
     var contentType: String?
+    /// What the head collector read of `upstream` when it arrived; nil for stored fields.
+    var upstreamFacts: ResponseFacts?
     var body: Body
     /// Whether compression may apply (Peel's own documents other than problems are not compressed).
     var compressible = true
@@ -197,7 +199,8 @@ struct ReplyShaper {
         case .bytes(let bytes, let range, _):
             let slice = range ?? 0..<bytes.count
             // A problem's type is Peel's, whatever the upstream's answer said.
-            let effectiveType = reply.kind.isProblem ? ShapedReply.problemType : reply.contentType ?? upstream?.first(.contentType)
+            let effectiveType = reply.kind.isProblem ? ShapedReply.problemType : reply.contentType
+                ?? (reply.upstreamFacts.map { $0.contentType } ?? upstream?.first(.contentType))
             let candidate = reply.compressible && keptCoding == nil
                 && compression.isCandidate(status: reply.status, contentType: effectiveType, count: slice.count)
                 // A part of the upstream's representation (206) is relayed as it is; a problem is Peel's own body.
