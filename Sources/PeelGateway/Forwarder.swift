@@ -103,16 +103,16 @@ final class Forwarder {
         // Key fields are read for every method while the cache is on (an unsafe method's success
         // invalidates its user's entries); lookups and stores are for GET and HEAD only.
         let caching = cache.isEnabled
-        var facts = RequestFacts(ex, keys: caching ? route.keyFields : nil)
         // Forwarded fields are believed only from a trusted proxy: from anyone else they
         // are dropped, Peel writes its own, and redirects are rewritten from Host alone; a client
         // could otherwise steer rewritten Locations (redirect poisoning behind a shared cache) and
         // forge the chain the upstream sees.
         let peer = ex.peerAddress
-        if IPNetwork.any(route.trustedProxies, contain: peer) {
+        let trusted = IPNetwork.any(route.trustedProxies, contain: peer)
+        // Immutable once read: the stages borrow it.
+        let facts = RequestFacts(ex, keys: caching ? route.keyFields : nil, trustingForwarding: trusted)
+        if trusted {
             ex.clientAddress = Self.realClient(peer: peer, forwardedFor: facts.xForwardedFor, trusted: route.trustedProxies)
-        } else {
-            facts.distrustForwardingFields()
         }
         let id = facts.requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
         let call = Call(exchange: ex, route: route, started: started, requestId: id,

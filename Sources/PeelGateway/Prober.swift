@@ -30,7 +30,7 @@ final class Prober {
     /// Sends one probe and reports it; `done` runs after the report (tests call this directly).
     func probeOnce(_ done: @escaping () -> Void = {}) {
         let started = monotonicNow()
-        current = client.send(UpstreamRequest(method: "GET", target: .url(url), added: [("User-Agent", "peel-probe")])) { [self] result in
+        current = client.send(UpstreamRequest(method: "GET", target: .url(url), added: [FieldLine("User-Agent", "peel-probe")])) { [self] result in
             current = nil
             let latency = monotonicNow() - started
             let report: ProbeReport

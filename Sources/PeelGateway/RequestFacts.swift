@@ -34,43 +34,57 @@ struct RequestFacts {
     /// If-Match, If-Unmodified-Since, If-Range or Range came (the offline cache's plain-request rule).
     var otherConditions = false
 
-    /// Reads `source`'s fields once; `keys` is nil while the offline cache is off.
-    init<Source: FieldSource>(_ source: Source, keys: CacheKeyFields?) {
-        if let keys { keyValues = Array(repeating: nil, count: keys.names.count) }
-        source.forEachField { f in
-            switch f.token {
-            case .xRequestId: requestId = f.valueString
-            case .host: if host == nil { host = f.valueString } else { duplicateHost = true }
-            case .xForwardedFor: Self.join(&xForwardedFor, f.valueString)
-            case .acceptLanguage: acceptLanguage = f.valueString
-            case .connection:
-                // `keep-alive` and `close` (nearly every client's value) name nothing that is not dropped anyway.
-                if f.valueEquals("keep-alive") || f.valueEquals("close") { break }
-                for t in f.valueString.split(separator: ",") { connectionOptions.append(trimOWS(t).lowercased()) }
-            case .origin: origin = f.valueString
-            case .accessControlRequestMethod: accessControlRequestMethod = f.valueString
-            case .accessControlRequestHeaders: Self.join(&accessControlRequestHeaders, f.valueString)
-            case .xForwardedProto: xForwardedProto = f.valueString
-            case .xForwardedHost: xForwardedHost = f.valueString
-            case .acceptEncoding: Self.join(&acceptEncoding, f.valueString)
-            case .authorization: hasAuthorization = true
-            case .forwarded: Self.join(&forwarded, f.valueString)
-            case .traceparent:
-                traceOK = !sawTraceparent && RequestPolicy.isTraceparent(Array(f.valueString.utf8))
-                sawTraceparent = true
-            case .cacheControl where keys != nil: cacheControl.append(f.valueString)
-            case .pragma where keys != nil: Self.join(&pragma, f.valueString)
-            case .ifNoneMatch where keys != nil: Self.join(&ifNoneMatch, f.valueString)
-            case .ifModifiedSince where keys != nil: Self.join(&ifModifiedSince, f.valueString)
-            case .ifMatch, .ifUnmodifiedSince, .ifRange, .range: otherConditions = true
-            default: break
-            }
-            // Whose answer it is: read only while the cache is on.
-            if let keys, let i = keys.position(of: f) {
-                // RFC 6265 §5.4 joins Cookie fields with `; `; other list fields join with `, ` (RFC 9110 §5.3).
-                let value = f.valueString
-                keyValues[i] = keyValues[i].map { $0 + (keys.tokens[i] == .cookie ? "; " : ", ") + value } ?? value
-            }
+    /// Reads `source`'s fields once; `keys` is nil while the offline cache is off. The forwarding
+    /// fields are forgotten unless `trustingForwarding` (the peer is a trusted proxy).
+    init<Source: FieldSource>(_ source: Source, keys: CacheKeyFields?, trustingForwarding: Bool = true) {
+        self = Self.read(source, keys: keys, trustingForwarding: trustingForwarding)
+    }
+
+    private init() {}
+
+    /// The facts of `source`, read in one walk.
+    private static func read<Source: FieldSource>(_ source: Source, keys: CacheKeyFields?, trustingForwarding: Bool) -> RequestFacts {
+        var facts = RequestFacts()
+        if let keys { facts.keyValues = Array(repeating: nil, count: keys.names.count) }
+        source.forEachField { facts.take($0, keys: keys) }
+        if !trustingForwarding { facts.distrustForwardingFields() }
+        return facts
+    }
+
+    /// Takes one field of the request.
+    private mutating func take(_ f: HeaderField, keys: CacheKeyFields?) {
+        switch f.token {
+        case .xRequestId: requestId = f.valueString
+        case .host: if host == nil { host = f.valueString } else { duplicateHost = true }
+        case .xForwardedFor: Self.join(&xForwardedFor, f.valueString)
+        case .acceptLanguage: acceptLanguage = f.valueString
+        case .connection:
+            // `keep-alive` and `close` (nearly every client's value) name nothing that is not dropped anyway.
+            if f.valueEquals("keep-alive") || f.valueEquals("close") { break }
+            for t in f.valueString.split(separator: ",") { connectionOptions.append(trimOWS(t).lowercased()) }
+        case .origin: origin = f.valueString
+        case .accessControlRequestMethod: accessControlRequestMethod = f.valueString
+        case .accessControlRequestHeaders: Self.join(&accessControlRequestHeaders, f.valueString)
+        case .xForwardedProto: xForwardedProto = f.valueString
+        case .xForwardedHost: xForwardedHost = f.valueString
+        case .acceptEncoding: Self.join(&acceptEncoding, f.valueString)
+        case .authorization: hasAuthorization = true
+        case .forwarded: Self.join(&forwarded, f.valueString)
+        case .traceparent:
+            traceOK = !sawTraceparent && RequestPolicy.isTraceparent(Array(f.valueString.utf8))
+            sawTraceparent = true
+        case .cacheControl where keys != nil: cacheControl.append(f.valueString)
+        case .pragma where keys != nil: Self.join(&pragma, f.valueString)
+        case .ifNoneMatch where keys != nil: Self.join(&ifNoneMatch, f.valueString)
+        case .ifModifiedSince where keys != nil: Self.join(&ifModifiedSince, f.valueString)
+        case .ifMatch, .ifUnmodifiedSince, .ifRange, .range: otherConditions = true
+        default: break
+        }
+        // Whose answer it is: read only while the cache is on.
+        if let keys, let i = keys.position(of: f) {
+            // RFC 6265 §5.4 joins Cookie fields with `; `; other list fields join with `, ` (RFC 9110 §5.3).
+            let value = f.valueString
+            keyValues[i] = keyValues[i].map { $0 + (keys.tokens[i] == .cookie ? "; " : ", ") + value } ?? value
         }
     }
 

@@ -25,20 +25,16 @@ extension Forwarder {
         // URLs the upstream builds from them name its own origin, which Peel rewrites to the public
         // one (a trusted proxy's X-Forwarded-Host/-Proto, see publicOrigin).
         let host = facts.host
-        var added: [(name: String, value: String)] = [
-            ("X-Forwarded-For", facts.xForwardedFor.map { $0 + ", " + peer } ?? peer),
-            ("X-Forwarded-Proto", "http"),
-        ]
-        if let host { added.append(("X-Forwarded-Host", host)) }
-        added.append(("Forwarded", forwardedElement(kept: facts.forwarded, peer: peer, host: host)))
-        // nginx's `proxy_set_header Host $host`: curl sends this one instead of the upstream's.
-        if route.preserveHost, let host { added.append(("Host", host)) }
-        added.append(("X-Request-Id", requestId))
+        let forwarding = ForwardingFields(
+            forwardedFor: facts.xForwardedFor.map { $0 + ", " + peer } ?? peer, forwardedProto: "http", forwardedHost: host,
+            forwarded: forwardedElement(kept: facts.forwarded, peer: peer, host: host),
+            // nginx's `proxy_set_header Host $host`: curl sends this one instead of the upstream's.
+            host: route.preserveHost ? host : nil, requestId: requestId)
         // Codings follow the client: the upstream is asked for what the client accepts and Peel can
         // decode, and for none when the client named none.
         return UpstreamRequest(method: sent, target: .origin(path: route.basePath + target.path, query: target.query), body: body,
                                acceptEncoding: CompressionPolicy.upstreamAcceptEncoding(accepted, decodable: UpstreamClient.decodableCodings),
                                relayed: fields, dropping: dropped, droppingNamed: namedOthers.isEmpty ? nil : HeaderNameSet(namedOthers),
-                               added: added)
+                               forwarding: forwarding)
     }
 }

@@ -265,7 +265,7 @@ final class HeaderCollector {
     private var status = 0
     /// Where the first value of each field `ResponseFacts` reads starts in `bytes` (0: none yet;
     /// a value never starts at 0, a token byte and a name come first).
-    private var factOffsets = (type: 0, length: 0, coding: 0, disposition: 0, etag: 0)
+    private var factOffsets = (type: 0, length: 0, coding: 0, disposition: 0)
 
     deinit { bytes.deallocate() }
 
@@ -286,7 +286,7 @@ final class HeaderCollector {
         present = FieldSet([])
         complete = false
         facts = nil
-        factOffsets = (0, 0, 0, 0, 0)
+        factOffsets = (0, 0, 0, 0)
     }
 
     /// The facts of the head collected so far, from the offsets noted as its fields came.
@@ -295,9 +295,13 @@ final class HeaderCollector {
             guard at > 0 else { return nil }
             return String(cString: (bytes + at).assumingMemoryBound(to: CChar.self))
         }
-        return ResponseFacts(status: status, contentType: value(factOffsets.type), contentLength: value(factOffsets.length),
-                             contentEncoding: value(factOffsets.coding), contentDisposition: value(factOffsets.disposition),
-                             etag: value(factOffsets.etag))
+        var length: Int? = nil
+        if factOffsets.length > 0 {
+            let start = (bytes + factOffsets.length).assumingMemoryBound(to: UInt8.self)
+            length = ResponseFacts.length(UnsafeBufferPointer(start: start, count: strlen(UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self))))
+        }
+        return ResponseFacts(status: status, contentType: value(factOffsets.type), length: length,
+                             contentEncoding: value(factOffsets.coding), contentDisposition: value(factOffsets.disposition))
     }
 
     /// The fields so far, without those the upstream named in `Connection`, kept for `take()`
@@ -433,7 +437,6 @@ final class HeaderCollector {
         case .contentLength where factOffsets.length == 0: factOffsets.length = used
         case .contentEncoding where factOffsets.coding == 0: factOffsets.coding = used
         case .contentDisposition where factOffsets.disposition == 0: factOffsets.disposition = used
-        case .etag where factOffsets.etag == 0: factOffsets.etag = used
         default: break
         }
         putTerminated(value)

@@ -14,9 +14,15 @@ public struct UpstreamHeaderList {
 
     /// Adds `Name: value`; `Name:` alone stops curl from sending a field it would add itself.
     public mutating func append(_ name: String, _ value: String) {
-        var name = name
-        var value = value
-        name.withUTF8 { n in value.withUTF8 { v in block.add(UnsafeRawBufferPointer(n), UnsafeRawBufferPointer(v)) } }
+        // Native strings are contiguous: read in place, with no copy to make them so.
+        let done: Void?? = name.utf8.withContiguousStorageIfAvailable { n in
+            value.utf8.withContiguousStorageIfAvailable { v in block.add(UnsafeRawBufferPointer(n), UnsafeRawBufferPointer(v)) }
+        }
+        if done == nil || done! == nil {
+            var name = name
+            var value = value
+            name.withUTF8 { n in value.withUTF8 { v in block.add(UnsafeRawBufferPointer(n), UnsafeRawBufferPointer(v)) } }
+        }
     }
 
     /// Adds one whole line as curl takes it.

@@ -9,6 +9,45 @@ public protocol FieldSource {
 extension HTTPExchange: FieldSource {}
 extension ResponseHeaders: FieldSource {}
 
+/// One field line Peel adds to an upstream request of its own (a probe's User-Agent).
+public struct FieldLine: Sendable {
+    public let name: String
+    public let value: String
+
+    public init(_ name: String, _ value: String) {
+        self.name = name
+        self.value = value
+    }
+}
+
+/// The fields a gateway adds about the hop it forwards (RFC 7239, and the X-Forwarded-* fields
+/// every proxy writes), plus the request id and the Host it forwards. Values only: which values
+/// they get is the gateway's rule; the sender writes each under its name, after the relayed fields.
+public struct ForwardingFields: Sendable {
+    /// X-Forwarded-For: the chain a trusted proxy sent, then this hop's peer.
+    public var forwardedFor: String
+    /// X-Forwarded-Proto: this hop's scheme.
+    public var forwardedProto: String
+    /// X-Forwarded-Host: the Host the client sent, when it sent one.
+    public var forwardedHost: String?
+    /// Forwarded (RFC 7239 §4).
+    public var forwarded: String
+    /// A Host sent instead of the upstream's (`--preserve-host`); nil lets curl send the upstream's.
+    public var host: String?
+    /// X-Request-Id.
+    public var requestId: String
+
+    public init(forwardedFor: String, forwardedProto: String, forwardedHost: String?, forwarded: String, host: String?,
+                requestId: String) {
+        self.forwardedFor = forwardedFor
+        self.forwardedProto = forwardedProto
+        self.forwardedHost = forwardedHost
+        self.forwarded = forwarded
+        self.host = host
+        self.requestId = requestId
+    }
+}
+
 /// Which resource an upstream request names.
 public enum UpstreamTarget {
     /// A path (already validated, sent as is) and query (without `?`) on the configured origin.
@@ -33,14 +72,16 @@ public struct UpstreamRequest {
     public let relayed: (any FieldSource)?
     public let dropping: FieldSet
     public let droppingNamed: HeaderNameSet?
-    /// Fields added after the relayed ones, in order: Peel's own, never Accept or Content-Type
-    /// (see `writeFields`). An empty value sends `Name:`, which stops curl from sending a field
-    /// of its own by that name.
-    public let added: [(name: String, value: String)]
+    /// The forwarding fields, written after the relayed ones.
+    public let forwarding: ForwardingFields?
+    /// Fields added after those, in order: Peel's own, never Accept or Content-Type (see
+    /// `writeFields`). An empty value sends `Name:`, which stops curl from sending a field of its
+    /// own by that name.
+    public let added: [FieldLine]
 
     public init(method: String, target: UpstreamTarget, body: UpstreamBody = .none, acceptEncoding: String = "",
                 relayed: (any FieldSource)? = nil, dropping: FieldSet = FieldSet([]), droppingNamed: HeaderNameSet? = nil,
-                added: [(name: String, value: String)] = []) {
+                forwarding: ForwardingFields? = nil, added: [FieldLine] = []) {
         self.method = method
         methodToken = MethodToken(method)
         self.target = target
@@ -49,6 +90,7 @@ public struct UpstreamRequest {
         self.relayed = relayed
         self.dropping = dropping
         self.droppingNamed = droppingNamed
+        self.forwarding = forwarding
         self.added = added
     }
 
@@ -68,7 +110,7 @@ public struct UpstreamRequest {
         methodToken != .head && (bodyCount > 0 || methodToken == .post || methodToken == .put || methodToken == .patch)
     }
 
-    /// Writes the field lines: the relayed ones, the added ones, then empty `Accept:` and
+    /// Writes the field lines: the relayed ones, the forwarding ones, the added ones, then empty `Accept:` and
     /// `Content-Type:` where none was written, since curl would invent `Accept: */*` and, for a
     /// request it sends as a POST, `Content-Type: application/x-www-form-urlencoded`; and
     /// `Expect:` for a POST, since curl would add `Expect: 100-continue` to a large body the client
@@ -84,7 +126,15 @@ public struct UpstreamRequest {
                 list.append(field)
             }
         }
-        for (name, value) in added { list.append(name, value) }
+        if let f = forwarding {
+            list.append("X-Forwarded-For", f.forwardedFor)
+            list.append("X-Forwarded-Proto", f.forwardedProto)
+            if let host = f.forwardedHost { list.append("X-Forwarded-Host", host) }
+            list.append("Forwarded", f.forwarded)
+            if let host = f.host { list.append("Host", host) }
+            list.append("X-Request-Id", f.requestId)
+        }
+        for line in added { list.append(line.name, line.value) }
         if !sawAccept { list.append("Accept", "") }
         if sentAsPost {
             if !sawContentType { list.append("Content-Type", "") }
