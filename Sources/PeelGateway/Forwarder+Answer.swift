@@ -102,10 +102,10 @@ extension Forwarder {
     /// length; judged answers and codings the client cannot take are decoded. Inside curl's header
     /// callback: nothing here may call curl.
     func keepsCoding(_ call: Call, facts: ResponseFacts) -> Bool {
-        guard facts.isCoded, let coding = facts.contentEncoding,
-              CompressionPolicy.accepts(call.acceptEncoding, contentEncoding: coding),
-              passesUnjudged(judgedAnswer(call, facts), config: call.route.envelope) else { return false }
-        call.keptCoding = trimOWS(coding)
+        guard let coding = HeadDecision.keptCoding(facts, accepted: call.acceptEncoding,
+                                                   passesUnjudged: passesUnjudged(judgedAnswer(call, facts), config: call.route.envelope))
+        else { return false }
+        call.keptCoding = coding
         return true
     }
 
@@ -123,13 +123,8 @@ extension Forwarder {
         let passes = passesUnjudged(judgedAnswer(call, facts), config: call.route.envelope)
         call.passesUnjudged = passes
         guard passes else { return nil }
-        // An answer curl decodes has a Content-Length that says nothing of its decoded size, so it
-        // streams like one of unknown length (chunked) rather than meet max_upstream_body. Any other
-        // declared length is the body's, and is kept (downloads keep their length).
-        let declared = call.keptCoding == nil && facts.isCoded ? nil : facts.contentLength
-        if !facts.isEventStream, let length = declared, length <= call.route.streamThreshold {
-            return nil
-        }
+        guard case .stream(let declared) = HeadDecision.body(facts, keptCoding: call.keptCoding, threshold: call.route.streamThreshold)
+        else { return nil }
         guard !call.exchange.answered else { return nil }
         let headers = head.copy()
         call.upstreamStatus = status
