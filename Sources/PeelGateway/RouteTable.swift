@@ -1,0 +1,105 @@
+import Glibc
+
+/// Which route a call takes: a pure function of its Host and path, decided right after parsing.
+///
+/// A route without a host applies to every host. Among the routes that apply, the longest prefix
+/// wins (a plain byte prefix of the path); at equal prefix an exact host beats a wildcard, which
+/// beats no host, and a longer wildcard beats a shorter one. List order decides nothing. Hosts are
+/// matched without case and port; `*.example.com` matches any name ending in `.example.com` (one or
+/// more labels), never `example.com` itself.
+struct RouteTable<Target> {
+    /// How a route's host is matched.
+    enum HostMatch: Equatable {
+        case any
+        /// A lowercased name.
+        case exact([UInt8])
+        /// A lowercased suffix with its leading dot (`.example.com`).
+        case wildcard([UInt8])
+
+        /// Exact beats wildcard beats any; a longer wildcard beats a shorter one.
+        var rank: Int {
+            switch self {
+            case .any: 0
+            case .wildcard(let s): 1 + s.count
+            case .exact: Int.max
+            }
+        }
+
+        init(_ pattern: String?) {
+            guard let p = pattern?.lowercased() else { self = .any; return }
+            if p.hasPrefix("*.") { self = .wildcard(Array(p.utf8.dropFirst())) } else { self = .exact(Array(p.utf8)) }
+        }
+
+        /// Whether `host` (lowercased, without port) matches.
+        func matches(_ host: ArraySlice<UInt8>) -> Bool {
+            switch self {
+            case .any: return true
+            case .exact(let name): return host.elementsEqual(name)
+            case .wildcard(let suffix):
+                // At least one label before the suffix: `.example.com` alone is not a name under it.
+                return host.count > suffix.count && host.suffix(suffix.count).elementsEqual(suffix)
+            }
+        }
+    }
+
+    struct Entry {
+        let host: HostMatch
+        let prefix: [UInt8]
+        let target: Target
+    }
+
+    /// In the order they are tried: longest prefix first, then the most specific host.
+    private let entries: [Entry]
+    /// Whether any route names a host: only then is the request's Host read.
+    private let needsHost: Bool
+
+    init(_ routes: [(host: String?, prefix: String, target: Target)]) {
+        let built = routes.map { Entry(host: HostMatch($0.host), prefix: Array($0.prefix.utf8), target: $0.target) }
+        entries = built.enumerated().sorted { a, b in
+            if a.element.prefix.count != b.element.prefix.count { return a.element.prefix.count > b.element.prefix.count }
+            if a.element.host.rank != b.element.host.rank { return a.element.host.rank > b.element.host.rank }
+            return a.offset < b.offset
+        }.map(\.element)
+        needsHost = built.contains { $0.host != .any }
+    }
+
+    /// The route for a request with Host `host` (as sent; nil when absent) and `path` (the
+    /// origin-form path, without the query); nil when none applies.
+    func choose(host: String?, path: String) -> Target? {
+        let name = needsHost ? Self.hostName(host) : []
+        var path = path
+        return path.withUTF8 { p in
+            for e in entries where e.prefix.count <= p.count {
+                guard memcmp(p.baseAddress!, e.prefix, e.prefix.count) == 0 else { continue }
+                if e.host.matches(name[...]) { return e.target }
+            }
+            return nil
+        }
+    }
+
+    /// A Host value as routes match it (RFC 9110 §7.2, §4.2.3): lowercased, without its port and
+    /// any trailing dot; an IPv6 literal keeps its brackets.
+    static func hostName(_ host: String?) -> [UInt8] {
+        guard let host else { return [] }
+        var bytes = Array(host.utf8)
+        if bytes.first == 0x5B {
+            if let close = bytes.firstIndex(of: 0x5D) { bytes.removeSubrange((close + 1)...) }
+        } else if let colon = bytes.lastIndex(of: 0x3A) {
+            bytes.removeSubrange(colon...)
+        }
+        if bytes.last == 0x2E { bytes.removeLast() }
+        for i in bytes.indices where bytes[i] &- 0x41 < 26 { bytes[i] |= 0x20 }
+        return bytes
+    }
+}
+
+extension RouteRule {
+    /// The path sent upstream for `path` on this route: with `strip_prefix`, the prefix goes and one
+    /// leading slash stays (`/wx/token` → `/token`, `/wx/` → `/`, `/wx` → `/`).
+    func upstreamPath(_ path: String) -> String {
+        guard stripPrefix, path.utf8.starts(with: prefix.utf8) else { return path }
+        let rest = path.utf8.dropFirst(prefix.utf8.count)
+        if rest.first == 0x2F { return String(Substring(rest)) }
+        return "/" + String(Substring(rest))
+    }
+}
