@@ -196,6 +196,9 @@ public enum ConfigLoader {
     public static func describe(_ c: GatewayConfig) -> String {
         var fields = options.compactMap { spec in spec.show.map { (spec.key, $0(c)) } }
         if let routing = c.routing {
+            // Without --upstream the built-in default URL is no group: shown as not set, so the
+            // output loads back to the same groups.
+            if !routing.hasDefaultGroup, let i = fields.firstIndex(where: { $0.0 == "upstream" }) { fields[i].1 = "null" }
             let json = routing.json
             fields.append(("upstreams", json.upstreams))
             fields.append(("routes", json.routes))

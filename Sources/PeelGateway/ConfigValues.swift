@@ -15,6 +15,23 @@ extension ConfigLoader {
         }
     }
 
+    /// The offline cache's key field names (the option's, or a route's): lowercased field names,
+    /// each once, none the cache reads for its own rules (a key of one would stop it being read).
+    static func keyFieldNames(_ given: [String], _ o: String) throws(ConfigError) -> [String] {
+        var names: [String] = []
+        for n in given {
+            let lower = n.lowercased()
+            guard !lower.isEmpty, lower.utf8.allSatisfy(isTokenByte) else {
+                throw ConfigError(option: o, problem: "\(n) is not a field name")
+            }
+            guard !["cache-control", "pragma", "if-none-match", "if-modified-since"].contains(lower) else {
+                throw ConfigError(option: o, problem: "\(n) is read for the cache's rules and cannot be a key field")
+            }
+            if !names.contains(lower) { names.append(lower) }
+        }
+        return names
+    }
+
     static func onOff(_ v: ConfigValue, _ o: String) throws(ConfigError) -> Bool {
         switch try text(v, o) {
         case "on", "true": return true

@@ -174,19 +174,7 @@ extension ConfigLoader {
         },
         OptionSpec(name: "offline-cache-key", help: "request fields that say whose answer it is; Host, target, Accept-Language and Vary are always part of the key",
                    value: "LIST", show: { c in strs(c.offlineCacheKey) }) { c, v, o throws(ConfigError) in
-            var names: [String] = []
-            for n in try list(v, o) {
-                let lower = n.lowercased()
-                guard !lower.isEmpty, lower.utf8.allSatisfy(isTokenByte) else {
-                    throw ConfigError(option: o, problem: "\(n) is not a field name")
-                }
-                // The fields the cache reads for its own rules: a key of one would stop them being read.
-                guard !["cache-control", "pragma", "if-none-match", "if-modified-since"].contains(lower) else {
-                    throw ConfigError(option: o, problem: "\(n) is read for the cache's rules and cannot be a key field")
-                }
-                if !names.contains(lower) { names.append(lower) }
-            }
-            c.offlineCacheKey = names
+            c.offlineCacheKey = try keyFieldNames(list(v, o), o)
         },
         OptionSpec(name: "offline-cache-override", help: "on or off: serve stale even answers the upstream marked no-cache, must-revalidate, proxy-revalidate or s-maxage (never no-store or private)",
                    value: "on|off", show: { c in q(c.offlineCacheOverride ? "on" : "off") }) { c, v, o throws(ConfigError) in

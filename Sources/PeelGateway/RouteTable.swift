@@ -95,11 +95,13 @@ struct RouteTable<Target> {
 
 extension RouteRule {
     /// The path sent upstream for `path` on this route: with `strip_prefix`, the prefix goes and one
-    /// leading slash stays (`/wx/token` → `/token`, `/wx/` → `/`, `/wx` → `/`).
-    func upstreamPath(_ path: String) -> String {
+    /// leading slash stays (`/wx/token` → `/token`, `/wx/` → `/`, `/wx` → `/`). nil when what is
+    /// left climbs above the root: the request checks saw `/wx/../admin` stay under `/`, but
+    /// stripped it is `/../admin`, which the group's base path would not contain (RFC 3986 §5.2.4).
+    func upstreamPath(_ path: String) -> String? {
         guard stripPrefix, path.utf8.starts(with: prefix.utf8) else { return path }
         let rest = path.utf8.dropFirst(prefix.utf8.count)
-        if rest.first == 0x2F { return String(Substring(rest)) }
-        return "/" + String(Substring(rest))
+        let stripped = rest.first == 0x2F ? String(Substring(rest)) : "/" + String(Substring(rest))
+        return RequestPolicy.climbsAboveRoot(Substring(stripped)) ? nil : stripped
     }
 }

@@ -9,6 +9,8 @@ public struct RoutingConfig: Sendable, Equatable {
     public var upstreams: [UpstreamGroup] = []
     /// The routes, in the file's order (which decides nothing when a route is chosen).
     public var routes: [RouteRule] = []
+    /// Whether `--upstream` (or its variable or key) made the group `default`.
+    public var hasDefaultGroup = false
 }
 
 /// One named group of endpoints that serve the same API.
@@ -87,6 +89,7 @@ extension RoutingConfig {
     static func decode(upstreams: ConfigJSON?, routes: ConfigJSON?, file: String,
                        defaultGroup: Bool) throws(ConfigError) -> RoutingConfig {
         var out = RoutingConfig()
+        out.hasDefaultGroup = defaultGroup
         if let upstreams {
             let members = try object(upstreams, at: "\(file): upstreams")
             for m in members {
@@ -101,10 +104,7 @@ extension RoutingConfig {
             }
         }
         guard let routes else {
-            if !out.upstreams.isEmpty {
-                throw ConfigError(option: "\(file): routes", problem: "is required with upstreams (which calls go where)")
-            }
-            return out
+            throw ConfigError(option: "\(file): routes", problem: "is required with upstreams (which calls go where)")
         }
         guard case .array(let items) = routes else {
             throw ConfigError(option: "\(file): routes", problem: "must be a list, not \(routes.kind)")
@@ -146,24 +146,27 @@ extension RoutingConfig {
         for (i, item) in items.enumerated() {
             let here = "\(at).endpoints[\(i)]"
             let text: String
+            var urlAt = here
             var weight = 1
             switch item {
             case .string(let s): text = s
             case .object:
                 _ = try object(item, at: here, allowed: ["url", "weight"])
-                guard let u = item["url"] else { throw ConfigError(option: "\(here).url", problem: "is required") }
-                text = try string(u, at: "\(here).url")
+                urlAt = "\(here).url"
+                guard let u = item["url"] else { throw ConfigError(option: urlAt, problem: "is required") }
+                text = try string(u, at: urlAt)
                 if let w = item["weight"] { weight = try integer(w, at: "\(here).weight", in: 1...1000) }
             default:
                 throw ConfigError(option: here, problem: "must be a URL or {\"url\": …, \"weight\": …}, not \(item.kind)")
             }
             switch UpstreamURL.parse(text) {
             case .success(let url):
-                if endpoints.contains(where: { $0.url == url }) {
-                    throw ConfigError(option: here, problem: "is already an endpoint of this group")
+                // The same origin written another way (`http://a`, `http://A:80`) is the same endpoint.
+                if endpoints.contains(where: { Self.sameEndpoint($0.url, url) }) {
+                    throw ConfigError(option: urlAt, problem: "is already an endpoint of this group")
                 }
                 endpoints.append(.init(url: url, weight: weight))
-            case .failure(let e): throw ConfigError(option: here, problem: e.reason)
+            case .failure(let e): throw ConfigError(option: urlAt, problem: e.reason)
             }
         }
         var g = UpstreamGroup(name: name, endpoints: endpoints)
@@ -190,6 +193,13 @@ extension RoutingConfig {
         return g
     }
 
+    /// Whether two endpoint URLs name the same resource: scheme and host without case, the port
+    /// with the scheme's default filled in, and the same base path.
+    static func sameEndpoint(_ a: UpstreamURL, _ b: UpstreamURL) -> Bool {
+        func port(_ u: UpstreamURL) -> Int { u.port ?? (u.scheme == "https" ? 443 : 80) }
+        return a.scheme == b.scheme && a.host.lowercased() == b.host.lowercased() && port(a) == port(b) && a.basePath == b.basePath
+    }
+
     static func probe(_ json: ConfigJSON, at: String) throws(ConfigError) -> UpstreamGroup.Probe {
         var p = UpstreamGroup.Probe()
         for m in try object(json, at: at, allowed: ["path", "interval", "timeout", "fall", "rise"]) {
@@ -197,9 +207,9 @@ extension RoutingConfig {
             switch m.name {
             case "path":
                 let path = try string(m.value, at: here)
-                guard path.hasPrefix("/"), !path.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7F || $0 == 0x23 }) else {
-                    throw ConfigError(option: here, problem: "must start with / and hold no space, control character or #")
-                }
+                // As --probe-path: a path curl would not send keeps a healthy group offline for good.
+                guard path.hasPrefix("/") else { throw ConfigError(option: here, problem: "must start with /") }
+                if let why = ConfigLoader.originFormProblem(path) { throw ConfigError(option: here, problem: why) }
                 p.path = path
             case "interval": p.interval = try seconds(m.value, at: here)
             case "timeout": p.timeout = try seconds(m.value, at: here)
@@ -265,11 +275,7 @@ extension RoutingConfig {
                 for p in paths where !p.hasPrefix("/") { throw ConfigError(option: here, problem: "\(p) must start with /") }
                 r.passthroughPaths = paths
             case "offline_cache_key":
-                let names = try strings(m.value, at: here).map { $0.lowercased() }
-                for n in names where n.isEmpty || !n.utf8.allSatisfy({ isTokenByte($0) }) {
-                    throw ConfigError(option: here, problem: "\(n) is not a field name")
-                }
-                r.offlineCacheKey = names
+                r.offlineCacheKey = try ConfigLoader.keyFieldNames(strings(m.value, at: here), here)
             default: break
             }
         }
@@ -280,12 +286,21 @@ extension RoutingConfig {
     /// under it (one or more labels, never the name itself).
     static func hostPattern(_ json: ConfigJSON, at: String) throws(ConfigError) -> String {
         let host = try string(json, at: at).lowercased()
+        // An IPv6 literal in brackets, as a Host field carries it (RFC 9110 §7.2, RFC 3986 §3.2.2).
+        if host.hasPrefix("[") {
+            let inner = host.utf8.dropFirst().dropLast()
+            guard host.hasSuffix("]"), inner.contains(0x3A),
+                  inner.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || $0 == 0x3A || $0 == 0x2E }) else {
+                throw ConfigError(option: at, problem: "must be an IPv6 address in brackets ([2001:db8::1])")
+            }
+            return host
+        }
         let name = host.hasPrefix("*.") ? String(host.dropFirst(2)) : host
         let ok = !name.isEmpty && name.utf8.allSatisfy { b in
             (b >= 0x61 && b <= 0x7A) || (b >= 0x30 && b <= 0x39) || b == 0x2D || b == 0x2E || b == 0x5F
         } && !name.hasPrefix(".") && !name.hasSuffix(".") && !name.contains("..")
         guard ok else {
-            throw ConfigError(option: at, problem: "must be a host name without port (example.com), or *. and one (*.example.com)")
+            throw ConfigError(option: at, problem: "must be a host name without port (example.com), *. and one (*.example.com), or [an IPv6 address]")
         }
         return host
     }

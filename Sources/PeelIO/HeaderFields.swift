@@ -266,6 +266,21 @@ final class HeaderCollector {
     /// Where the first value of each field `ResponseFacts` reads starts in `bytes` (0: none yet;
     /// a value never starts at 0, a token byte and a name come first).
     private var factOffsets = (type: 0, length: 0, coding: 0, disposition: 0)
+    /// Whether a `Connection` field names anything but `keep-alive` and `close` (which nearly every
+    /// upstream sends, and which name no field Peel relays), noted as the field comes.
+    private var connectionNamesAField = false
+    /// The token of the field taken last (a folded line continues it).
+    private var lastToken = FieldToken.other
+
+    /// Notes whether a Connection value names anything but `keep-alive` and `close`.
+    private func noteConnectionOptions(_ value: UnsafeRawBufferPointer) {
+        guard !connectionNamesAField else { return }
+        HeaderTokens.forEach(value) { option in
+            if !HeaderField.equalsLowercased(option, "keep-alive") && !HeaderField.equalsLowercased(option, "close") {
+                connectionNamesAField = true
+            }
+        }
+    }
 
     deinit { bytes.deallocate() }
 
@@ -287,10 +302,17 @@ final class HeaderCollector {
         complete = false
         facts = nil
         factOffsets = (0, 0, 0, 0)
+        connectionNamesAField = false
     }
 
-    /// The facts of the head collected so far, from the offsets noted as its fields came.
+    /// The facts of the head collected so far, from the offsets noted as its fields came; from
+    /// the head as relayed when its `Connection` names one of those fields (RFC 9110 §7.6.1: they
+    /// are dropped, so nothing may be decided by them).
     private func readFacts() -> ResponseFacts {
+        if connectionNamesAField {
+            let relayed = snapshot()
+            if relayed.count != fields { return ResponseFacts(status: status, headers: relayed) }
+        }
         func value(_ at: Int) -> String? {
             guard at > 0 else { return nil }
             return String(cString: (bytes + at).assumingMemoryBound(to: CChar.self))
@@ -352,6 +374,7 @@ final class HeaderCollector {
             guard fields > 0 else { return refuse("the upstream's head starts with a folded line") }
             let value = Self.trimmed(base, 0, end)
             if let bad = Self.badValue(value) { return refuse(bad) }
+            if lastToken == .connection { noteConnectionOptions(value) }
             used -= 1
             var space: UInt8 = 0x20
             withUnsafeBytes(of: &space) { put($0) }
@@ -437,8 +460,10 @@ final class HeaderCollector {
         case .contentLength where factOffsets.length == 0: factOffsets.length = used
         case .contentEncoding where factOffsets.coding == 0: factOffsets.coding = used
         case .contentDisposition where factOffsets.disposition == 0: factOffsets.disposition = used
+        case .connection: noteConnectionOptions(value)
         default: break
         }
+        lastToken = token
         putTerminated(value)
         fields += 1
     }

@@ -82,15 +82,22 @@ public final class ResponseFacts: Sendable, Equatable {
     }
 
     /// A Content-Length value as a length: digits only (no sign, no list), as RFC 9110 §8.6 writes
-    /// it, and at most 18 of them.
+    /// it, at most 18 of them, with optional whitespace around.
     static func length<C: Collection>(_ value: C) -> Int? where C.Element == UInt8 {
-        guard !value.isEmpty, value.count <= 18 else { return nil }
         var n = 0
+        var digits = 0
+        var ended = false
         for b in value {
-            guard b &- 0x30 < 10 else { return nil }
+            if b == 0x20 || b == 0x09 {
+                // OWS around the value (a folded line leaves a space before it).
+                if digits > 0 { ended = true }
+                continue
+            }
+            guard !ended, b &- 0x30 < 10, digits < 18 else { return nil }
             n = n * 10 + Int(b &- 0x30)
+            digits += 1
         }
-        return n
+        return digits > 0 ? n : nil
     }
 
     public static func == (a: ResponseFacts, b: ResponseFacts) -> Bool {

@@ -63,4 +63,17 @@ final class RouteTableTests: XCTestCase {
         XCTAssertEqual(bare.upstreamPath("/wx"), "/")
         XCTAssertEqual(RouteRule(prefix: "/wx/", upstream: "wechat").upstreamPath("/wx/token"), "/wx/token")
     }
+
+    func testAStrippedPathNeverClimbsAboveTheRoot() {
+        let wx = RouteRule(prefix: "/wx/", upstream: "wechat", stripPrefix: true)
+        for path in ["/wx/../admin", "/wx/%2e%2e/admin", "/wx/a/../../admin"] {
+            XCTAssertFalse(RequestPolicy.climbsAboveRoot(Substring(path)), path)
+            XCTAssertNil(wx.upstreamPath(path), path)
+        }
+        XCTAssertNil(RouteRule(prefix: "/wx", upstream: "wechat", stripPrefix: true).upstreamPath("/wx../admin"))
+        XCTAssertEqual(wx.upstreamPath("/wx/a/../b"), "/a/../b", "a dot-segment that stays under the root is left to the upstream")
+        let table = RouteTable<String>([(host: "[::1]", prefix: "/", target: "v6"), (host: nil, prefix: "/", target: "any")])
+        XCTAssertEqual(table.choose(host: "[::1]:8080", path: "/x"), "v6")
+        XCTAssertEqual(table.choose(host: "[::2]", path: "/x"), "any")
+    }
 }

@@ -146,4 +146,56 @@ final class RoutingConfigTests: XCTestCase {
         // A plain configuration is served as before.
         XCTAssertNoThrow(try ConfigLoader.servable(try load(#"{"timeout": 5}"#, upstreamFlag: true)))
     }
+
+    func testUpstreamsWithoutRoutesIsRefused_evenWhenEmpty() {
+        XCTAssertEqual(refusal(#"{"upstreams": {}}"#)?.at, "routes")
+        XCTAssertEqual(refusal(#"{"upstreams": {}}"#, upstreamFlag: true)?.at, "routes")
+    }
+
+    func testCheckConfigsWholeOutputLoadsBack_withoutUpstream() throws {
+        let c = try load(#"{"upstreams": {"default": {"endpoints": ["http://10.0.0.1:8080"]}}, "routes": [{"prefix": "/", "upstream": "default"}]}"#)
+        let shown = ConfigLoader.describe(c)
+        XCTAssertNil(refusal(shown)?.at, shown)
+        XCTAssertEqual(try load(shown).routing, c.routing)
+        // With --upstream, its URL is shown and makes the default group again.
+        let withFlag = try load(#"{"routes": [{"prefix": "/", "upstream": "default"}]}"#, upstreamFlag: true)
+        XCTAssertEqual(try load(ConfigLoader.describe(withFlag)).routing, withFlag.routing)
+    }
+
+    func testARoutesKeyFieldsFollowTheOptionsRules() throws {
+        XCTAssertEqual(refusal(#"{"routes": [{"prefix": "/", "upstream": "default", "offline_cache_key": ["Cache-Control"]}]}"#,
+                               upstreamFlag: true)?.at, "routes[0].offline_cache_key")
+        let c = try load(#"{"routes": [{"prefix": "/", "upstream": "default", "offline_cache_key": ["Cookie", "cookie", "X-Tenant"]}]}"#,
+                         upstreamFlag: true)
+        XCTAssertEqual(c.routing?.routes[0].offlineCacheKey, ["cookie", "x-tenant"])
+    }
+
+    func testAGroupsProbePathFollowsTheOptionsRules() {
+        XCTAssertNotNil(refusal(#"{"probe_path": "/health%"}"#, upstreamFlag: true))
+        let group = { (path: String) in
+            #"{"upstreams": {"app": {"endpoints": ["http://a"], "probe": {"path": ""# + path + #""}}}, "routes": [{"prefix": "/", "upstream": "app"}]}"#
+        }
+        XCTAssertEqual(refusal(group("/health%"))?.at, "upstreams.app.probe.path")
+        XCTAssertNil(refusal(group("/health?deep=1")))
+    }
+
+    func testAnEndpointObjectsURLIsNamedByItsKey_andOneOriginWrittenTwoWaysIsOneEndpoint() {
+        func file(_ endpoints: String) -> String {
+            #"{"upstreams": {"app": {"endpoints": ["# + endpoints + #"]}}, "routes": [{"prefix": "/", "upstream": "app"}]}"#
+        }
+        XCTAssertEqual(refusal(file(#"{"url": "ftp://a"}"#))?.at, "upstreams.app.endpoints[0].url")
+        XCTAssertEqual(refusal(file(#""http://a", "http://a:80""#))?.at, "upstreams.app.endpoints[1]")
+        XCTAssertEqual(refusal(file(#""http://a", "http://A""#))?.at, "upstreams.app.endpoints[1]")
+        XCTAssertEqual(refusal(file(#""https://a", {"url": "https://a:443/"}"#))?.at, "upstreams.app.endpoints[1].url")
+        XCTAssertNil(refusal(file(#""http://a", "https://a", "http://a:8080", "http://a/v2""#)))
+    }
+
+    func testARouteMayNameAnIPv6Literal() throws {
+        let c = try load(#"{"routes": [{"prefix": "/", "upstream": "default", "host": "[::1]"}]}"#, upstreamFlag: true)
+        XCTAssertEqual(c.routing?.routes[0].host, "[::1]")
+        XCTAssertEqual(refusal(#"{"routes": [{"prefix": "/", "upstream": "default", "host": "[::1"}]}"#, upstreamFlag: true)?.at,
+                       "routes[0].host")
+        XCTAssertEqual(refusal(#"{"routes": [{"prefix": "/", "upstream": "default", "host": "[example]"}]}"#, upstreamFlag: true)?.at,
+                       "routes[0].host")
+    }
 }

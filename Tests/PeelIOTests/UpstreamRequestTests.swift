@@ -82,7 +82,8 @@ final class ResponseFactsTests: XCTestCase {
 
     func testALengthIsDigitsOnly_andIdentityIsNoCoding() {
         XCTAssertEqual(ResponseFacts(status: 200, contentLength: "0").contentLength, 0)
-        for bad in ["+5", "-1", "5, 5", "0x10", "", " 5", "99999999999999999999"] {
+        XCTAssertEqual(ResponseFacts(status: 200, contentLength: " 42\t").contentLength, 42, "optional whitespace around")
+        for bad in ["+5", "-1", "5, 5", "0x10", "", " ", "99999999999999999999"] {
             XCTAssertNil(ResponseFacts(status: 200, contentLength: bad).contentLength, bad)
         }
         XCTAssertFalse(ResponseFacts(status: 200, contentEncoding: "identity").isCoded)
@@ -92,5 +93,26 @@ final class ResponseFactsTests: XCTestCase {
         XCTAssertTrue(ResponseFacts(status: 200, contentEncoding: "br").isCoded)
         XCTAssertTrue(ResponseFacts(status: 200, contentType: "Text/Event-Stream; charset=utf-8").isEventStream)
         XCTAssertFalse(ResponseFacts(status: 200, contentType: "text/plain").isEventStream)
+    }
+
+    func testFactsAgreeWithTheHeadThatIsRelayed() {
+        // RFC 9110 §7.6.1: fields the upstream names in Connection are dropped, so no decision reads them.
+        let c = collect(["HTTP/1.1 200 OK\r\n", "Connection: content-type, content-encoding\r\n",
+                         "Content-Type: text/html\r\n", "Content-Encoding: gzip\r\n", "Content-Length: 7\r\n", "\r\n"])
+        let facts = c.facts
+        XCTAssertNil(facts?.contentType)
+        XCTAssertEqual(facts?.isCoded, false)
+        XCTAssertEqual(facts?.contentLength, 7)
+        XCTAssertEqual(facts, ResponseFacts(status: 200, headers: c.take()))
+        let keepAlive = collect(["HTTP/1.1 200 OK\r\n", "Connection: keep-alive\r\n", "Content-Type: text/html\r\n", "\r\n"])
+        XCTAssertEqual(keepAlive.facts?.contentType, "text/html")
+        let folded = collect(["HTTP/1.1 200 OK\r\n", "Connection: keep-alive,\r\n", " content-type\r\n", "Content-Type: text/html\r\n", "\r\n"])
+        XCTAssertNil(folded.facts?.contentType, "a folded Connection line names fields too")
+    }
+
+    func testAFoldedLengthIsStillALength() {
+        let c = collect(["HTTP/1.1 200 OK\r\n", "Content-Length:\r\n", " 5\r\n", "\r\n"])
+        XCTAssertEqual(c.facts?.contentLength, 5)
+        XCTAssertNil(ResponseFacts(status: 200, contentLength: "5 5").contentLength)
     }
 }
