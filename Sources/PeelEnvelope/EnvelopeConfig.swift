@@ -10,8 +10,13 @@ public struct EnvelopeConfig: Sendable {
     /// HTTP status for business errors without an override; default 422.
     public var businessStatus: Int = 422
     /// Media ranges answered without unwrapping (`type/*` wildcards, case-insensitive, parameters ignored).
-    public var passthroughContentTypes: [String] = ["image/*", "audio/*", "video/*", "application/octet-stream", "text/csv",
-                                                    "application/pdf", "application/zip", "text/event-stream"]
+    public var passthroughContentTypes: [String] {
+        get { passthroughRanges.patterns }
+        set { passthroughRanges = MediaRanges(newValue) }
+    }
+    /// The ranges, read once per configuration, never per call.
+    var passthroughRanges = MediaRanges(["image/*", "audio/*", "video/*", "application/octet-stream", "text/csv",
+                                         "application/pdf", "application/zip", "text/event-stream"])
     /// Request path prefixes answered without unwrapping (plain byte prefix); default none.
     public var passthroughPaths: [String] = []
     /// Prefix of every problem document's `type`; default `"urn:peel:problem:"`.

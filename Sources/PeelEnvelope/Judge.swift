@@ -108,7 +108,7 @@ func passesThrough(_ answer: UpstreamAnswer, _ config: EnvelopeConfig) -> Bool {
     for prefix in config.passthroughPaths where answer.path.utf8.starts(with: prefix.utf8) {
         return true
     }
-    if let contentType = answer.contentType, MediaType.matchesAny(contentType, config.passthroughContentTypes) {
+    if let contentType = answer.contentType, config.passthroughRanges.matches(contentType) {
         return true
     }
     return false

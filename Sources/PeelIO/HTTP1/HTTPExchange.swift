@@ -72,26 +72,11 @@ public final class HTTPExchange {
         }
     }
 
-    /// Calls `body` with each request header, in order, as Strings.
-    public func forEachHeader(_ body: (String, String) -> Void) {
-        forEachField { body($0.nameString, $0.valueString) }
-    }
-
     /// The first value of the field `token` names, if present.
     public func header(_ token: FieldToken) -> String? {
         var found: String?
         forEachField { f in
             if found == nil, f.token == token { found = f.valueString }
-        }
-        return found
-    }
-
-    /// The first value of header `name` (case-insensitive), if present.
-    public func header(_ name: String) -> String? {
-        let set = HeaderNameSet([name])
-        var found: String?
-        forEachField { f in
-            if found == nil, f.isIn(set) { found = f.valueString }
         }
         return found
     }
