@@ -30,11 +30,25 @@ final class Route {
     /// Whether calls on this route are written to the access log.
     let accessLog: Bool
 
-    init(_ config: GatewayConfig) {
-        envelope = config.envelope
+    /// The route's name in logs and metrics (`RouteRule.label`); `/` for the route `--upstream` makes.
+    let name: String
+    /// The upstream group the route's calls go to; `default` for `--upstream`'s.
+    let group: String
+
+    /// The route for `config`'s single upstream, or for one of its `routes` (`rule`): the rule's
+    /// dialect, passthrough paths and key fields replace the global ones where it sets them.
+    init(_ config: GatewayConfig, rule: RouteRule? = nil) {
+        var envelope = config.envelope
+        if let rule {
+            if let dialect = rule.dialect { envelope.dialect = dialect }
+            if let paths = rule.passthroughPaths { envelope.passthroughPaths = paths }
+        }
+        self.envelope = envelope
+        name = rule?.label ?? "/"
+        group = rule?.upstream ?? "default"
         basePath = config.upstream.basePath
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
-        keyFields = CacheKeyFields(config.offlineCacheKey)
+        keyFields = CacheKeyFields(rule?.offlineCacheKey ?? config.offlineCacheKey)
         let cors = CORSPolicy(config: config)
         self.cors = cors
         rewrite = ProxyRewrite(upstream: config.upstream)
@@ -47,3 +61,33 @@ final class Route {
         accessLog = config.accessLog
     }
 }
+
+/// One configuration generation's routes and the choice among them (`RouteTable`): the route
+/// `--upstream` makes, or one per rule of the config file's `routes`. Built beside the single
+/// `Route` the forwarder pins today; calls are chosen through it once groups are served.
+final class RouteSet {
+    let routes: [Route]
+    private let table: RouteTable<Route>
+
+    init(_ config: GatewayConfig) {
+        guard let routing = config.routing else {
+            let only = Route(config)
+            routes = [only]
+            table = RouteTable([(host: nil, prefix: "/", target: only)])
+            return
+        }
+        var built: [Route] = []
+        var entries: [(host: String?, prefix: String, target: Route)] = []
+        for rule in routing.routes {
+            let route = Route(config, rule: rule)
+            built.append(route)
+            entries.append((rule.host, rule.prefix, route))
+        }
+        routes = built
+        table = RouteTable(entries)
+    }
+
+    /// The route for a request's Host and path; nil when none applies (the `no-route` problem).
+    func choose(host: String?, path: String) -> Route? { table.choose(host: host, path: path) }
+}
+
