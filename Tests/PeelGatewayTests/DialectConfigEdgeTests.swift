@@ -9,15 +9,7 @@ final class DialectConfigEdgeTests: XCTestCase {
     private let env = ["PEEL_UPSTREAM": "http://127.0.0.1:1"]
 
     private func load(_ args: [String], file: String? = nil) throws -> GatewayConfig {
-        var e = env
-        var url: URL?
-        if let file {
-            url = FileManager.default.temporaryDirectory.appendingPathComponent("peel-review25-\(getpid())-\(UUID().uuidString).json")
-            try Data(file.utf8).write(to: url!)
-            e["PEEL_CONFIG"] = url!.path
-        }
-        defer { if let url { try? FileManager.default.removeItem(at: url) } }
-        return try ConfigLoader.load(arguments: args, environment: e)
+        try loadConfig(args, file: file, environment: env)
     }
 
     // Finding 1: `"success": {"flag": "ok."}` loads (check-config prints it), and the first

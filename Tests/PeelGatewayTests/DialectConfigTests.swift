@@ -8,15 +8,7 @@ final class DialectConfigTests: XCTestCase {
     private let env = ["PEEL_UPSTREAM": "http://127.0.0.1:1"]
 
     private func load(_ args: [String], file: String? = nil, env extra: [String: String] = [:]) throws -> GatewayConfig {
-        var e = env.merging(extra) { $1 }
-        var url: URL?
-        if let file {
-            url = FileManager.default.temporaryDirectory.appendingPathComponent("peel-dialect-\(getpid())-\(UUID().uuidString).json")
-            try Data(file.utf8).write(to: url!)
-            e["PEEL_CONFIG"] = url!.path
-        }
-        defer { if let url { try? FileManager.default.removeItem(at: url) } }
-        return try ConfigLoader.load(arguments: args, environment: e)
+        try loadConfig(args, file: file, environment: env.merging(extra) { $1 })
     }
 
     private func refusal(_ args: [String], file: String? = nil) -> ConfigError? {

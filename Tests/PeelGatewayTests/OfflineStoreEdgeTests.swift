@@ -10,7 +10,7 @@ final class OfflineStoreEdgeTests: XCTestCase {
     private static let shared = [("Cache-Control", "public, max-age=60"), ("ETag", "\"v1\""), ("Vary", "X-Lang")]
     private static let key = OfflineCacheKey(host: "api.example", target: "/r28", acceptLanguage: nil, fieldNames: ["authorization"], user: [nil])
 
-    enum Served: Equatable { case body(String), notModified, miss }
+    typealias Served = OfflineStoreRulesTableTests.Served
 
     /// A Redis store on its own loop against a real redis-server; `run` executes on the loop thread.
     final class RedisRig {
@@ -61,20 +61,7 @@ final class OfflineStoreEdgeTests: XCTestCase {
     }
 
     private func lookup(_ store: OfflineStore, _ fields: [String: String], run: (@escaping () -> Void) -> Void) -> Served {
-        let result = Locked<Served?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        run {
-            store.lookup(key: Self.key, request: CacheRequest(), requestField: { fields[$0] }) { answer in
-                switch answer {
-                case .hit(let h): result.withLock { $0 = .body(String(decoding: h.body, as: UTF8.self)) }
-                case .notModified: result.withLock { $0 = .notModified }
-                case .miss: result.withLock { $0 = .miss }
-                }
-                done.signal()
-            }
-        }
-        _ = done.wait(timeout: .now() + 5)
-        return result.withLock { $0 } ?? .miss
+        OfflineStoreRulesTableTests.lookup(store, key: Self.key, request: CacheRequest(), fields: fields, on: run)
     }
 
     private func storeV1(_ store: OfflineStore) {

@@ -107,6 +107,25 @@ final class OfflineStoreRulesTableTests: XCTestCase {
         OfflineCacheKey(host: "api.example", target: "/rules/\(row)", acceptLanguage: nil, fieldNames: ["authorization"], user: [nil])
     }
 
+    /// One lookup on the thread `run` gives, waited for (at most 5 s; a lookup that never answers is a miss).
+    static func lookup(_ store: OfflineStore, key: OfflineCacheKey, request: CacheRequest, fields: [String: String],
+                       on run: (@escaping () -> Void) -> Void) -> Served {
+        let result = Locked<Served?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        run {
+            store.lookup(key: key, request: request, requestField: { fields[$0] }) { answer in
+                switch answer {
+                case .hit(let h): result.withLock { $0 = .body(String(decoding: h.body, as: UTF8.self)) }
+                case .notModified: result.withLock { $0 = .notModified }
+                case .miss: result.withLock { $0 = .miss }
+                }
+                done.signal()
+            }
+        }
+        _ = done.wait(timeout: .now() + 5)
+        return result.withLock { $0 } ?? .miss
+    }
+
     /// Runs every row against `store`, on the thread `run` gives, and returns what each served.
     private static func play(_ store: OfflineStore, on run: (@escaping () -> Void) -> Void, settle: () -> Void) -> [Served] {
         var served: [Served] = []
@@ -129,20 +148,7 @@ final class OfflineStoreRulesTableTests: XCTestCase {
                 }
                 settle()
             }
-            let result = Locked<Served?>(nil)
-            let done = DispatchSemaphore(value: 0)
-            run {
-                store.lookup(key: key, request: row.lookup, requestField: { row.lookupFields[$0] }) { answer in
-                    switch answer {
-                    case .hit(let h): result.withLock { $0 = .body(String(decoding: h.body, as: UTF8.self)) }
-                    case .notModified: result.withLock { $0 = .notModified }
-                    case .miss: result.withLock { $0 = .miss }
-                    }
-                    done.signal()
-                }
-            }
-            _ = done.wait(timeout: .now() + 5)
-            served.append(result.withLock { $0 } ?? .miss)
+            served.append(lookup(store, key: key, request: row.lookup, fields: row.lookupFields, on: run))
         }
         return served
     }

@@ -6,10 +6,7 @@ import XCTest
 /// A generation's routes built from the config (issue 27, step 2, beside the single route).
 final class RouteSetTests: XCTestCase {
     private func load(_ file: String) throws -> GatewayConfig {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("peel-routeset-\(getpid())-\(UUID().uuidString).json")
-        try Data(file.utf8).write(to: url)
-        defer { try? FileManager.default.removeItem(at: url) }
-        return try ConfigLoader.load(arguments: [], environment: ["PEEL_CONFIG": url.path, "PEEL_UPSTREAM": "http://127.0.0.1:1"])
+        try loadConfig(file: file, environment: ["PEEL_UPSTREAM": "http://127.0.0.1:1"])
     }
 
     func testWithoutRoutesOneRouteTakesEveryCall() throws {

@@ -7,12 +7,7 @@ import XCTest
 /// naming the 0-based path of the offending key (issues 26 and 27).
 final class RoutingConfigTests: XCTestCase {
     private func load(_ file: String, upstreamFlag: Bool = false) throws -> GatewayConfig {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("peel-routing-\(getpid())-\(UUID().uuidString).json")
-        try Data(file.utf8).write(to: url)
-        defer { try? FileManager.default.removeItem(at: url) }
-        var env = ["PEEL_CONFIG": url.path]
-        if upstreamFlag { env["PEEL_UPSTREAM"] = "http://127.0.0.1:1/api" }
-        return try ConfigLoader.load(arguments: [], environment: env)
+        try loadConfig(file: file, environment: upstreamFlag ? ["PEEL_UPSTREAM": "http://127.0.0.1:1/api"] : [:])
     }
 
     /// The error's option with the temporary file's path cut off, and its problem.
