@@ -35,14 +35,14 @@ final class Forwarder {
     }
 
     init(config: GatewayConfig, upstream: UpstreamClient, reachability: Reachability, metrics: WorkerMetrics,
-         accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineStore, workerIndex: Int) {
+         accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineStore, workerIndex: Int) throws(PeelIOError) {
         self.streams = streams
         self.cache = cache
         self.upstream = upstream
         self.reachability = reachability
         self.metrics = metrics
         log = accessLog
-        route = Route(config)
+        route = try Self.route(for: config)
         encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
@@ -85,9 +85,14 @@ final class Forwarder {
         record(call, status: 499, kind: "client-closed", bytes: call.streamedBytes, code: nil)
     }
 
-    /// Takes a reloaded configuration for the requests that arrive from now on.
-    func apply(_ config: GatewayConfig) {
-        route = Route(config)
+    /// The route calls are pinned to under `config`; throws when curl refuses the upstream's URL.
+    static func route(for config: GatewayConfig) throws(PeelIOError) -> Route {
+        Route(config, endpoint: try RouteSet.endpoint(config.upstream))
+    }
+
+    /// Takes a reloaded configuration (and its route) for the requests that arrive from now on.
+    func apply(_ config: GatewayConfig, route: Route) {
+        self.route = route
         encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
     }
 

@@ -7,8 +7,8 @@ import PeelIO
 final class Route {
     /// How the upstream's envelopes look and which answers pass unjudged.
     let envelope: EnvelopeConfig
-    /// The upstream URL's base path, joined before each target.
-    let basePath: String
+    /// Where the route's calls go: the origin, parsed once, and the base path joined before each target.
+    let endpoint: UpstreamEndpoint
     /// `Retry-After` of the offline problem: the probe interval in whole seconds, at least 1.
     let retryAfter: String
     /// The offline cache's key fields.
@@ -37,7 +37,7 @@ final class Route {
 
     /// The route for `config`'s single upstream, or for one of its `routes` (`rule`): the rule's
     /// dialect, passthrough paths and key fields replace the global ones where it sets them.
-    init(_ config: GatewayConfig, rule: RouteRule? = nil) {
+    init(_ config: GatewayConfig, rule: RouteRule? = nil, endpoint: UpstreamEndpoint) {
         var envelope = config.envelope
         if let rule {
             if let dialect = rule.dialect { envelope.dialect = dialect }
@@ -46,7 +46,7 @@ final class Route {
         self.envelope = envelope
         name = rule?.label ?? "/"
         group = rule?.upstream ?? "default"
-        basePath = config.upstream.basePath
+        self.endpoint = endpoint
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
         keyFields = CacheKeyFields(rule?.offlineCacheKey ?? config.offlineCacheKey)
         let cors = CORSPolicy(config: config)
@@ -69,22 +69,34 @@ final class RouteSet {
     let routes: [Route]
     private let table: RouteTable<Route>
 
-    init(_ config: GatewayConfig) {
+    /// Throws when curl's URL parser refuses an endpoint's origin.
+    init(_ config: GatewayConfig) throws(PeelIOError) {
         guard let routing = config.routing else {
-            let only = Route(config)
+            let only = Route(config, endpoint: try Self.endpoint(config.upstream))
             routes = [only]
             table = RouteTable([(host: nil, prefix: "/", target: only)])
             return
         }
         var built: [Route] = []
         var entries: [(host: String?, prefix: String, target: Route)] = []
+        var endpoints: [String: UpstreamEndpoint] = [:]
+        if routing.hasDefaultGroup { endpoints["default"] = try Self.endpoint(config.upstream) }
+        for group in routing.upstreams {
+            if let first = group.endpoints.first { endpoints[group.name] = try Self.endpoint(first.url) }
+        }
         for rule in routing.routes {
-            let route = Route(config, rule: rule)
+            guard let endpoint = endpoints[rule.upstream] else { continue }
+            let route = Route(config, rule: rule, endpoint: endpoint)
             built.append(route)
             entries.append((rule.host, rule.prefix, route))
         }
         routes = built
         table = RouteTable(entries)
+    }
+
+    /// The endpoint for an upstream URL.
+    static func endpoint(_ url: UpstreamURL) throws(PeelIOError) -> UpstreamEndpoint {
+        try UpstreamEndpoint(origin: url.origin, basePath: url.basePath)
     }
 
     /// The route for a request's Host and path; nil when none applies (the `no-route` problem).

@@ -32,7 +32,7 @@ extension Forwarder {
             host: route.preserveHost ? host : nil, requestId: requestId)
         // Codings follow the client: the upstream is asked for what the client accepts and Peel can
         // decode, and for none when the client named none.
-        return UpstreamRequest(method: sent, target: .origin(path: route.basePath + target.path, query: target.query), body: body,
+        return UpstreamRequest(method: sent, target: .origin(route.endpoint, path: target.path, query: target.query), body: body,
                                acceptEncoding: CompressionPolicy.upstreamAcceptEncoding(accepted, decodable: UpstreamClient.decodableCodings),
                                relayed: fields, dropping: dropped, droppingNamed: namedOthers.isEmpty ? nil : HeaderNameSet(namedOthers),
                                forwarding: forwarding)

@@ -46,7 +46,7 @@ final class Worker: @unchecked Sendable {
         } else {
             store = MemoryOfflineStore(cache)
         }
-        forwarder = Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
+        forwarder = try Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
                               accessLog: accessLog, streams: streams, cache: store, workerIndex: index)
         let forwarder = self.forwarder!
         server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config, budget)) { ex in
@@ -88,7 +88,6 @@ final class Worker: @unchecked Sendable {
         o.maxResponseBody = config.maxUpstreamBody
         o.caFile = config.caFile
         o.maxInFlight = config.maxInFlight
-        o.origin = config.upstream.origin
         o.idleTimeout = config.upstreamIdleTimeout
         return o
     }
@@ -108,9 +107,10 @@ final class Worker: @unchecked Sendable {
     /// Applies a reloaded configuration to requests and connections that start after this; loop
     /// thread only. Throws (and changes nothing) when curl refuses the new upstream settings.
     func apply(_ config: GatewayConfig) throws(PeelIOError) {
+        let route = try Forwarder.route(for: config)
         try client.apply(Self.upstreamOptions(config, budget))
         server.limits = Self.limits(config, budget)
-        forwarder.apply(config)
+        forwarder.apply(config, route: route)
     }
 
     /// Replaces a running prober with one for `config` (its path, interval and timeout); loop thread

@@ -2,14 +2,16 @@ import CCurl
 import CPeelShims
 import Glibc
 
-/// One pooled easy handle and what it owns: curl's error text buffer and the pre-parsed origin URL.
+/// One pooled easy handle and what it owns: curl's error text buffer, and the endpoint its URL is set to.
 final class EasyHandle {
     /// The curl easy handle.
     let easy: UnsafeMutableRawPointer
     /// CURLOPT_ERRORBUFFER storage; curl writes its detailed reason here.
     let errorBuffer: UnsafeMutablePointer<CChar>
-    /// `UpstreamOptions.origin`, parsed once (CURLOPT_CURLU); nil without an origin.
-    var url: OpaquePointer?
+    /// The endpoint whose URL the handle is set to (CURLOPT_CURLU); nil for a whole URL or none.
+    /// Held, not identified: curl keeps pointing at its CURLU, and a freed endpoint's address can be
+    /// a new one's.
+    var endpoint: UpstreamEndpoint?
     /// The response's header lines, captured by CURLOPT_HEADERFUNCTION.
     let head = HeaderCollector()
     /// The request's header lines (CURLOPT_HTTPHEADER), reused from transfer to transfer.
@@ -37,8 +39,7 @@ final class EasyHandle {
     /// Frees the handle, its URL and its error buffer.
     func cleanup() {
         curl_easy_cleanup(easy)
-        if let url { curl_url_cleanup(url) }
-        url = nil
+        endpoint = nil
         errorBuffer.deallocate()
     }
 
@@ -61,17 +62,6 @@ final class EasyHandle {
     /// Sets what every transfer on this handle shares; throws the first option curl refuses.
     private func setUp(for client: UpstreamClient, options: UpstreamOptions) throws(PeelIOError) {
         let me = Unmanaged.passUnretained(client).toOpaque()
-        if let origin = options.origin {
-            guard let u = curl_url() else { throw curlError(CURLE_OUT_OF_MEMORY, "curl_url") }
-            url = u
-            let rc = curl_url_set(u, CURLUPART_URL, origin, 0)
-            // PeelIOError has no CURLUcode source; CURLE_URL_MALFORMAT is what a transfer reports for
-            // a URL curl's parser refuses.
-            if rc != CURLUE_OK {
-                throw curlError(rc == CURLUE_OUT_OF_MEMORY ? CURLE_OUT_OF_MEMORY : CURLE_URL_MALFORMAT,
-                                "curl_url_set(CURLUPART_URL)")
-            }
-        }
         try set(CURLOPT_ERRORBUFFER, UnsafeRawPointer(errorBuffer))
         // Signals must not be used in a threaded server; DNS timeouts come from the threaded resolver.
         try set(CURLOPT_NOSIGNAL, 1)

@@ -145,36 +145,47 @@ final class LineScratch {
 
     deinit { buffer.deallocate() }
 
-    /// Writes `path[?query]` NUL-terminated and hands it to `use`. Bytes above 0x7F in the path are
-    /// %-encoded (lowercase hex) and the query is left as it is, as curl did with whole URLs.
-    func target<R>(path: String, query: String?, _ use: (UnsafePointer<CChar>) -> R) -> R {
+    /// Writes `base` + `path[?query]` NUL-terminated and hands it to `use`. Bytes above 0x7F in the
+    /// base and the path are %-encoded (lowercase hex) and the query is left as it is, as curl did
+    /// with whole URLs.
+    func target<R>(base: String, path: String, query: String?, _ use: (UnsafePointer<CChar>) -> R) -> R {
+        var base = base
         var path = path
         var rest = query ?? ""
-        return path.withUTF8 { p in
-            rest.withUTF8 { q in
-                reserve(p.count * 3 + q.count + 2)
-                let raw = UnsafeMutableRawPointer(buffer)
-                var at = 0
-                for b in p {
-                    if b < 0x80 {
-                        raw.storeBytes(of: b, toByteOffset: at, as: UInt8.self)
-                        at += 1
-                    } else {
-                        raw.storeBytes(of: 0x25, toByteOffset: at, as: UInt8.self)
-                        raw.storeBytes(of: Self.hex[Int(b >> 4)], toByteOffset: at + 1, as: UInt8.self)
-                        raw.storeBytes(of: Self.hex[Int(b & 15)], toByteOffset: at + 2, as: UInt8.self)
-                        at += 3
+        return base.withUTF8 { b in
+            path.withUTF8 { p in
+                rest.withUTF8 { q in
+                    reserve((b.count + p.count) * 3 + q.count + 2)
+                    let raw = UnsafeMutableRawPointer(buffer)
+                    var at = encode(b, into: raw, at: 0)
+                    at = encode(p, into: raw, at: at)
+                    if query != nil {
+                        raw.storeBytes(of: 0x3F, toByteOffset: at, as: UInt8.self)
+                        if let start = q.baseAddress { (raw + at + 1).copyMemory(from: start, byteCount: q.count) }
+                        at += 1 + q.count
                     }
+                    raw.storeBytes(of: 0, toByteOffset: at, as: UInt8.self)
+                    return use(buffer)
                 }
-                if query != nil {
-                    raw.storeBytes(of: 0x3F, toByteOffset: at, as: UInt8.self)
-                    if let base = q.baseAddress { (raw + at + 1).copyMemory(from: base, byteCount: q.count) }
-                    at += 1 + q.count
-                }
-                raw.storeBytes(of: 0, toByteOffset: at, as: UInt8.self)
-                return use(buffer)
             }
         }
+    }
+
+    /// Copies `bytes` to `raw` from `at`, %-encoding those above 0x7F; returns the end offset.
+    private func encode(_ bytes: UnsafeBufferPointer<UInt8>, into raw: UnsafeMutableRawPointer, at start: Int) -> Int {
+        var at = start
+        for b in bytes {
+            if b < 0x80 {
+                raw.storeBytes(of: b, toByteOffset: at, as: UInt8.self)
+                at += 1
+            } else {
+                raw.storeBytes(of: 0x25, toByteOffset: at, as: UInt8.self)
+                raw.storeBytes(of: Self.hex[Int(b >> 4)], toByteOffset: at + 1, as: UInt8.self)
+                raw.storeBytes(of: Self.hex[Int(b & 15)], toByteOffset: at + 2, as: UInt8.self)
+                at += 3
+            }
+        }
+        return at
     }
 
     /// Lowercase hex digits for %-encoding.

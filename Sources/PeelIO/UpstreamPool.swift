@@ -58,16 +58,24 @@ extension UpstreamClient {
     private func setTarget(_ target: UpstreamTarget, on h: EasyHandle) throws(PeelIOError) {
         switch target {
         case .url(let url):
+            h.endpoint = nil
             try h.set(CURLOPT_CURLU, nil)
             try h.set(CURLOPT_REQUEST_TARGET, nil)
             try h.set(CURLOPT_URL, url)
-        case .origin(let path, let query):
-            // The handle's URL is the origin, parsed once; the path and query go in as the request
-            // target, copied into the request line as they are. (Setting them as URL parts would
-            // make curl lowercase %-escapes: `%C3%A9` → `%c3%a9`, which breaks signed queries.)
-            guard let url = h.url else { throw curlError(CURLE_URL_MALFORMAT, "UpstreamOptions.origin (not set)") }
-            try h.set(CURLOPT_CURLU, UnsafeRawPointer(url))
-            let rc = scratch.target(path: path, query: query) { peel_easy_setopt_ptr(h.easy, CURLOPT_REQUEST_TARGET, $0) }
+        case .origin(let endpoint, let path, let query):
+            // The handle's URL is the endpoint's origin, parsed once; the path and query go in as the
+            // request target, copied into the request line as they are. (Setting them as URL parts
+            // would make curl lowercase %-escapes: `%C3%A9` → `%c3%a9`, which breaks signed queries.)
+            if h.endpoint !== endpoint {
+                // Some libcurl versions keep the URL they read from an earlier CURLU when a new one
+                // is set; clearing CURLOPT_URL makes this transfer read the endpoint's.
+                try h.set(CURLOPT_URL, nil)
+                try h.set(CURLOPT_CURLU, UnsafeRawPointer(endpoint.url))
+                h.endpoint = endpoint
+            }
+            let rc = scratch.target(base: endpoint.basePath, path: path, query: query) {
+                peel_easy_setopt_ptr(h.easy, CURLOPT_REQUEST_TARGET, $0)
+            }
             try curlCheck(rc, setoptSite(CURLOPT_REQUEST_TARGET))
         }
     }

@@ -49,9 +49,10 @@ public struct ForwardingFields: Sendable {
 }
 
 /// Which resource an upstream request names.
-public enum UpstreamTarget {
-    /// A path (already validated, sent as is) and query (without `?`) on the configured origin.
-    case origin(path: String, query: String?)
+public enum UpstreamTarget: Sendable {
+    /// A path (already validated, sent as is after the endpoint's base path) and query (without
+    /// `?`) on one endpoint. Failing over swaps the endpoint and keeps the rest.
+    case origin(UpstreamEndpoint, path: String, query: String?)
     /// A whole URL (Peel's own calls: probes).
     case url(String)
 }

@@ -19,9 +19,6 @@ public struct UpstreamOptions: Sendable {
     /// The process's body budget; upstream bodies are counted against it as they arrive (default
     /// none: unbounded but for `maxResponseBody`).
     public var budget: MemoryBudget? = nil
-    /// `scheme://host[:port]` that `send(method:path:query:…)` talks to (default none: `send(url:…)` only).
-    /// Each pooled handle keeps it pre-parsed, so a call only changes the path and query.
-    public var origin: String? = nil
     /// Longest wait in seconds between two reads from the upstream once a streamed answer flows
     /// (nginx's proxy_read_timeout); 0 is none (default 60).
     public var idleTimeout: Double = 60

@@ -10,7 +10,7 @@ final class RouteSetTests: XCTestCase {
     }
 
     func testWithoutRoutesOneRouteTakesEveryCall() throws {
-        let set = RouteSet(try load(#"{"dialect": "ruoyi"}"#))
+        let set = try RouteSet(try load(#"{"dialect": "ruoyi"}"#))
         XCTAssertEqual(set.routes.count, 1)
         let r = try XCTUnwrap(set.choose(host: "any.example", path: "/whatever"))
         XCTAssertEqual(r.name, "/")
@@ -28,7 +28,7 @@ final class RouteSetTests: XCTestCase {
                         {"name": "app", "prefix": "/", "upstream": "default"},
                         {"host": "*.tenant.example", "prefix": "/", "upstream": "default", "dialect": "yudao"}]}
             """#)
-        let set = RouteSet(config)
+        let set = try RouteSet(config)
         XCTAssertEqual(set.routes.map(\.name), ["/wx/", "app", "*.tenant.example /"])
         let wx = try XCTUnwrap(set.choose(host: "a.tenant.example", path: "/wx/token"))
         XCTAssertEqual(wx.name, "/wx/")
@@ -46,6 +46,6 @@ final class RouteSetTests: XCTestCase {
 
     func testNoRouteApplies() throws {
         let config = try load(#"{"routes": [{"prefix": "/api/", "upstream": "default"}]}"#)
-        XCTAssertNil(RouteSet(config).choose(host: "a", path: "/other"))
+        XCTAssertNil(try RouteSet(config).choose(host: "a", path: "/other"))
     }
 }

@@ -73,18 +73,18 @@ final class UpstreamSetupTests: DemoTestCase {
 
     // curl refuses string options longer than CURL_MAX_INPUT_LENGTH (8,000,000 bytes).
     func testRequestTarget_curlRefusesFailsThatCallAloneAndPoolsTheHandle() throws {
-        var options = UpstreamOptions()
-        options.origin = upstream.baseURL
+        let options = UpstreamOptions()
+        let endpoint = try UpstreamEndpoint(origin: upstream.baseURL)
         let hugePath = "/" + String(repeating: "a", count: 8_000_000)
         let seen = try onLoop(options) { client, seen, done in
             var returned = false
-            client.send(UpstreamRequest(method: "GET", target: .origin(path: hugePath, query: nil))) { result in
+            client.send(UpstreamRequest(method: "GET", target: .origin(endpoint, path: hugePath, query: nil))) { result in
                 seen.sendReturnedFirst = returned
                 seen.results.append(result)
                 seen.pooledAfterFailure = client.freeHandles.count
                 seen.inFlightAfterFailure = client.inFlight
                 // The same handle carries the next call.
-                client.send(UpstreamRequest(method: "GET", target: .origin(path: "/api/user", query: nil))) { result in
+                client.send(UpstreamRequest(method: "GET", target: .origin(endpoint, path: "/api/user", query: nil))) { result in
                     seen.results.append(result)
                     done()
                 }
@@ -100,6 +100,43 @@ final class UpstreamSetupTests: DemoTestCase {
         guard case .success(let response)? = seen.results.last else { return XCTFail("expected an answer: \(seen.results)") }
         XCTAssertEqual(response.status, 200)
         XCTAssertEqual(upstream.requestCount, 1, "only the second call may reach the upstream")
+    }
+
+    // One pooled handle carries calls to two endpoints in turn, and a whole URL between them: each
+    // call reaches its own endpoint, with that endpoint's base path (curl 7.88 keeps the URL it read
+    // from the first CURLU unless told to read again).
+    func testOneHandle_alternatesBetweenEndpoints_eachWithItsBasePath() throws {
+        let other = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try other.start()
+        defer { other.stop() }
+        let a = try UpstreamEndpoint(origin: upstream.baseURL)
+        let b = try UpstreamEndpoint(origin: other.baseURL, basePath: "/api")
+        let calls: [UpstreamTarget] = [.origin(a, path: "/api/echo/1", query: "x=1"), .origin(b, path: "/echo/2", query: nil),
+                                       .origin(a, path: "/api/echo/3", query: nil), .url(other.baseURL + "/api/echo/4"),
+                                       .origin(a, path: "/api/echo/5", query: nil), .origin(b, path: "/echo/%C3%A9", query: "s=%C3%A9")]
+        let pooled = Locked<[Int]>([])
+        let seen = try onLoop(UpstreamOptions()) { client, seen, done in
+            func next(_ i: Int) {
+                guard i < calls.count else { return done() }
+                client.send(UpstreamRequest(method: "GET", target: calls[i])) { result in
+                    seen.results.append(result)
+                    pooled.withLock { $0.append(client.freeHandles.count) }
+                    next(i + 1)
+                }
+            }
+            next(0)
+        }
+        let targets = try seen.results.map { result -> String in
+            guard case .success(let r) = result else { throw XCTSkip("call failed: \(result)") }
+            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any])
+            let data = try XCTUnwrap(object["data"] as? [String: Any])
+            return try XCTUnwrap(data["target"] as? String)
+        }
+        XCTAssertEqual(targets, ["/api/echo/1?x=1", "/api/echo/2", "/api/echo/3", "/api/echo/4", "/api/echo/5",
+                                 "/api/echo/%C3%A9?s=%C3%A9"])
+        XCTAssertEqual(upstream.requestCount, 3)
+        XCTAssertEqual(other.requestCount, 3)
+        XCTAssertEqual(pooled.withLock { $0 }, [1, 1, 1, 1, 1, 1], "one handle carried every call")
     }
 
     func testFailedSetup_cancelledBeforeTheNextPassStaysSilent() throws {
