@@ -40,6 +40,8 @@ public enum Outcome: Sendable, Equatable {
     // What was decided before any upstream work.
     /// The reachability state is down.
     case offline
+    /// No route applies to the request's Host and path; no upstream is contacted.
+    case noRoute
     /// A declared request body would pass Peel's memory budget; refused before it is read.
     case serverBusy(String)
     /// The request was refused: by the server's parser (with its status) or by Peel's policy (400).
@@ -102,6 +104,8 @@ public func problem(for outcome: Outcome, config: EnvelopeConfig) -> Problem {
             : Problem(kind: .serverBusy, detail: "Peel has too many reachability streams open")
     case .offline:
         return Problem(kind: .offline)
+    case .noRoute:
+        return Problem(kind: .noRoute)
     case .refused(let status, let tooLarge, let detail):
         // Too large is `request-too-large` (413, 414, 431); everything else `bad-request` (400, 408, 417, 505).
         return Problem(kind: tooLarge ? .requestTooLarge : .badRequest, status: status, detail: detail)

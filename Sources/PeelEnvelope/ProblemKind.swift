@@ -24,6 +24,8 @@ public enum ProblemKind: String, Sendable, CaseIterable {
     case serverBusy = "server-busy"
     /// One client holds its whole share of reachability event streams.
     case tooManyStreams = "too-many-streams"
+    /// No route of the configuration applies to the request's Host and path.
+    case noRoute = "no-route"
 
     /// Short, fixed summary of the kind (RFC 9457 §3.1.3 `title`).
     public var title: String {
@@ -40,6 +42,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .upstreamTooLarge: "Upstream response too large"
         case .serverBusy: "Server busy"
         case .tooManyStreams: "Too many streams"
+        case .noRoute: "No route"
         }
     }
 
@@ -58,6 +61,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .upstreamTooLarge: 502
         case .serverBusy: 503
         case .tooManyStreams: 429
+        case .noRoute: 404
         }
     }
 
@@ -76,6 +80,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .upstreamTooLarge: -107
         case .serverBusy: -108
         case .tooManyStreams: -109
+        case .noRoute: -110
         }
     }
 
@@ -101,6 +106,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .upstreamTooLarge: "The server's response is too large"
         case .serverBusy: "The service is busy, please try again shortly"
         case .tooManyStreams: "Too many reachability streams are open from this client"
+        case .noRoute: "Nothing is served at this address"
         }
     }
 
@@ -120,6 +126,7 @@ public enum ProblemKind: String, Sendable, CaseIterable {
         case .upstreamTooLarge: "服务器响应内容过大"
         case .serverBusy: "服务繁忙，请稍后再试"
         case .tooManyStreams: "此客户端打开的连接状态订阅过多"
+        case .noRoute: "此地址没有对应的服务"
         }
     }
 }

@@ -23,6 +23,13 @@ extension Forwarder {
         line += ",\"upstream_code\":" + (call.upstreamCode.map(\.json) ?? "null")
         line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
         line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))"
+        // Names from the config only (never from the request); a call no route took (Peel's own
+        // answers, no-route) has neither.
+        if call.routed, let name = call.route.name {
+            line += ",\"route\":\(jsonEscaped(name)),\"upstream\":\(jsonEscaped(call.route.group.name))"
+        } else {
+            line += ",\"route\":null,\"upstream\":null"
+        }
         // Why a streamed answer was cut short (`upstream_idle`, `reset`, …), on those lines only.
         if let cut { line += ",\"cut\":\(jsonEscaped(cut))" }
         if let reason = call.reason { line += ",\"reason\":" + jsonEscaped(reason) }

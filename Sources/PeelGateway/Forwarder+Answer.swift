@@ -26,16 +26,16 @@ extension Forwarder {
             // after it went.
             if failure.isTransportFailure {
                 if case .connectTimeout = failure {
-                    reachability.recordLiveConnectTimeout(failureCause(failure))
+                    call.route.group.reachability.recordLiveConnectTimeout(failureCause(failure))
                 } else {
-                    reachability.recordPassiveFailure(failureCause(failure))
+                    call.route.group.reachability.recordPassiveFailure(failureCause(failure))
                 }
             }
-            if failure.answeredBadly { reachability.recordLiveAnswer() }
+            if failure.answeredBadly { call.route.group.reachability.recordLiveAnswer() }
             answer(call, Self.outcome(of: failure))
         case .success(let response):
             // Whatever it says, the upstream answered: evidence that it is there.
-            reachability.recordLiveAnswer()
+            call.route.group.reachability.recordLiveAnswer()
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
             call.upstreamHeaders = response.headers
@@ -143,7 +143,7 @@ extension Forwarder {
         invalidateAfterUnsafe(call, status: status, headers: headers)
         if let key = call.cacheKey { cache.answeredUnstored(key: key, status: status, request: call.cacheRequest) }
         // The head arrived: the upstream answered (evidence for reachability, like a buffered answer).
-        reachability.recordLiveAnswer()
+        call.route.group.reachability.recordLiveAnswer()
         if call.exchange.isHead {
             // HEAD answers what GET would: the head is all of it, and the rest is not fetched.
             stream.finish()

@@ -48,7 +48,10 @@ extension Forwarder {
         }
         let exchange: HTTPExchange
         /// The configuration generation the call was planned under, for all of its stages.
-        let route: Route
+        /// The route it takes: the generation's fallback until one is chosen, then that one.
+        var route: Route
+        /// Whether `route` was chosen for it (false while it is the fallback).
+        var routed = false
         let started: Double
         let requestId: String
         let language: Language

@@ -7,7 +7,6 @@ import PeelIO
 /// stale store, `Forwarder+AccessLog` counts and logs, `Forwarder+Call` is the per-call state.
 final class Forwarder {
     let upstream: UpstreamClient
-    let reachability: Reachability
     let metrics: WorkerMetrics
     let log: AccessLog?
     let streams: ReachabilityStreams
@@ -15,8 +14,11 @@ final class Forwarder {
     /// view of the shared store; off while `--offline-cache` is 0.
     let cache: OfflineStore
     let idPrefix: String
-    /// The configuration generation calls that start now are pinned to; `apply` replaces it.
-    var route: Route
+    /// The configuration generation's routes; a call that starts now is pinned to one of them (or
+    /// to their fallback); `apply` replaces them.
+    var routes: RouteSet
+    /// The generation's upstream groups, for the reachability document.
+    var groups: UpstreamGroups
     /// This worker's gzip/br encoder (loop-thread only, like the forwarder).
     var encoder: ContentEncoder
     var idCounter: UInt64 = 0
@@ -34,15 +36,16 @@ final class Forwarder {
         if address.port == 80 { selfAuthorities.formUnion(hosts) }
     }
 
-    init(config: GatewayConfig, upstream: UpstreamClient, reachability: Reachability, metrics: WorkerMetrics,
+    init(config: GatewayConfig, upstream: UpstreamClient, groups: UpstreamGroups, metrics: WorkerMetrics,
          accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineStore, workerIndex: Int) throws(PeelIOError) {
         self.streams = streams
         self.cache = cache
         self.upstream = upstream
-        self.reachability = reachability
         self.metrics = metrics
         log = accessLog
-        route = try Self.route(for: config)
+        routes = try RouteSet(config, groups: groups)
+        self.groups = groups
+        streams.perGroup = groups.routed
         encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
@@ -85,14 +88,11 @@ final class Forwarder {
         record(call, status: 499, kind: "client-closed", bytes: call.streamedBytes, code: nil)
     }
 
-    /// The route calls are pinned to under `config`; throws when curl refuses the upstream's URL.
-    static func route(for config: GatewayConfig) throws(PeelIOError) -> Route {
-        Route(config, endpoint: try RouteSet.endpoint(config.upstream))
-    }
-
-    /// Takes a reloaded configuration (and its route) for the requests that arrive from now on.
-    func apply(_ config: GatewayConfig, route: Route) {
-        self.route = route
+    /// Takes a reloaded configuration (and its routes) for the requests that arrive from now on.
+    func apply(_ config: GatewayConfig, routes: RouteSet, groups: UpstreamGroups) {
+        self.routes = routes
+        self.groups = groups
+        streams.perGroup = groups.routed
         encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
     }
 
@@ -102,25 +102,28 @@ final class Forwarder {
     /// shaper for whatever the answer is.
     func handle(_ ex: HTTPExchange) {
         let started = monotonicNow()
-        // The generation this call is planned under: every stage below reads it, never the live one.
-        let route = self.route
+        // The generation this call is planned under: every stage below reads its route, never the live one.
+        let routes = self.routes
+        // Until a route is chosen (and for Peel's own answers), the generation's fallback.
+        let general = routes.fallback
         metrics.inflight.add(1, ordering: .relaxed)
         // Key fields are read for every method while the cache is on (an unsafe method's success
-        // invalidates its user's entries); lookups and stores are for GET and HEAD only.
+        // invalidates its user's entries); lookups and stores are for GET and HEAD only. Every
+        // route's key fields are read: the route is chosen from what these fields say.
         let caching = cache.isEnabled
         // Forwarded fields are believed only from a trusted proxy: from anyone else they
         // are dropped, Peel writes its own, and redirects are rewritten from Host alone; a client
         // could otherwise steer rewritten Locations (redirect poisoning behind a shared cache) and
         // forge the chain the upstream sees.
         let peer = ex.peerAddress
-        let trusted = IPNetwork.any(route.trustedProxies, contain: peer)
+        let trusted = IPNetwork.any(general.trustedProxies, contain: peer)
         // Immutable once read: the stages borrow it.
-        let facts = RequestFacts(ex, keys: caching ? route.keyFields : nil, trustingForwarding: trusted)
+        let facts = RequestFacts(ex, keys: caching ? routes.keyFields : nil, trustingForwarding: trusted)
         if trusted {
-            ex.clientAddress = Self.realClient(peer: peer, forwardedFor: facts.xForwardedFor, trusted: route.trustedProxies)
+            ex.clientAddress = Self.realClient(peer: peer, forwardedFor: facts.xForwardedFor, trusted: general.trustedProxies)
         }
         let id = facts.requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
-        let call = Call(exchange: ex, route: route, started: started, requestId: id,
+        let call = Call(exchange: ex, route: general, started: started, requestId: id,
                         language: Language(acceptLanguage: facts.acceptLanguage))
         call.origin = facts.origin ?? ex.refusedOrigin
         call.acceptEncoding = facts.acceptEncoding.map { AcceptedCodings($0) }
@@ -140,38 +143,48 @@ final class Forwarder {
         }
 
         let (plan, path) = RequestPlan.decide(method: ex.method, target: ex.target, http11: ex.version.major == 1 && ex.version.minor >= 1,
-                                              facts, selfAuthorities: selfAuthorities, managesCORS: route.cors != nil,
-                                              reachabilityPath: route.reachabilityPath, accept: { ex.header(.accept) })
+                                              facts, selfAuthorities: selfAuthorities, managesCORS: general.cors != nil,
+                                              reachabilityPath: general.reachabilityPath, accept: { ex.header(.accept) })
         call.path = path
         let target: (path: String, query: String?)
         switch plan {
         case .refuse(let why): return refuse(call, why)
         case .preflight:
-            let fields = route.cors?.preflightFields(origin: facts.origin, requestMethod: facts.accessControlRequestMethod,
-                                               requestHeaders: facts.accessControlRequestHeaders) ?? []
+            let fields = general.cors?.preflightFields(origin: facts.origin, requestMethod: facts.accessControlRequestMethod,
+                                                 requestHeaders: facts.accessControlRequestHeaders) ?? []
             return emit(call, Reply(status: 204, kind: .preflight, fields: fields, body: .bytes([], range: nil, hold: nil)),
                         log: "preflight")
         case .reachability(let events): return answerReachability(call, events: events)
         case .forward(let p, let q): target = (p, q)
         }
+        // The route: chosen from Host and path once the request is known to be forwarded (the
+        // reachability path was matched above, before any route).
+        guard let route = routes.choose(host: facts.host, path: target.path) else { return answer(call, .noRoute) }
+        call.route = route
+        call.routed = true
+        guard let upstreamPath = route.upstreamPath(target.path) else {
+            return refuse(call, "the path climbs above the route's prefix once it is stripped")
+        }
 
         if caching {
             // The Host as forwarded, with a trusted proxy's X-Forwarded-Host beside it:
-            // two tenants behind one Peel never share an entry.
-            let tenant = (facts.host?.lowercased() ?? "") + (facts.xForwardedHost.map { " " + $0.lowercased() } ?? "")
+            // two tenants behind one Peel never share an entry; nor do two groups.
+            var tenant = (facts.host?.lowercased() ?? "") + (facts.xForwardedHost.map { " " + $0.lowercased() } ?? "")
+            if !route.keyGroup.isEmpty { tenant += " @" + route.keyGroup }
+            let user = route.keyPositions.map { positions in positions.map { facts.keyValues[$0] } } ?? facts.keyValues
             let key = OfflineCacheKey(host: tenant, target: target.path + (target.query.map { "?" + $0 } ?? ""),
-                                      acceptLanguage: facts.acceptLanguage, fieldNames: route.keyFields.names, user: facts.keyValues)
+                                      acceptLanguage: facts.acceptLanguage, fieldNames: route.keyFields.names, user: user)
             call.userKey = key
             if ex.methodToken.readsResource { call.cacheKey = key }
             call.cacheRequest = facts.cacheRequest
             call.hasAuthorization = facts.hasAuthorization
         }
 
-        if reachability.isDown {
+        if route.group.reachability.isDown {
             if let key = call.cacheKey { return answerOffline(call, key) }
             return answer(call, .offline)
         }
-        forward(call, facts, target: target, peer: peer)
+        forward(call, facts, target: (upstreamPath, target.query), peer: peer)
     }
 
     /// Sends the call upstream and waits for its head.

@@ -10,8 +10,12 @@ public final class Gateway: @unchecked Sendable {
     /// The configuration it runs with (the latest `reload`'s).
     public var config: GatewayConfig { current.withLock { $0 } }
     private let current: Locked<GatewayConfig>
-    /// Shared reachability state.
-    public let reachability: Reachability
+    /// The upstream groups and their reachability, shared by the workers; a reload replaces it
+    /// (keeping the states of groups that stay).
+    var groups: UpstreamGroups { currentGroups.withLock { $0 } }
+    private let currentGroups: Locked<UpstreamGroups>
+    /// The first group's reachability: without `routes`, the one upstream's.
+    public var reachability: Reachability { groups.all[0].reachability }
     /// The body budget every worker shares (`max_buffered`).
     public let budget: MemoryBudget
     private(set) var workers: [Worker] = []
@@ -36,21 +40,23 @@ public final class Gateway: @unchecked Sendable {
         current = Locked(config)
         LogSinks.configure(buffer: config.logBuffer)
         budget = MemoryBudget(limit: config.maxBuffered, perClient: config.bufferedPerClient)
-        let upstream = config.upstream.description
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
         streamBudget = StreamBudget(limit: config.maxStreams, perClient: config.maxStreamsPerClient)
         offlineCache = OfflineCache(capacity: config.offlineCache, maxAge: config.offlineCacheMaxAge,
                                     override: config.offlineCacheOverride)
         offlineStoreStats = config.offlineStore == .memory ? nil : OfflineStoreStats(endpoint: config.offlineStore.description)
-        // A probe timeout is excused while live calls got answers within the last probe interval (or
-        // the probe timeout, when longer: the probe's own wait must fit in the window).
-        let window = max(config.probeInterval, config.probeTimeout)
-        reachability = Reachability(fall: config.fall, rise: config.rise, liveWindow: window, clock: { monotonicNow() }) { t in
+        currentGroups = Locked(UpstreamGroups(config, onTransition: Self.transitionHandler(listeners)))
+    }
+
+    /// What a group's transition does: one log line, and every worker's event streams hear of it
+    /// (on whichever thread observed it: each worker's loop gets its own copy).
+    private static func transitionHandler(_ listeners: Locked<[Worker]>) -> @Sendable (UpstreamGroupState, ReachabilityTransition) -> Void {
+        { g, t in
             EventLog.emit("reachability", [("from", "\"\(t.from)\""), ("to", "\"\(t.to)\""),
-                                           ("reason", t.reason.map(jsonEscaped) ?? "null"), ("upstream", jsonEscaped(upstream))])
-            // Transitions happen on whichever thread observed them: every worker's loop gets one.
-            for w in listeners.withLock({ $0 }) { w.broadcast(t) }
+                                           ("reason", t.reason.map(jsonEscaped) ?? "null"), ("upstream", jsonEscaped(g.url.description)),
+                                           ("group", jsonEscaped(g.name))])
+            for w in listeners.withLock({ $0 }) { w.broadcast(t, group: g.name) }
         }
     }
 
@@ -60,7 +66,7 @@ public final class Gateway: @unchecked Sendable {
         // Workers share the port through SO_REUSEPORT; refuse to join a port someone else serves.
         try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.workers {
-            let w = try Worker(index: i, config: config, listen: listen, reachability: reachability, streamBudget: streamBudget,
+            let w = try Worker(index: i, config: config, listen: listen, groups: groups, streamBudget: streamBudget,
                                cache: offlineCache, storeStats: offlineStoreStats, budget: budget)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
@@ -68,7 +74,7 @@ public final class Gateway: @unchecked Sendable {
         }
         port = listen.port
         listeners.withLock { $0 = workers }
-        workers[0].prober = try Prober(loop: workers[0].loop, config: config, reachability: reachability)
+        try workers[0].probe(groups)
         if let a = config.adminListen {
             let admin = try AdminServer(address: a, gateway: self)
             self.admin = admin
@@ -108,10 +114,11 @@ public final class Gateway: @unchecked Sendable {
         if next.offlineStoreMaxEntry != old.offlineStoreMaxEntry { kept.append("offline_store_max_entry"); next.offlineStoreMaxEntry = old.offlineStoreMaxEntry }
         if next.offlineStoreTimeout != old.offlineStoreTimeout { kept.append("offline_store_timeout"); next.offlineStoreTimeout = old.offlineStoreTimeout }
         current.withLock { $0 = next }
+        let groups = UpstreamGroups(next, previous: self.groups, onTransition: Self.transitionHandler(listeners))
+        currentGroups.withLock { $0 = groups }
         budget.limit = next.maxBuffered
         LogSinks.configure(buffer: next.logBuffer)
         budget.perClientLimit = next.bufferedPerClient
-        reachability.setThresholds(fall: next.fall, rise: next.rise, liveWindow: max(next.probeInterval, next.probeTimeout))
         // Issue 17: the cache and the stream bounds follow a reload too. Other key fields change every
         // key, so the entries stored under the old ones go at once rather than linger unreachable.
         offlineCache.configure(OfflineCache.Settings(capacity: next.offlineCache, maxAge: next.offlineCacheMaxAge,
@@ -119,16 +126,15 @@ public final class Gateway: @unchecked Sendable {
                                dropAll: next.offlineCacheKey != old.offlineCacheKey)
         streamBudget.setLimits(total: next.maxStreams, perClient: next.maxStreamsPerClient)
         let applied = next
-        let reachability = self.reachability
         let done = Locked(0)
         for w in workers {
             w.loop.execute {
                 do throws(PeelIOError) {
-                    try w.apply(applied)
+                    try w.apply(applied, groups: groups)
                 } catch {
                     EventLog.emit("reload_failed", [("worker", "\(w.index)"), ("error", jsonEscaped(error.description))])
                 }
-                w.restartProber(config: applied, reachability: reachability)
+                w.reprobe(groups)
                 done.withLock { $0 += 1 }
             }
         }
@@ -243,12 +249,24 @@ public final class Gateway: @unchecked Sendable {
             + ",\"reachability\":{\"state\":\"\(snap.state)\",\"since\":\"\(rfc3339(since))\""
             + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null"),\"public_reason\":\(snap.publicReason.map(jsonEscaped) ?? "null")"
             + ",\"busy_probes\":\(snap.busyProbes),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"
+            + ",\"upstreams\":\(groupsDocument())"
             + ",\"offline_store\":\(offlineStoreDocument())"
             + ",\"inflight\":\(inflight),\"streams\":\(streamBudget.count),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
     }
 }
 
 extension Gateway {
+    /// Each upstream group's state for /status (the operator's view: full reasons and the URL).
+    func groupsDocument() -> String {
+        let now = monotonicNow(), wall = wallNow()
+        return "{" + groups.all.map { g in
+            let snap = g.reachability.snapshot
+            return jsonEscaped(g.name) + ":{\"state\":\"\(snap.state)\",\"since\":\"\(rfc3339(wall - (now - snap.since)))\""
+                + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null")"
+                + ",\"endpoints\":[{\"url\":\(jsonEscaped(g.url.description)),\"state\":\"\(snap.state)\"}]}"
+        }.joined(separator: ",") + "}"
+    }
+
     /// The offline store's state for /status: where entries live, and for the shared store whether
     /// the workers are connected, its read results and the last connection error.
     func offlineStoreDocument() -> String {

@@ -1,29 +1,34 @@
 import PeelIO
 
-/// Active health checks: one probe at a time on a loop, the next armed when the last one ends.
+/// Active health checks of one group: one probe at a time on a loop, the next armed when the last
+/// one ends.
 final class Prober {
     private let loop: EventLoop
     private let client: UpstreamClient
     private let url: String
     private let interval: Double
-    private let reachability: Reachability
+    let reachability: Reachability
     private let timeout: Double
     private var timer: LoopTimer?
     private var current: UpstreamTransfer?
     private var stopped = false
 
-    init(loop: EventLoop, config: GatewayConfig, reachability: Reachability) throws(PeelIOError) {
+    /// The settings it runs with, so a reload that changes none of them keeps it running.
+    let settings: ProbeSettings
+
+    init(loop: EventLoop, settings: ProbeSettings, reachability: Reachability) throws(PeelIOError) {
         self.loop = loop
+        self.settings = settings
         var options = UpstreamOptions()
-        options.timeout = config.probeTimeout
-        options.connectTimeout = min(config.connectTimeout, config.probeTimeout)
+        options.timeout = settings.timeout
+        options.connectTimeout = settings.connectTimeout
         options.maxResponseBody = 1 << 20
-        options.caFile = config.caFile
+        options.caFile = settings.caFile
         options.maxIdleConnections = 2
         client = try UpstreamClient(loop: loop, options: options)
-        url = config.upstream.origin + config.upstream.basePath + config.probePath
-        interval = config.probeInterval
-        timeout = config.probeTimeout
+        url = settings.url
+        interval = settings.interval
+        timeout = settings.timeout
         self.reachability = reachability
     }
 

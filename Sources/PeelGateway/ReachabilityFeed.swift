@@ -1,11 +1,25 @@
 import PeelIO
 import Synchronization
 
-/// `{"state":…,"since":…,"reason":…}`: what apps read at the reachability path. `since`
-/// is on the monotonic clock and is written as wall-clock RFC 3339, like /status.
-func reachabilityDocument(state: ReachabilityState, since: Double, reason: String?) -> String {
+/// `{"state":…,"since":…,"reason":…}`: what apps read at the reachability path, with `upstream`
+/// first when it is one group's (an event of a routed configuration's stream). `since` is on the
+/// monotonic clock and is written as wall-clock RFC 3339, like /status.
+func reachabilityDocument(state: ReachabilityState, since: Double, reason: String?, upstream: String? = nil) -> String {
+    "{" + (upstream.map { "\"upstream\":\(jsonEscaped($0))," } ?? "") + reachabilityMembers(state: state, since: since, reason: reason) + "}"
+}
+
+/// The document's three members, without braces.
+func reachabilityMembers(state: ReachabilityState, since: Double, reason: String?) -> String {
     let wall = wallNow() - (monotonicNow() - since)
-    return "{\"state\":\"\(state)\",\"since\":\"\(rfc3339(wall))\",\"reason\":\(reason.map(jsonEscaped) ?? "null")}"
+    return "\"state\":\"\(state)\",\"since\":\"\(rfc3339(wall))\",\"reason\":\(reason.map(jsonEscaped) ?? "null")"
+}
+
+/// One state an event stream sends: the top level's (`upstream` nil) or one group's.
+struct ReachabilityEvent {
+    var upstream: String?
+    var state: ReachabilityState
+    var since: Double
+    var reason: String?
 }
 
 /// Whose share of the event-stream places a connection takes (`IPNetwork.clientGroup`).
@@ -95,10 +109,11 @@ final class ReachabilityStreams {
         let stream: ReplyStream
         /// Whose place it holds in the budget.
         let client: String
-        /// Clock reading of the newest state sent, so an older transition that arrives late (the
-        /// workers' mailboxes are not ordered with each other) is not sent after a newer one.
-        var sentAt: Double
-        init(stream: ReplyStream, client: String, sentAt: Double) {
+        /// Clock reading of the newest state sent, by group ("" for the top level), so an older
+        /// transition that arrives late (the workers' mailboxes are not ordered with each other) is
+        /// not sent after a newer one.
+        var sentAt: [String: Double]
+        init(stream: ReplyStream, client: String, sentAt: [String: Double]) {
             self.stream = stream
             self.client = client
             self.sentAt = sentAt
@@ -120,25 +135,37 @@ final class ReachabilityStreams {
         closed ? .failure(.full) : budget.take(client: client)
     }
 
-    /// Adopts `stream` (its place already reserved for `client`) and sends it the current state.
-    func adopt(_ stream: ReplyStream, client: String, state: ReachabilityState, since: Double, reason: String?) {
+    /// Whether events are one per upstream group (a configuration with routes), each carrying
+    /// `upstream`, instead of the one upstream's; set with each configuration generation.
+    var perGroup = false
+
+    /// Adopts `stream` (its place already reserved for `client`) and sends it the current states:
+    /// the one upstream's, or one event per group.
+    func adopt(_ stream: ReplyStream, client: String, current: [ReachabilityEvent]) {
         let key = ObjectIdentifier(stream)
-        let subscriber = Subscriber(stream: stream, client: client, sentAt: since)
+        var sentAt: [String: Double] = [:]
+        for e in current { sentAt[e.upstream ?? ""] = e.since }
+        let subscriber = Subscriber(stream: stream, client: client, sentAt: sentAt)
         streams[key] = subscriber
         stream.onClientGone = { [weak self] in self?.forget(key) }
-        send(subscriber, event(state: state, since: since, reason: reason))
+        var bytes: [UInt8] = []
+        for e in current { bytes += event(e) }
+        send(subscriber, bytes)
         if streams.count == 1 { armHeartbeat() }
     }
 
     /// Gives the place back when the reserved stream could not be started.
     func release(client: String) { budget.give(client: client) }
 
-    /// Sends a transition to every stream on this worker.
-    func broadcast(_ t: ReachabilityTransition) {
+    /// Sends group `group`'s transition to every stream on this worker: with `upstream` while
+    /// events are per group, as the one upstream's otherwise.
+    func broadcast(_ t: ReachabilityTransition, group: String) {
         guard !closed, !streams.isEmpty else { return }
-        let bytes = event(state: t.to, since: t.at, reason: t.publicReason)
-        for s in Array(streams.values) where t.at > s.sentAt {
-            s.sentAt = t.at
+        let upstream = perGroup ? group : nil
+        let bytes = event(ReachabilityEvent(upstream: upstream, state: t.to, since: t.at, reason: t.publicReason))
+        let slot = upstream ?? ""
+        for s in Array(streams.values) where t.at > s.sentAt[slot, default: -.infinity] {
+            s.sentAt[slot] = t.at
             send(s, bytes)
         }
     }
@@ -154,8 +181,8 @@ final class ReachabilityStreams {
         }
     }
 
-    private func event(state: ReachabilityState, since: Double, reason: String?) -> [UInt8] {
-        Array("event: reachability\ndata: \(reachabilityDocument(state: state, since: since, reason: reason))\n\n".utf8)
+    private func event(_ e: ReachabilityEvent) -> [UInt8] {
+        Array("event: reachability\ndata: \(reachabilityDocument(state: e.state, since: e.since, reason: e.reason, upstream: e.upstream))\n\n".utf8)
     }
 
     private func send(_ s: Subscriber, _ bytes: [UInt8]) {

@@ -13,6 +13,9 @@ final class Route {
     let retryAfter: String
     /// The offline cache's key fields.
     let keyFields: CacheKeyFields
+    /// Where each key field's value sits among those the generation reads (`RouteSet.keyFields`);
+    /// nil when they are the same fields in the same order.
+    let keyPositions: [Int]?
     /// Peel's own CORS answers; nil when the upstream's CORS fields pass as they are.
     let cors: CORSPolicy?
     /// URL and cookie rewriting towards Peel's own address.
@@ -30,25 +33,37 @@ final class Route {
     /// Whether calls on this route are written to the access log.
     let accessLog: Bool
 
-    /// The route's name in logs and metrics (`RouteRule.label`); `/` for the route `--upstream` makes.
-    let name: String
+    /// The route's name in logs and metrics (`RouteRule.label`); `/` for the route `--upstream`
+    /// makes; nil for the answers Peel gives when no route applies.
+    let name: String?
     /// The upstream group the route's calls go to; `default` for `--upstream`'s.
-    let group: String
+    let group: UpstreamGroupState
+    /// The rule whose `strip_prefix` the upstream path follows; nil when nothing is stripped.
+    private let stripping: RouteRule?
+    /// What the offline cache's keys carry of the group: its name with `routes`, nothing without
+    /// (so the keys of a configuration without routes stay as they were).
+    let keyGroup: String
 
     /// The route for `config`'s single upstream, or for one of its `routes` (`rule`): the rule's
     /// dialect, passthrough paths and key fields replace the global ones where it sets them.
-    init(_ config: GatewayConfig, rule: RouteRule? = nil, endpoint: UpstreamEndpoint) {
+    /// `unrouted`: Peel's own answers for calls no route applies to (no name).
+    init(_ config: GatewayConfig, rule: RouteRule? = nil, group: UpstreamGroupState, endpoint: UpstreamEndpoint,
+         keyFields union: [String]? = nil, unrouted: Bool = false) {
         var envelope = config.envelope
         if let rule {
             if let dialect = rule.dialect { envelope.dialect = dialect }
             if let paths = rule.passthroughPaths { envelope.passthroughPaths = paths }
         }
         self.envelope = envelope
-        name = rule?.label ?? "/"
-        group = rule?.upstream ?? "default"
+        name = unrouted ? nil : rule?.label ?? "/"
+        self.group = group
+        stripping = rule?.stripPrefix == true ? rule : nil
+        keyGroup = config.routing == nil ? "" : group.name
         self.endpoint = endpoint
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
-        keyFields = CacheKeyFields(rule?.offlineCacheKey ?? config.offlineCacheKey)
+        let names = rule?.offlineCacheKey ?? config.offlineCacheKey
+        keyFields = CacheKeyFields(names)
+        keyPositions = union.flatMap { all in all == names ? nil : names.map { all.firstIndex(of: $0)! } }
         let cors = CORSPolicy(config: config)
         self.cors = cors
         rewrite = ProxyRewrite(upstream: config.upstream)
@@ -62,35 +77,59 @@ final class Route {
     }
 }
 
+extension Route {
+    /// The path sent upstream for the client's `path` (see `RouteRule.upstreamPath`); nil when
+    /// stripping the prefix would leave a path that climbs above the root.
+    func upstreamPath(_ path: String) -> String? {
+        guard let stripping else { return path }
+        return stripping.upstreamPath(path)
+    }
+}
+
 /// One configuration generation's routes and the choice among them (`RouteTable`): the route
-/// `--upstream` makes, or one per rule of the config file's `routes`. Built beside the single
-/// `Route` the forwarder pins today; calls are chosen through it once groups are served.
+/// `--upstream` makes, or one per rule of the config file's `routes`.
 final class RouteSet {
     let routes: [Route]
+    /// The route of calls no route is chosen for: Peel's own answers (refusals, preflights, the
+    /// reachability path, `no-route`); without `routes`, the one route every call takes.
+    let fallback: Route
+    /// Whether calls are chosen among `routes` (the config file has `routes`).
+    let routed: Bool
+    /// Every key field any route reads, in order: a request's fields are read once, before its
+    /// route is known.
+    let keyFields: CacheKeyFields
     private let table: RouteTable<Route>
 
     /// Throws when curl's URL parser refuses an endpoint's origin.
-    init(_ config: GatewayConfig) throws(PeelIOError) {
+    init(_ config: GatewayConfig, groups: UpstreamGroups) throws(PeelIOError) {
+        var endpoints: [String: UpstreamEndpoint] = [:]
+        for g in groups.all { endpoints[g.name] = try Self.endpoint(g.url) }
+        let first = groups.all[0]
         guard let routing = config.routing else {
-            let only = Route(config, endpoint: try Self.endpoint(config.upstream))
+            let only = Route(config, group: first, endpoint: endpoints[first.name]!)
             routes = [only]
+            fallback = only
+            routed = false
+            keyFields = only.keyFields
             table = RouteTable([(host: nil, prefix: "/", target: only)])
             return
         }
+        var union = config.offlineCacheKey
+        for rule in routing.routes {
+            for name in rule.offlineCacheKey ?? [] where !union.contains(name) { union.append(name) }
+        }
         var built: [Route] = []
         var entries: [(host: String?, prefix: String, target: Route)] = []
-        var endpoints: [String: UpstreamEndpoint] = [:]
-        if routing.hasDefaultGroup { endpoints["default"] = try Self.endpoint(config.upstream) }
-        for group in routing.upstreams {
-            if let first = group.endpoints.first { endpoints[group.name] = try Self.endpoint(first.url) }
-        }
         for rule in routing.routes {
-            guard let endpoint = endpoints[rule.upstream] else { continue }
-            let route = Route(config, rule: rule, endpoint: endpoint)
+            guard let group = groups.named(rule.upstream), let endpoint = endpoints[rule.upstream] else { continue }
+            let route = Route(config, rule: rule, group: group, endpoint: endpoint, keyFields: union)
             built.append(route)
             entries.append((rule.host, rule.prefix, route))
         }
         routes = built
+        fallback = Route(config, group: first, endpoint: endpoints[first.name]!, keyFields: union, unrouted: true)
+        routed = true
+        keyFields = CacheKeyFields(union)
         table = RouteTable(entries)
     }
 
@@ -100,6 +139,7 @@ final class RouteSet {
     }
 
     /// The route for a request's Host and path; nil when none applies (the `no-route` problem).
-    func choose(host: String?, path: String) -> Route? { table.choose(host: host, path: path) }
+    func choose(host: String?, path: String) -> Route? {
+        routed ? table.choose(host: host, path: path) : fallback
+    }
 }
-

@@ -19,14 +19,15 @@ final class Worker: @unchecked Sendable {
     let heartbeat = Atomic<Int>(Int(monotonicNow() * 1000))
     private var heartbeatTimer: LoopTimer?
     private var drainTimer: LoopTimer?
-    var prober: Prober?
+    /// One prober per upstream group, on the worker that probes (the first); empty on the others.
+    private(set) var probers: [Prober] = []
     /// This worker's connection to the shared offline store, when `--offline-store` names one.
     private var redisStore: RedisOfflineStore?
 
     /// The body budget shared with every worker.
     private let budget: MemoryBudget
 
-    init(index: Int, config: GatewayConfig, listen: HostPort, reachability: Reachability,
+    init(index: Int, config: GatewayConfig, listen: HostPort, groups: UpstreamGroups,
          streamBudget: StreamBudget, cache: OfflineCache, storeStats: OfflineStoreStats?, budget: MemoryBudget) throws(PeelIOError) {
         self.index = index
         self.budget = budget
@@ -46,7 +47,7 @@ final class Worker: @unchecked Sendable {
         } else {
             store = MemoryOfflineStore(cache)
         }
-        forwarder = try Forwarder(config: config, upstream: client, reachability: reachability, metrics: metrics,
+        forwarder = try Forwarder(config: config, upstream: client, groups: groups, metrics: metrics,
                               accessLog: accessLog, streams: streams, cache: store, workerIndex: index)
         let forwarder = self.forwarder!
         server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config, budget)) { ex in
@@ -106,38 +107,54 @@ final class Worker: @unchecked Sendable {
 
     /// Applies a reloaded configuration to requests and connections that start after this; loop
     /// thread only. Throws (and changes nothing) when curl refuses the new upstream settings.
-    func apply(_ config: GatewayConfig) throws(PeelIOError) {
-        let route = try Forwarder.route(for: config)
+    func apply(_ config: GatewayConfig, groups: UpstreamGroups) throws(PeelIOError) {
+        let routes = try RouteSet(config, groups: groups)
         try client.apply(Self.upstreamOptions(config, budget))
         server.limits = Self.limits(config, budget)
-        forwarder.apply(config, route: route)
+        forwarder.apply(config, routes: routes, groups: groups)
     }
 
-    /// Replaces a running prober with one for `config` (its path, interval and timeout); loop thread
-    /// only. The old one keeps probing when the new one cannot be set up.
-    func restartProber(config: GatewayConfig, reachability: Reachability) {
-        guard let old = prober else { return }
+    /// Makes this the worker that probes `groups`: one prober per group, started with the loop.
+    func probe(_ groups: UpstreamGroups) throws(PeelIOError) {
+        probers = try zip(groups.all, groups.probes).map { (g, settings) throws(PeelIOError) in
+            try Prober(loop: loop, settings: settings, reachability: g.reachability)
+        }
+    }
+
+    /// Probes a reloaded generation's groups; loop thread only, on the worker that probes. A group
+    /// whose state and settings stay keeps its prober (and its rhythm); the others get new ones,
+    /// and probers of groups that went stop. When one cannot be set up, the old ones keep probing.
+    func reprobe(_ groups: UpstreamGroups) {
+        guard !probers.isEmpty else { return }
+        var next: [Prober] = []
         do throws(PeelIOError) {
-            let p = try Prober(loop: loop, config: config, reachability: reachability)
-            old.stop()
-            prober = p
-            p.start()
+            for (g, settings) in zip(groups.all, groups.probes) {
+                if let kept = probers.first(where: { $0.reachability === g.reachability && $0.settings == settings }) {
+                    next.append(kept)
+                } else {
+                    next.append(try Prober(loop: loop, settings: settings, reachability: g.reachability))
+                }
+            }
         } catch {
             EventLog.emit("reload_failed", [("worker", "\(index)"), ("error", jsonEscaped(error.description))])
+            return
         }
+        for old in probers where !next.contains(where: { $0 === old }) { old.stop() }
+        for p in next where !probers.contains(where: { $0 === p }) { p.start() }
+        probers = next
     }
 
     /// Starts the loop thread.
     func start() {
         heartbeat.store(Int(monotonicNow() * 1000), ordering: .relaxed)
-        if prober != nil { loop.execute { [self] in self.prober?.start() } }
+        if !probers.isEmpty { loop.execute { [self] in for p in self.probers { p.start() } } }
         if redisStore != nil { loop.execute { [self] in self.redisStore?.start() } }
         loop.startThread()
     }
 
     /// Sends a reachability transition to this worker's event streams; safe from any thread.
-    func broadcast(_ t: ReachabilityTransition) {
-        loop.execute { [self] in streams.broadcast(t) }
+    func broadcast(_ t: ReachabilityTransition, group: String) {
+        loop.execute { [self] in streams.broadcast(t, group: group) }
     }
 
     /// Stops accepting, lets pending calls finish, then closes connections and ends the loop.
@@ -148,7 +165,7 @@ final class Worker: @unchecked Sendable {
             // Event streams never end by themselves: end them now, or drain would wait for them
             // until shutdown_timeout.
             streams.finishAll()
-            prober?.stop()
+            for p in probers { p.stop() }
             let timer = LoopTimer(loop: loop) { [weak self] in self?.checkDrained() }
             drainTimer = timer
             checkDrained()

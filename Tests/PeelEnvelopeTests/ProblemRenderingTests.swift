@@ -130,6 +130,8 @@ final class ProblemRenderingTests: XCTestCase {
             .badRequest: (400, -106), .upstreamTooLarge: (502, -107), .serverBusy: (503, -108),
             // Issue 17: one client over its share of reachability streams (README's table; SPEC's lags).
             .tooManyStreams: (429, -109),
+            // Issue 27: no route applies to the Host and path.
+            .noRoute: (404, -110),
         ]
         XCTAssertEqual(expected.count, ProblemKind.allCases.count)
         for kind in ProblemKind.allCases {

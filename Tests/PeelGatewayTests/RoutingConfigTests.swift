@@ -54,8 +54,11 @@ final class RoutingConfigTests: XCTestCase {
         XCTAssertEqual(r.routes[0].dialect, try DialectConfig.preset("wechat", "t"))
         XCTAssertEqual(r.routes[2].dialect?.authCodes, CodeSet([.integer(401), .integer(403)]))
         XCTAssertNil(r.routes[1].passthroughPaths)
-        // No --upstream is needed when routes say where calls go; the gateway refuses to serve them yet.
-        XCTAssertThrowsError(try ConfigLoader.servable(c))
+        // No --upstream is needed when routes say where calls go. This build serves one endpoint per
+        // group, and says which key asks for more.
+        XCTAssertThrowsError(try ConfigLoader.servable(c)) { error in
+            XCTAssertEqual((error as? ConfigError)?.option, "upstreams.app.endpoints")
+        }
         // check-config prints the sections, and what it prints loads back to the same values.
         let described = ConfigLoader.describe(c)
         let json = try JSONSerialization.jsonObject(with: Data(described.utf8)) as? [String: Any]

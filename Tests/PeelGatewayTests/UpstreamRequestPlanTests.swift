@@ -11,7 +11,7 @@ final class UpstreamRequestPlanTests: XCTestCase {
         let facts = RequestFacts(fields, keys: nil)
         var config = GatewayConfig()
         config.preserveHost = preserveHost
-        let route = try Forwarder.route(for: config)
+        let route = try RouteSet(config, groups: UpstreamGroups(config, onTransition: { _, _ in })).fallback
         return Forwarder.upstreamRequest(fields, method: method, MethodToken(method), facts, route: route,
                                          target: (path: "/api/users", query: "page=2"), peer: peer, requestId: "req-1",
                                          accepted: facts.acceptEncoding.map { AcceptedCodings($0) })

@@ -1,0 +1,141 @@
+import Foundation
+import PeelDemo
+@testable import PeelGateway
+import PeelIO
+import XCTest
+
+/// Calls routed by the config file's `routes` to their groups, end to end through a real gateway
+/// and real upstreams on port 0 (issue 27): each route's dialect and stripped prefix, `no-route`,
+/// and one group offline while the others work.
+final class RoutingLiveTests: XCTestCase {
+    /// The routing sections of `file`, with `default` being the harness's upstream.
+    private func routing(_ file: String) throws -> RoutingConfig {
+        try XCTUnwrap(try loadConfig(file: file, environment: ["PEEL_UPSTREAM": "http://127.0.0.1:1"]).routing)
+    }
+
+    private func json(_ r: BlockingClient.Response) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any]) ?? [:]
+    }
+
+    func testEachRouteGoesToItsGroup_withItsDialectAndStrippedPrefix() throws {
+        let pay = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try pay.start()
+        defer { pay.stop() }
+        let r = try routing("""
+            {"upstreams": {"pay": {"endpoints": ["\(pay.baseURL)"]}},
+             "routes": [{"prefix": "/", "upstream": "default"},
+                        {"name": "pay", "prefix": "/pay/", "upstream": "pay", "strip_prefix": true, "dialect": "ruoyi"},
+                        {"prefix": "/raw/", "upstream": "pay", "strip_prefix": true}]}
+            """)
+        let h = try Harness { c in c.routing = r }
+        defer { h.stop() }
+        h.upstream.resetCount()
+        // The default route: the peel envelope unwrapped, from the harness's upstream.
+        let user = try h.request("GET", "/api/user")
+        XCTAssertEqual(user.status, 200, user.text)
+        XCTAssertEqual(h.upstream.requestCount, 1)
+        // The pay route judges with RuoYi's rules: the demo's `"code":0` is not RuoYi's success (200).
+        let judged = try h.request("GET", "/pay/api/user")
+        XCTAssertEqual(problem(judged)["kind"] as? String, "business-error", judged.text)
+        XCTAssertEqual(pay.requestCount, 1)
+        XCTAssertEqual(h.upstream.requestCount, 1, "the pay route's call reached the other group")
+        // The prefix is stripped before the call goes out, the query kept.
+        let echoed = echo(try h.request("GET", "/raw/api/echo/x?a=1"))
+        XCTAssertEqual(echoed["target"] as? String, "/api/echo/x?a=1")
+        XCTAssertEqual(pay.requestCount, 2)
+        // Stripped, `/raw/../admin` would climb above the group's base path: refused, never sent.
+        let climbing = try h.raw("GET /raw/%2e%2e/admin HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        XCTAssertEqual(problem(climbing)["kind"] as? String, "bad-request", climbing.text)
+        XCTAssertEqual(pay.requestCount + h.upstream.requestCount, 3)
+    }
+
+    func testNoRoute_is404WithCode110_andContactsNoUpstream() throws {
+        let r = try routing(#"{"routes": [{"prefix": "/api/", "upstream": "default"}, {"host": "*.tenant.example", "prefix": "/", "upstream": "default"}]}"#)
+        let h = try Harness { c in c.routing = r }
+        defer { h.stop() }
+        XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })
+        h.upstream.resetCount()
+        let missed = try h.request("GET", "/other")
+        XCTAssertEqual(missed.status, 404, missed.text)
+        let p = problem(missed)
+        XCTAssertEqual(p["kind"] as? String, "no-route")
+        XCTAssertEqual(p["code"] as? Int, -110)
+        XCTAssertEqual(h.upstream.requestCount, 0)
+        // The wildcard host route takes any path of a name under it, never the bare domain.
+        func get(_ path: String, host: String) throws -> Int {
+            try h.raw("GET \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n").status
+        }
+        // (The demo answers its echo under any base path: /t/api/echo/x is outside the /api/ route.)
+        XCTAssertEqual(try get("/t/api/echo/x", host: "A.tenant.example:8080"), 200)
+        XCTAssertEqual(try get("/t/api/echo/x", host: "tenant.example"), 404)
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200)
+        XCTAssertEqual(h.upstream.requestCount, 2)
+        // The reachability path is matched before any route.
+        XCTAssertEqual(try h.request("GET", "/_peel/reachability").status, 200)
+    }
+
+    func testOneGroupOffline_itsRoutesAnswerOffline_theOthersWork_andAppsSeeWhich() throws {
+        // A closed port: the pay group's probe is refused.
+        let r = try routing("""
+            {"upstreams": {"pay": {"endpoints": ["http://127.0.0.1:1"], "probe": {"fall": 1}}},
+             "routes": [{"prefix": "/", "upstream": "default"}, {"prefix": "/pay/", "upstream": "pay"}]}
+            """)
+        let h = try Harness { c in c.routing = r; c.probeInterval = 3600; c.fall = 1 }
+        defer { h.stop() }
+        let groups = h.gateway.groups
+        let payState = try XCTUnwrap(groups.named("pay")).reachability
+        XCTAssertTrue(h.eventually { payState.state == .unreachable && h.gateway.reachability.state == .reachable })
+        h.upstream.resetCount()
+        let offline = try h.request("GET", "/pay/order/1")
+        XCTAssertEqual(offline.status, 503, offline.text)
+        XCTAssertEqual(problem(offline)["kind"] as? String, "offline")
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200, "the other group's routes work")
+        XCTAssertEqual(h.upstream.requestCount, 1)
+
+        let doc = json(try h.request("GET", "/_peel/reachability"))
+        XCTAssertEqual(doc["state"] as? String, "reachable", "offline only when every group is")
+        let upstreams = try XCTUnwrap(doc["upstreams"] as? [String: [String: Any]])
+        XCTAssertEqual(upstreams["pay"]?["state"] as? String, "unreachable")
+        XCTAssertEqual(upstreams["pay"]?["reason"] as? String, "connect refused")
+        XCTAssertEqual(upstreams["default"]?["state"] as? String, "reachable")
+        XCTAssertFalse(String(decoding: try h.request("GET", "/_peel/reachability").body, as: UTF8.self).contains("127.0.0.1"),
+                       "the public document names no address")
+
+        // The stream: one event per group at once, each carrying `upstream`; then a transition.
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /_peel/reachability HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        _ = try c.readUntil("\r\n\r\n")
+        var events = ""
+        while events.components(separatedBy: "event: reachability").count - 1 < 2 { events += try c.readUntil("\n\n") }
+        XCTAssertTrue(events.contains(#""upstream":"default","state":"reachable""#), events)
+        XCTAssertTrue(events.contains(#""upstream":"pay","state":"unreachable""#), events)
+        h.gateway.reachability.recordPassiveFailure("connect refused")
+        let next = try c.readUntil("\n\n")
+        XCTAssertTrue(next.contains(#""upstream":"default","state":"unreachable""#), next)
+        XCTAssertTrue(h.eventually { h.gateway.groups.overall.state == .unreachable })
+        XCTAssertEqual(json(try h.request("GET", "/_peel/reachability"))["state"] as? String, "unreachable")
+
+        // The admin's view names each group with its endpoint.
+        let status = json(try h.admin("/status"))
+        let adminGroups = try XCTUnwrap(status["upstreams"] as? [String: [String: Any]])
+        XCTAssertEqual(adminGroups["pay"]?["state"] as? String, "unreachable")
+        let endpoints = try XCTUnwrap(adminGroups["pay"]?["endpoints"] as? [[String: Any]])
+        XCTAssertEqual(endpoints.first?["url"] as? String, "http://127.0.0.1:1")
+    }
+
+    func testReload_addsARoute_andAGroupThatStaysKeepsItsState() throws {
+        let h = try Harness { c in c.probeInterval = 3600; c.fall = 1 }
+        defer { h.stop() }
+        XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })
+        let before = h.gateway.reachability
+        before.recordPassiveFailure("connect refused")
+        XCTAssertEqual(before.state, .unreachable)
+        // Routes arrive by reload: the default group (same endpoint) keeps its state.
+        var next = h.gateway.config
+        next.routing = try routing(#"{"routes": [{"prefix": "/api/", "upstream": "default"}]}"#)
+        XCTAssertEqual(h.gateway.reload(next), [])
+        XCTAssertTrue(h.gateway.reachability === before)
+        XCTAssertEqual(try h.request("GET", "/other").status, 404, "the new routes apply")
+        XCTAssertEqual(problem(try h.request("GET", "/api/user"))["kind"] as? String, "offline", "the kept state applies")
+    }
+}
