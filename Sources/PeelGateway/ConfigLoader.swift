@@ -186,19 +186,10 @@ public enum ConfigLoader {
     /// it): routing keys whose behaviour is not built yet, named by their path.
     public static func servable(_ c: GatewayConfig) throws(ConfigError) {
         // What the routing sections may say that this build validates but does not serve yet: a
-        // group is one endpoint with the global timeouts and CA bundle, and nothing is ejected.
-        for g in c.routing?.upstreams ?? [] {
-            let at = "upstreams.\(g.name)"
-            if g.endpoints.count > 1 {
-                throw ConfigError(option: "\(at).endpoints", problem: "names \(g.endpoints.count) endpoints; this build serves one endpoint per group")
-            }
-            if g.timeout != nil || g.connectTimeout != nil || g.caFile != nil {
-                let key = g.timeout != nil ? "timeout" : g.connectTimeout != nil ? "connect_timeout" : "ca_file"
-                throw ConfigError(option: "\(at).\(key)", problem: "is not served per group yet; set the global option instead")
-            }
-            if g.eject != UpstreamGroup.Eject() {
-                throw ConfigError(option: "\(at).eject", problem: "is not served yet (a group of one endpoint is never ejected)")
-            }
+        // group's calls take the global timeouts and CA bundle.
+        for g in c.routing?.upstreams ?? [] where g.timeout != nil || g.connectTimeout != nil || g.caFile != nil {
+            let key = g.timeout != nil ? "timeout" : g.connectTimeout != nil ? "connect_timeout" : "ca_file"
+            throw ConfigError(option: "upstreams.\(g.name).\(key)", problem: "is not served per group yet; set the global option instead")
         }
     }
 

@@ -6,6 +6,8 @@ extension Forwarder {
     /// problem's), `upstream_code` the envelope code as the upstream sent it, null when it sent none.
     func record(_ call: Call, status: Int, kind: String, bytes: Int, code: EnvelopeCode?, cut: String? = nil) {
         guard !call.done else { return }
+        // A cancelled attempt (the client left, a shutdown cut it) ends here.
+        call.leaveEndpoint()
         // The one place a call ends: what it ended as follows from how it is logged.
         switch kind {
         case "client-closed": call.state = .clientGone
@@ -30,6 +32,7 @@ extension Forwarder {
         } else {
             line += ",\"route\":null,\"upstream\":null"
         }
+        line += ",\"endpoint\":" + (call.endpoint.map { jsonEscaped($0.url.description) } ?? "null") + ",\"attempts\":\(call.attempts)"
         // Why a streamed answer was cut short (`upstream_idle`, `reset`, …), on those lines only.
         if let cut { line += ",\"cut\":\(jsonEscaped(cut))" }
         if let reason = call.reason { line += ",\"reason\":" + jsonEscaped(reason) }

@@ -7,6 +7,7 @@ extension Forwarder {
     func upstreamFinished(_ call: Call, _ result: Result<UpstreamResponse, UpstreamFailure>) {
         waiting[ObjectIdentifier(call)] = nil
         call.exchange.onClientGone = nil
+        call.leaveEndpoint()
         if call.done { return }
         if let stream = call.stream { return streamFinished(call, stream, result) }
         // The client left as the answer started (see headArrived): nothing is left to send.
@@ -19,23 +20,18 @@ extension Forwarder {
             case .overClientShare: metrics.recordRefusal("max_buffered_per_client_upstream")
             default: metrics.recordUpstreamError(failure.reason)
             }
-            // Issue 17: only failing to reach the upstream counts toward fall. A broken or oversized
-            // answer came with a status line: the upstream is there. A timeout or a close before any
-            // status line on a connection it took counts neither way: a client can cause it (a path
-            // whose worker dies), and calls in flight when a host drops off the network end so long
-            // after it went.
-            if failure.isTransportFailure {
-                if case .connectTimeout = failure {
-                    call.route.group.reachability.recordLiveConnectTimeout(failureCause(failure))
-                } else {
-                    call.route.group.reachability.recordPassiveFailure(failureCause(failure))
-                }
-            }
-            if failure.answeredBadly { call.route.group.reachability.recordLiveAnswer() }
+            // Issue 17: only failing to reach the upstream counts, as evidence against the endpoint
+            // tried (toward `fall`, or toward its ejection). A broken or oversized answer came with a
+            // status line: the endpoint is there. A timeout or a close before any status line on a
+            // connection it took counts neither way: a client can cause it (a path whose worker
+            // dies), and calls in flight when a host drops off the network end so long after it went.
+            if failure.isTransportFailure { call.endpoint?.liveFailed(failure) }
+            if failure.answeredBadly { call.endpoint?.liveAnswered() }
+            if failOver(call, after: failure) { return }
             answer(call, Self.outcome(of: failure))
         case .success(let response):
             // Whatever it says, the upstream answered: evidence that it is there.
-            call.route.group.reachability.recordLiveAnswer()
+            call.endpoint?.liveAnswered()
             call.upstreamDuration = response.duration
             call.upstreamStatus = response.status
             call.upstreamHeaders = response.headers
@@ -143,7 +139,7 @@ extension Forwarder {
         invalidateAfterUnsafe(call, status: status, headers: headers)
         if let key = call.cacheKey { cache.answeredUnstored(key: key, status: status, request: call.cacheRequest) }
         // The head arrived: the upstream answered (evidence for reachability, like a buffered answer).
-        call.route.group.reachability.recordLiveAnswer()
+        call.endpoint?.liveAnswered()
         if call.exchange.isHead {
             // HEAD answers what GET would: the head is all of it, and the rest is not fetched.
             stream.finish()

@@ -52,6 +52,35 @@ extension Forwarder {
         var route: Route
         /// Whether `route` was chosen for it (false while it is the fallback).
         var routed = false
+        /// The request as built, kept while another endpoint could take it (failing over).
+        var request: UpstreamRequest?
+        /// The endpoint of the latest attempt, and its position in the group.
+        private(set) var endpoint: EndpointState?
+        private(set) var endpointIndex = 0
+        /// Whether the latest attempt still counts in its endpoint's calls in flight.
+        private var holdsEndpoint = false
+        /// Endpoints tried, a bit per position.
+        private(set) var tried: UInt64 = 0
+        /// Attempts so far (the access log's `attempts`).
+        private(set) var attempts = 0
+
+        /// An attempt starts on `e` (position `i`): it counts in `e`'s calls in flight until it ends.
+        func onEndpoint(_ e: EndpointState, at i: Int) {
+            leaveEndpoint()
+            endpoint = e
+            endpointIndex = i
+            if i < 64 { tried |= 1 << UInt64(i) }
+            attempts += 1
+            e.inFlight.add(1, ordering: .relaxed)
+            holdsEndpoint = true
+        }
+
+        /// The attempt ended (answered, failed or cancelled); once only.
+        func leaveEndpoint() {
+            guard holdsEndpoint, let e = endpoint else { return }
+            holdsEndpoint = false
+            e.inFlight.subtract(1, ordering: .relaxed)
+        }
         let started: Double
         let requestId: String
         let language: Language

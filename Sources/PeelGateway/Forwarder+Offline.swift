@@ -106,7 +106,7 @@ extension Forwarder {
             }
             let current = groups.routed
                 ? groups.all.map { g in
-                    let s = g.reachability.snapshot
+                    let s = g.snapshot
                     return ReachabilityEvent(upstream: g.name, state: s.state, since: s.since, reason: s.publicReason)
                 }
                 : [ReachabilityEvent(upstream: nil, state: snap.state, since: snap.since, reason: snap.publicReason)]
@@ -118,7 +118,7 @@ extension Forwarder {
         if groups.routed {
             // Each backend's own state, with coarse reasons only (no address, port or URL).
             document += ",\"upstreams\":{" + groups.all.map { g in
-                let s = g.reachability.snapshot
+                let s = g.snapshot
                 return jsonEscaped(g.name) + ":{" + reachabilityMembers(state: s.state, since: s.since, reason: s.publicReason) + "}"
             }.joined(separator: ",") + "}"
         }

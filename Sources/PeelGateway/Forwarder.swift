@@ -180,18 +180,28 @@ final class Forwarder {
             call.hasAuthorization = facts.hasAuthorization
         }
 
-        if route.group.reachability.isDown {
-            if let key = call.cacheKey { return answerOffline(call, key) }
-            return answer(call, .offline)
-        }
+        if route.group.isDown { return answerUnavailable(call) }
         forward(call, facts, target: (upstreamPath, target.query), peer: peer)
     }
 
     /// Sends the call upstream and waits for its head.
     func forward(_ call: Call, _ facts: borrowing RequestFacts, target: (path: String, query: String?), peer: String) {
         let ex = call.exchange
-        let request = Self.upstreamRequest(ex, method: ex.method, ex.methodToken, facts, route: call.route, target: target,
-                                           peer: peer, requestId: call.requestId, accepted: call.acceptEncoding, body: .exchange(ex))
+        let picker = call.route.picker
+        // The group went down since it was checked: answered as offline.
+        guard let i = picker.pick() else { return answerUnavailable(call) }
+        let request = Self.upstreamRequest(ex, method: ex.method, ex.methodToken, facts, route: call.route, endpoint: picker.endpoints[i],
+                                           target: target, peer: peer, requestId: call.requestId, accepted: call.acceptEncoding,
+                                           body: .exchange(ex))
+        // Kept only where another endpoint could take it.
+        if picker.endpoints.count > 1 { call.request = request }
+        send(call, request, endpoint: i)
+    }
+
+    /// One attempt of the call on endpoint `i` of its route's group.
+    func send(_ call: Call, _ request: UpstreamRequest, endpoint i: Int) {
+        let ex = call.exchange
+        call.onEndpoint(call.route.group.endpoints[i], at: i)
         let transfer = upstream.send(request) { [self] result in self.upstreamFinished(call, result) }
         call.state = .awaitingHead(transfer)
         // A buffered answer past MemoryBudget.answerAllowance counts against its client's share: the
@@ -202,6 +212,32 @@ final class Forwarder {
         transfer.keepsCoding = { [self] facts in self.keepsCoding(call, facts: facts) }
         ex.onClientGone = { [self] in self.clientLeft(call, insideCurl: false) }
     }
+
+    /// The call's group has no endpoint to take it: the offline answer (a stored one when there is).
+    func answerUnavailable(_ call: Call) {
+        if let key = call.cacheKey { return answerOffline(call, key) }
+        answer(call, .offline)
+    }
+
+    /// Another attempt for a call whose attempt failed with `failure`, when one is allowed: a
+    /// connection that could not be made sent nothing, so any method moves on; one that was lost
+    /// after the request went out and before any answer byte moves an idempotent method only
+    /// (RFC 9110 §9.2.2), never POST or PATCH. At most `maxAttempts`, each on an endpoint the call
+    /// has not tried. True when it was sent again.
+    func failOver(_ call: Call, after failure: UpstreamFailure) -> Bool {
+        guard let request = call.request, call.attempts < Self.maxAttempts else { return false }
+        switch failure {
+        case .refused, .connectTimeout, .dns, .tls: break
+        case .reset, .notResent: guard call.exchange.methodToken.isIdempotent else { return false }
+        default: return false
+        }
+        guard let i = call.route.picker.pick(tried: call.tried) else { return false }
+        send(call, request.retargeted(to: call.route.picker.endpoints[i]), endpoint: i)
+        return true
+    }
+
+    /// Attempts one call may make across a group's endpoints.
+    static let maxAttempts = 3
 
     /// Trace Context fields, dropped together when traceparent is not in its W3C form.
     static let traceFields = FieldSet([.traceparent, .tracestate])

@@ -14,8 +14,8 @@ public final class Gateway: @unchecked Sendable {
     /// (keeping the states of groups that stay).
     var groups: UpstreamGroups { currentGroups.withLock { $0 } }
     private let currentGroups: Locked<UpstreamGroups>
-    /// The first group's reachability: without `routes`, the one upstream's.
-    public var reachability: Reachability { groups.all[0].reachability }
+    /// The first group's first endpoint's reachability: without `routes`, the one upstream's.
+    public var reachability: Reachability { groups.all[0].endpoints[0].reachability }
     /// The body budget every worker shares (`max_buffered`).
     public let budget: MemoryBudget
     private(set) var workers: [Worker] = []
@@ -53,8 +53,9 @@ public final class Gateway: @unchecked Sendable {
     /// (on whichever thread observed it: each worker's loop gets its own copy).
     private static func transitionHandler(_ listeners: Locked<[Worker]>) -> @Sendable (UpstreamGroupState, ReachabilityTransition) -> Void {
         { g, t in
+            let upstream = g.endpoints.count == 1 ? g.endpoints[0].url.description : g.name
             EventLog.emit("reachability", [("from", "\"\(t.from)\""), ("to", "\"\(t.to)\""),
-                                           ("reason", t.reason.map(jsonEscaped) ?? "null"), ("upstream", jsonEscaped(g.url.description)),
+                                           ("reason", t.reason.map(jsonEscaped) ?? "null"), ("upstream", jsonEscaped(upstream)),
                                            ("group", jsonEscaped(g.name))])
             for w in listeners.withLock({ $0 }) { w.broadcast(t, group: g.name) }
         }
@@ -256,14 +257,21 @@ public final class Gateway: @unchecked Sendable {
 }
 
 extension Gateway {
-    /// Each upstream group's state for /status (the operator's view: full reasons and the URL).
+    /// Each upstream group's state for /status (the operator's view: full reasons and URLs), with
+    /// each endpoint's own state, ejections, calls in flight and last error.
     func groupsDocument() -> String {
         let now = monotonicNow(), wall = wallNow()
         return "{" + groups.all.map { g in
-            let snap = g.reachability.snapshot
+            let snap = g.snapshot
+            let ejection = g.ejection
+            let endpoints = g.endpoints.enumerated().map { i, e in
+                let state = ejection.isEjected(i) ? "ejected" : e.reachability.state.description
+                return "{\"url\":\(jsonEscaped(e.url.description)),\"state\":\"\(state)\",\"weight\":\(g.weights[i])"
+                    + ",\"ejections\":\(ejection.entries[i].ejections),\"in_flight\":\(e.inFlight.load(ordering: .relaxed))"
+                    + ",\"last_error\":\(e.lastError.withLock { $0 }.map(jsonEscaped) ?? "null")}"
+            }
             return jsonEscaped(g.name) + ":{\"state\":\"\(snap.state)\",\"since\":\"\(rfc3339(wall - (now - snap.since)))\""
-                + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null")"
-                + ",\"endpoints\":[{\"url\":\(jsonEscaped(g.url.description)),\"state\":\"\(snap.state)\"}]}"
+                + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null"),\"endpoints\":[" + endpoints.joined(separator: ",") + "]}"
         }.joined(separator: ",") + "}"
     }
 

@@ -1,13 +1,14 @@
 import PeelIO
 
-/// Active health checks of one group: one probe at a time on a loop, the next armed when the last
+/// Active health checks of one endpoint (healthy ones too): one probe at a time on a loop, the next armed when the last
 /// one ends.
 final class Prober {
     private let loop: EventLoop
     private let client: UpstreamClient
     private let url: String
     private let interval: Double
-    let reachability: Reachability
+    /// The endpoint it probes.
+    let endpoint: EndpointState
     private let timeout: Double
     private var timer: LoopTimer?
     private var current: UpstreamTransfer?
@@ -16,7 +17,7 @@ final class Prober {
     /// The settings it runs with, so a reload that changes none of them keeps it running.
     let settings: ProbeSettings
 
-    init(loop: EventLoop, settings: ProbeSettings, reachability: Reachability) throws(PeelIOError) {
+    init(loop: EventLoop, settings: ProbeSettings, endpoint: EndpointState) throws(PeelIOError) {
         self.loop = loop
         self.settings = settings
         var options = UpstreamOptions()
@@ -29,7 +30,7 @@ final class Prober {
         url = settings.url
         interval = settings.interval
         timeout = settings.timeout
-        self.reachability = reachability
+        self.endpoint = endpoint
     }
 
     /// Sends one probe and reports it; `done` runs after the report (tests call this directly).
@@ -71,7 +72,7 @@ final class Prober {
                 report = ProbeReport(ok: false, status: nil, error: failureReason(f), latency: latency, at: wallNow(),
                                      coarseError: coarseReason(f))
             }
-            reachability.recordProbe(report)
+            endpoint.probed(report)
             done()
         }
     }

@@ -7,8 +7,8 @@ import PeelIO
 final class Route {
     /// How the upstream's envelopes look and which answers pass unjudged.
     let envelope: EnvelopeConfig
-    /// Where the route's calls go: the origin, parsed once, and the base path joined before each target.
-    let endpoint: UpstreamEndpoint
+    /// Where the route's calls go: its group's endpoints, and this worker's choice among them.
+    let picker: EndpointPicker
     /// `Retry-After` of the offline problem: the probe interval in whole seconds, at least 1.
     let retryAfter: String
     /// The offline cache's key fields.
@@ -37,7 +37,7 @@ final class Route {
     /// makes; nil for the answers Peel gives when no route applies.
     let name: String?
     /// The upstream group the route's calls go to; `default` for `--upstream`'s.
-    let group: UpstreamGroupState
+    var group: UpstreamGroupState { picker.group }
     /// The rule whose `strip_prefix` the upstream path follows; nil when nothing is stripped.
     private let stripping: RouteRule?
     /// What the offline cache's keys carry of the group: its name with `routes`, nothing without
@@ -47,8 +47,8 @@ final class Route {
     /// The route for `config`'s single upstream, or for one of its `routes` (`rule`): the rule's
     /// dialect, passthrough paths and key fields replace the global ones where it sets them.
     /// `unrouted`: Peel's own answers for calls no route applies to (no name).
-    init(_ config: GatewayConfig, rule: RouteRule? = nil, group: UpstreamGroupState, endpoint: UpstreamEndpoint,
-         keyFields union: [String]? = nil, unrouted: Bool = false) {
+    init(_ config: GatewayConfig, rule: RouteRule? = nil, picker: EndpointPicker, keyFields union: [String]? = nil,
+         unrouted: Bool = false) {
         var envelope = config.envelope
         if let rule {
             if let dialect = rule.dialect { envelope.dialect = dialect }
@@ -56,10 +56,9 @@ final class Route {
         }
         self.envelope = envelope
         name = unrouted ? nil : rule?.label ?? "/"
-        self.group = group
+        self.picker = picker
         stripping = rule?.stripPrefix == true ? rule : nil
-        keyGroup = config.routing == nil ? "" : group.name
-        self.endpoint = endpoint
+        keyGroup = config.routing == nil ? "" : picker.group.name
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
         let names = rule?.offlineCacheKey ?? config.offlineCacheKey
         keyFields = CacheKeyFields(names)
@@ -102,11 +101,12 @@ final class RouteSet {
 
     /// Throws when curl's URL parser refuses an endpoint's origin.
     init(_ config: GatewayConfig, groups: UpstreamGroups) throws(PeelIOError) {
-        var endpoints: [String: UpstreamEndpoint] = [:]
-        for g in groups.all { endpoints[g.name] = try Self.endpoint(g.url) }
-        let first = groups.all[0]
+        // One picker per group, shared by the group's routes: its balancing spans them all.
+        var pickers: [String: EndpointPicker] = [:]
+        for g in groups.all { pickers[g.name] = try EndpointPicker(g) }
+        let first = pickers[groups.all[0].name]!
         guard let routing = config.routing else {
-            let only = Route(config, group: first, endpoint: endpoints[first.name]!)
+            let only = Route(config, picker: first)
             routes = [only]
             fallback = only
             routed = false
@@ -121,21 +121,16 @@ final class RouteSet {
         var built: [Route] = []
         var entries: [(host: String?, prefix: String, target: Route)] = []
         for rule in routing.routes {
-            guard let group = groups.named(rule.upstream), let endpoint = endpoints[rule.upstream] else { continue }
-            let route = Route(config, rule: rule, group: group, endpoint: endpoint, keyFields: union)
+            guard let picker = pickers[rule.upstream] else { continue }
+            let route = Route(config, rule: rule, picker: picker, keyFields: union)
             built.append(route)
             entries.append((rule.host, rule.prefix, route))
         }
         routes = built
-        fallback = Route(config, group: first, endpoint: endpoints[first.name]!, keyFields: union, unrouted: true)
+        fallback = Route(config, picker: first, keyFields: union, unrouted: true)
         routed = true
         keyFields = CacheKeyFields(union)
         table = RouteTable(entries)
-    }
-
-    /// The endpoint for an upstream URL.
-    static func endpoint(_ url: UpstreamURL) throws(PeelIOError) -> UpstreamEndpoint {
-        try UpstreamEndpoint(origin: url.origin, basePath: url.basePath)
     }
 
     /// The route for a request's Host and path; nil when none applies (the `no-route` problem).

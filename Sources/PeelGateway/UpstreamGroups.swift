@@ -1,24 +1,187 @@
 import PeelIO
+import Synchronization
 
-/// One upstream group as every worker shares it: where its calls go and what Peel believes about it
-/// (its probes and its live calls feed its own `Reachability`, so one backend going down leaves the
-/// others' routes alone). Kept across reloads while the group keeps its name and endpoint, so a
-/// reload does not forget that a backend is down.
-final class UpstreamGroupState: Sendable {
-    /// The group's name in the config file; `default` for the group `--upstream` makes.
-    let name: String
-    /// Its endpoint's URL (each worker parses its own copy into an `UpstreamEndpoint`).
+/// One endpoint of a group as every worker shares it: what its probes (and, in a group without
+/// passive ejection, its live calls) say about it, and its calls in flight. Kept across reloads
+/// while its group keeps it, so a reload forgets neither its state nor its ejection.
+final class EndpointState: Sendable {
     let url: UpstreamURL
+    /// Its own machine: probes, live answers (which excuse a probe timeout), and live failures in a
+    /// group without passive ejection.
     let reachability: Reachability
+    /// Calls on it now, all workers (`least_request`, /status).
+    let inFlight = Atomic<Int>(0)
+    /// Mirrors "in the pool" (not unreachable, not ejected) for the hot path.
+    let available = Atomic<Bool>(true)
+    /// Set while live connect failures are counting, so a live answer takes no lock otherwise.
+    let failing = Atomic<Bool>(false)
+    /// The latest failure, for /status.
+    let lastError = Locked<String?>(nil)
+    /// The group that holds it now (a reload moves it to the next generation's).
+    let owner = Locked<GroupLink>(GroupLink())
 
-    init(name: String, url: UpstreamURL, reachability: Reachability) {
-        self.name = name
+    struct GroupLink {
+        weak var group: UpstreamGroupState?
+    }
+
+    init(url: UpstreamURL, reachability: Reachability) {
         self.url = url
         self.reachability = reachability
     }
+
+    /// A live call could not connect to it (refused, DNS, TLS, connect timeout).
+    func liveFailed(_ failure: UpstreamFailure) {
+        lastError.withLock { $0 = failureReason(failure) }
+        owner.withLock { $0.group }?.liveFailed(self, failure)
+    }
+
+    /// A live call reached it: any answer, however bad.
+    func liveAnswered() {
+        reachability.recordLiveAnswer()
+        if failing.load(ordering: .relaxed) { owner.withLock { $0.group }?.liveAnswered(self) }
+    }
+
+    /// A probe's outcome.
+    func probed(_ report: ProbeReport) {
+        if !report.ok { lastError.withLock { $0 = report.error ?? report.status.map { "probe status \($0)" } } }
+        reachability.recordProbe(report)
+        owner.withLock { $0.group }?.probed(self, passed: report.ok || report.busy)
+    }
 }
 
-/// How one group is probed: its own `probe` settings over the global ones.
+/// One upstream group as every worker shares it: its endpoints and the group's own state, which
+/// apps read (one backend going down leaves the others' routes alone). Immutable but for the
+/// evidence it keeps; a reload that changes the group makes a new one that carries the endpoints
+/// that stay.
+final class UpstreamGroupState: Sendable {
+    /// The group's name in the config file; `default` for the group `--upstream` makes.
+    let name: String
+    let endpoints: [EndpointState]
+    /// Each endpoint's share of round-robin calls.
+    let weights: [Int]
+    let balance: UpstreamGroup.Balance
+    /// Whether live connect failures eject endpoints (a config file's group). Without it (the group
+    /// `--upstream` makes) they count toward `fall` as they always have.
+    let ejects: Bool
+
+    private struct Book {
+        var ejection: EjectionBook
+        var state: ReachabilityState
+        var since: Double
+        var reason: String?
+        var publicReason: String?
+    }
+    private let book: Locked<Book>
+    private let published: Atomic<UInt8>
+    private let onTransition: @Sendable (UpstreamGroupState, ReachabilityTransition) -> Void
+
+    init(name: String, endpoints: [EndpointState], weights: [Int], balance: UpstreamGroup.Balance, ejection: EjectionBook?,
+         previous: UpstreamGroupState?, onTransition: @escaping @Sendable (UpstreamGroupState, ReachabilityTransition) -> Void) {
+        self.name = name
+        self.endpoints = endpoints
+        self.weights = weights
+        self.balance = balance
+        ejects = ejection != nil
+        self.onTransition = onTransition
+        let settings = EjectionBook.Settings(UpstreamGroup.Eject(), rise: 1)
+        let ejection = ejection ?? EjectionBook(count: endpoints.count, settings: settings)
+        let state = GroupVerdict.state(available: endpoints.indices.map { !ejection.isEjected($0) && endpoints[$0].reachability.state != .unreachable },
+                                       states: endpoints.map(\.reachability.state))
+        let prior = previous?.snapshot
+        let since = prior?.state == state ? prior!.since : monotonicNow()
+        book = Locked(Book(ejection: ejection, state: state, since: since,
+                           reason: prior?.state == state ? prior?.reason : nil, publicReason: prior?.state == state ? prior?.publicReason : nil))
+        published = Atomic(state.rawValue)
+        for (i, e) in endpoints.enumerated() {
+            e.available.store(!ejection.isEjected(i) && e.reachability.state != .unreachable, ordering: .relaxed)
+            e.owner.withLock { $0.group = self }
+        }
+    }
+
+    /// The group's state (one relaxed atomic load: the hot path).
+    var state: ReachabilityState { ReachabilityState(rawValue: published.load(ordering: .relaxed)) ?? .unknown }
+    /// True while its calls get the offline problem: no endpoint is available.
+    var isDown: Bool { published.load(ordering: .relaxed) == ReachabilityState.unreachable.rawValue }
+
+    /// The group's state, since when and why. A group of one endpoint without ejection is that
+    /// endpoint's machine, as the one upstream always was.
+    var snapshot: ReachabilitySnapshot {
+        if endpoints.count == 1 && !ejects { return endpoints[0].reachability.snapshot }
+        return book.withLock { ReachabilitySnapshot(state: $0.state, since: $0.since, reason: $0.reason, publicReason: $0.publicReason) }
+    }
+
+    /// The ejection entries, for /status and tests.
+    var ejection: EjectionBook { book.withLock { $0.ejection } }
+
+    /// The position of `endpoint` in this group.
+    private func index(_ endpoint: EndpointState) -> Int? { endpoints.firstIndex { $0 === endpoint } }
+
+    func liveFailed(_ endpoint: EndpointState, _ failure: UpstreamFailure) {
+        guard ejects else {
+            if case .connectTimeout = failure {
+                endpoint.reachability.recordLiveConnectTimeout(failureCause(failure))
+            } else {
+                endpoint.reachability.recordPassiveFailure(failureCause(failure))
+            }
+            return
+        }
+        guard let i = index(endpoint) else { return }
+        endpoint.failing.store(true, ordering: .relaxed)
+        let cause = failureCause(failure)
+        update(FailureCause(coarse: "endpoint ejected: " + cause.coarse, detail: "\(endpoint.url) ejected: " + cause.detail)) {
+            $0.liveFailed(i, at: monotonicNow())
+        }
+    }
+
+    func liveAnswered(_ endpoint: EndpointState) {
+        endpoint.failing.store(false, ordering: .relaxed)
+        guard let i = index(endpoint) else { return }
+        book.withLock { $0.ejection.liveAnswered(i) }
+    }
+
+    func probed(_ endpoint: EndpointState, passed: Bool) {
+        guard ejects, let i = index(endpoint) else { return }
+        if passed {
+            update(FailureCause(coarse: "endpoint back", detail: "\(endpoint.url) back after passing probes")) {
+                $0.probePassed(i, at: monotonicNow())
+            }
+        } else {
+            book.withLock { $0.ejection.probeFailed(i) }
+        }
+    }
+
+    /// An endpoint's machine moved: the group's state may follow.
+    func endpointChanged(_ endpoint: EndpointState, _ t: ReachabilityTransition) {
+        update(FailureCause(coarse: t.publicReason ?? t.to.description, detail: t.reason ?? t.to.description), at: t.at) { _ in true }
+    }
+
+    /// Applies `change` to the ejection book; when it reports a change, recomputes which endpoints
+    /// are available and the group's state, and announces a move with `why`.
+    private func update(_ why: FailureCause, at time: Double? = nil, _ change: (inout EjectionBook) -> Bool) {
+        let t = book.withLock { b -> ReachabilityTransition? in
+            guard change(&b.ejection) else { return nil }
+            var available: [Bool] = []
+            for (i, e) in endpoints.enumerated() {
+                let ok = !b.ejection.isEjected(i) && e.reachability.state != .unreachable
+                e.available.store(ok, ordering: .relaxed)
+                available.append(ok)
+            }
+            let next = GroupVerdict.state(available: available, states: endpoints.map(\.reachability.state))
+            guard next != b.state else { return nil }
+            let now = time ?? monotonicNow()
+            let t = ReachabilityTransition(from: b.state, to: next, at: now, reason: why.detail, publicReason: why.coarse)
+            b.state = next
+            b.since = now
+            b.reason = why.detail
+            b.publicReason = why.coarse
+            published.store(next.rawValue, ordering: .relaxed)
+            return t
+        }
+        if let t { onTransition(self, t) }
+    }
+}
+
+/// How one endpoint is probed: its group's `probe` settings over the global ones.
 struct ProbeSettings: Equatable {
     /// The probe's whole URL: the endpoint, its base path and the probe path.
     var url: String
@@ -46,46 +209,61 @@ struct ProbeSettings: Equatable {
 }
 
 /// Every upstream group of one configuration generation, in the config file's order (the group
-/// `--upstream` makes first). Immutable; a reload makes a new one that keeps the states of groups
-/// that stay.
+/// `--upstream` makes first). Immutable; a reload makes a new one that carries the endpoints (and
+/// their states) of groups that stay.
 final class UpstreamGroups: Sendable {
     let all: [UpstreamGroupState]
-    /// Each group's probe settings, by position in `all`.
-    let probes: [ProbeSettings]
+    /// Each endpoint's probe settings, by group and endpoint position.
+    let probes: [[ProbeSettings]]
     /// Whether the config file's `routes` choose among the groups (else one group serves every call).
     let routed: Bool
 
-    /// The groups `config` names. A group of `previous` with the same name and endpoint keeps its
-    /// state (with the new thresholds); a new one starts unknown. `onTransition` hears every
-    /// group's changes, with the group.
+    /// The groups `config` names. An endpoint of a group of `previous` with the same name and URL
+    /// keeps its state (with the new thresholds); a new one starts unknown. `onTransition` hears
+    /// every group's changes, with the group.
     init(_ config: GatewayConfig, previous: UpstreamGroups? = nil,
          onTransition: @escaping @Sendable (UpstreamGroupState, ReachabilityTransition) -> Void) {
-        var wanted: [(name: String, url: UpstreamURL, group: UpstreamGroup?)] = []
-        if config.routing?.hasDefaultGroup ?? true { wanted.append(("default", config.upstream, nil)) }
-        for g in config.routing?.upstreams ?? [] {
-            guard let first = g.endpoints.first else { continue }
-            wanted.append((g.name, first.url, g))
-        }
-        var states: [UpstreamGroupState] = []
-        var probes: [ProbeSettings] = []
+        var wanted: [(name: String, endpoints: [UpstreamGroup.Endpoint], group: UpstreamGroup?)] = []
+        if config.routing?.hasDefaultGroup ?? true { wanted.append(("default", [.init(url: config.upstream)], nil)) }
+        for g in config.routing?.upstreams ?? [] { wanted.append((g.name, g.endpoints, g)) }
+        var groups: [UpstreamGroupState] = []
+        var probes: [[ProbeSettings]] = []
         for w in wanted {
-            let settings = ProbeSettings(config, group: w.group, url: w.url)
+            let old = previous?.all.first { $0.name == w.name }
+            var settings: [ProbeSettings] = []
+            var states: [EndpointState] = []
+            var carriedFrom: [Int?] = []
+            for endpoint in w.endpoints {
+                let s = ProbeSettings(config, group: w.group, url: endpoint.url)
+                settings.append(s)
+                if let j = old?.endpoints.firstIndex(where: { RoutingConfig.sameEndpoint($0.url, endpoint.url) }), let kept = old?.endpoints[j] {
+                    kept.reachability.setThresholds(fall: s.fall, rise: s.rise, liveWindow: s.liveWindow)
+                    states.append(kept)
+                    carriedFrom.append(j)
+                    continue
+                }
+                let holder = Locked<EndpointState?>(nil)
+                let reachability = Reachability(fall: s.fall, rise: s.rise, liveWindow: s.liveWindow, clock: { monotonicNow() }) { t in
+                    guard let e = holder.withLock({ $0 }) else { return }
+                    e.owner.withLock { $0.group }?.endpointChanged(e, t)
+                }
+                let state = EndpointState(url: endpoint.url, reachability: reachability)
+                holder.withLock { $0 = state }
+                states.append(state)
+                carriedFrom.append(nil)
+            }
+            var ejection: EjectionBook?
+            if let g = w.group {
+                let eject = EjectionBook.Settings(g.eject, rise: settings.first?.rise ?? config.rise)
+                ejection = old.map { $0.ejects ? $0.ejection.carried(to: carriedFrom, settings: eject) : nil }
+                    ?? EjectionBook(count: states.count, settings: eject)
+            }
+            groups.append(UpstreamGroupState(name: w.name, endpoints: states, weights: w.endpoints.map(\.weight),
+                                             balance: w.group?.balance ?? .roundRobin, ejection: ejection, previous: old,
+                                             onTransition: onTransition))
             probes.append(settings)
-            if let kept = previous?.all.first(where: { $0.name == w.name && RoutingConfig.sameEndpoint($0.url, w.url) }) {
-                kept.reachability.setThresholds(fall: settings.fall, rise: settings.rise, liveWindow: settings.liveWindow)
-                states.append(kept)
-                continue
-            }
-            let holder = Locked<UpstreamGroupState?>(nil)
-            let reachability = Reachability(fall: settings.fall, rise: settings.rise, liveWindow: settings.liveWindow,
-                                            clock: { monotonicNow() }) { t in
-                if let g = holder.withLock({ $0 }) { onTransition(g, t) }
-            }
-            let state = UpstreamGroupState(name: w.name, url: w.url, reachability: reachability)
-            holder.withLock { $0 = state }
-            states.append(state)
         }
-        all = states
+        all = groups
         self.probes = probes
         routed = config.routing != nil
     }
@@ -94,18 +272,17 @@ final class UpstreamGroups: Sendable {
     func named(_ name: String) -> UpstreamGroupState? { all.first { $0.name == name } }
 
     /// What apps read as the top-level state: the only group's as it is; across several, unreachable
-    /// only when every group is (each since its own transition: the latest of them), reachable when
-    /// any is, else unknown.
+    /// only when every group is (since the latest of them went), reachable when any is (since the
+    /// earliest of those), else unknown.
     var overall: ReachabilitySnapshot {
-        if all.count == 1 { return all[0].reachability.snapshot }
-        let snaps = all.map(\.reachability.snapshot)
+        if all.count == 1 { return all[0].snapshot }
+        let snaps = all.map(\.snapshot)
         if snaps.allSatisfy({ $0.state == .unreachable }) {
             let latest = snaps.max { $0.since < $1.since }!
             return ReachabilitySnapshot(state: .unreachable, since: latest.since, reason: "every upstream group is unreachable",
                                         publicReason: "every upstream group is unreachable")
         }
         let state: ReachabilityState = snaps.contains { $0.state == .reachable } ? .reachable : .unknown
-        // Since the earliest group in that state began it.
         let since = snaps.filter { $0.state == state }.map(\.since).min() ?? snaps[0].since
         return ReachabilitySnapshot(state: state, since: since, reason: nil, publicReason: nil)
     }

@@ -6,7 +6,7 @@ extension Forwarder {
     /// Peel's own forwarding fields. `fields` is where the client's fields are read (its exchange).
     /// Pure: the unit tests build requests from fields held as a value.
     static func upstreamRequest(_ fields: any FieldSource, method: String, _ token: MethodToken, _ facts: borrowing RequestFacts,
-                                route: Route, target: (path: String, query: String?), peer: String, requestId: String,
+                                route: Route, endpoint: UpstreamEndpoint, target: (path: String, query: String?), peer: String, requestId: String,
                                 accepted: AcceptedCodings?, body: UpstreamBody = .none) -> UpstreamRequest {
         // Options a Connection field names: by token where they have one, by bytes otherwise.
         var namedTokens = FieldSet([])
@@ -32,7 +32,7 @@ extension Forwarder {
             host: route.preserveHost ? host : nil, requestId: requestId)
         // Codings follow the client: the upstream is asked for what the client accepts and Peel can
         // decode, and for none when the client named none.
-        return UpstreamRequest(method: sent, target: .origin(route.endpoint, path: target.path, query: target.query), body: body,
+        return UpstreamRequest(method: sent, target: .origin(endpoint, path: target.path, query: target.query), body: body,
                                acceptEncoding: CompressionPolicy.upstreamAcceptEncoding(accepted, decodable: UpstreamClient.decodableCodings),
                                relayed: fields, dropping: dropped, droppingNamed: namedOthers.isEmpty ? nil : HeaderNameSet(namedOthers),
                                forwarding: forwarding)

@@ -19,7 +19,7 @@ final class Worker: @unchecked Sendable {
     let heartbeat = Atomic<Int>(Int(monotonicNow() * 1000))
     private var heartbeatTimer: LoopTimer?
     private var drainTimer: LoopTimer?
-    /// One prober per upstream group, on the worker that probes (the first); empty on the others.
+    /// One prober per endpoint of every group, on the worker that probes (the first); empty on the others.
     private(set) var probers: [Prober] = []
     /// This worker's connection to the shared offline store, when `--offline-store` names one.
     private var redisStore: RedisOfflineStore?
@@ -116,23 +116,27 @@ final class Worker: @unchecked Sendable {
 
     /// Makes this the worker that probes `groups`: one prober per group, started with the loop.
     func probe(_ groups: UpstreamGroups) throws(PeelIOError) {
-        probers = try zip(groups.all, groups.probes).map { (g, settings) throws(PeelIOError) in
-            try Prober(loop: loop, settings: settings, reachability: g.reachability)
+        var built: [Prober] = []
+        for (g, settings) in zip(groups.all, groups.probes) {
+            for (e, s) in zip(g.endpoints, settings) { built.append(try Prober(loop: loop, settings: s, endpoint: e)) }
         }
+        probers = built
     }
 
-    /// Probes a reloaded generation's groups; loop thread only, on the worker that probes. A group
-    /// whose state and settings stay keeps its prober (and its rhythm); the others get new ones,
+    /// Probes a reloaded generation's endpoints; loop thread only, on the worker that probes. An
+    /// endpoint whose state and settings stay keeps its prober (and its rhythm); the others get new ones,
     /// and probers of groups that went stop. When one cannot be set up, the old ones keep probing.
     func reprobe(_ groups: UpstreamGroups) {
         guard !probers.isEmpty else { return }
         var next: [Prober] = []
         do throws(PeelIOError) {
             for (g, settings) in zip(groups.all, groups.probes) {
-                if let kept = probers.first(where: { $0.reachability === g.reachability && $0.settings == settings }) {
-                    next.append(kept)
-                } else {
-                    next.append(try Prober(loop: loop, settings: settings, reachability: g.reachability))
+                for (e, s) in zip(g.endpoints, settings) {
+                    if let kept = probers.first(where: { $0.endpoint === e && $0.settings == s }) {
+                        next.append(kept)
+                    } else {
+                        next.append(try Prober(loop: loop, settings: s, endpoint: e))
+                    }
                 }
             }
         } catch {

@@ -65,7 +65,7 @@ public struct UpstreamRequest {
     public let method: String
     /// The method as a token, for the re-send rule.
     public let methodToken: MethodToken
-    public let target: UpstreamTarget
+    public private(set) var target: UpstreamTarget
     public let body: UpstreamBody
     /// The Accept-Encoding value sent ("" asks for every coding curl decodes).
     public let acceptEncoding: String
@@ -93,6 +93,13 @@ public struct UpstreamRequest {
         self.droppingNamed = droppingNamed
         self.forwarding = forwarding
         self.added = added
+    }
+
+    /// The same request to another endpoint (failing over): the path, query, fields and body stay.
+    public func retargeted(to endpoint: UpstreamEndpoint) -> UpstreamRequest {
+        var copy = self
+        if case .origin(_, let path, let query) = target { copy.target = .origin(endpoint, path: path, query: query) }
+        return copy
     }
 
     /// The request body's length in bytes.

@@ -42,7 +42,7 @@ final class RouteSetTests: XCTestCase {
         XCTAssertEqual(wx.name, "/wx/")
         XCTAssertEqual(wx.group.name, "wechat")
         XCTAssertEqual(wx.keyGroup, "wechat")
-        XCTAssertEqual(wx.endpoint.description, "https://api.weixin.qq.com")
+        XCTAssertEqual(wx.picker.endpoints.map(\.description), ["https://api.weixin.qq.com"])
         XCTAssertEqual(wx.upstreamPath("/wx/token"), "/token")
         XCTAssertEqual(wx.upstreamPath("/wx/"), "/")
         XCTAssertNil(wx.upstreamPath("/wx/../admin"), "stripped, the path would climb above the group's base path")

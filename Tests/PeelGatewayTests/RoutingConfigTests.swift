@@ -54,10 +54,10 @@ final class RoutingConfigTests: XCTestCase {
         XCTAssertEqual(r.routes[0].dialect, try DialectConfig.preset("wechat", "t"))
         XCTAssertEqual(r.routes[2].dialect?.authCodes, CodeSet([.integer(401), .integer(403)]))
         XCTAssertNil(r.routes[1].passthroughPaths)
-        // No --upstream is needed when routes say where calls go. This build serves one endpoint per
-        // group, and says which key asks for more.
+        // No --upstream is needed when routes say where calls go. A group's own timeouts are not
+        // served yet, and the refusal names the key.
         XCTAssertThrowsError(try ConfigLoader.servable(c)) { error in
-            XCTAssertEqual((error as? ConfigError)?.option, "upstreams.app.endpoints")
+            XCTAssertEqual((error as? ConfigError)?.option, "upstreams.wechat.timeout")
         }
         // check-config prints the sections, and what it prints loads back to the same values.
         let described = ConfigLoader.describe(c)

@@ -83,7 +83,7 @@ final class RoutingLiveTests: XCTestCase {
         let h = try Harness { c in c.routing = r; c.probeInterval = 3600; c.fall = 1 }
         defer { h.stop() }
         let groups = h.gateway.groups
-        let payState = try XCTUnwrap(groups.named("pay")).reachability
+        let payState = try XCTUnwrap(groups.named("pay"))
         XCTAssertTrue(h.eventually { payState.state == .unreachable && h.gateway.reachability.state == .reachable })
         h.upstream.resetCount()
         let offline = try h.request("GET", "/pay/order/1")
@@ -137,5 +137,87 @@ final class RoutingLiveTests: XCTestCase {
         XCTAssertTrue(h.gateway.reachability === before)
         XCTAssertEqual(try h.request("GET", "/other").status, 404, "the new routes apply")
         XCTAssertEqual(problem(try h.request("GET", "/api/user"))["kind"] as? String, "offline", "the kept state applies")
+    }
+}
+
+/// A group of several endpoints, end to end (issue 27): balanced calls, failover that never re-sends
+/// a POST that went out, ejection of a dead endpoint and its return.
+final class EndpointFailoverLiveTests: XCTestCase {
+    private func start(_ count: Int) throws -> [DemoUpstream] {
+        try (0..<count).map { _ in
+            let u = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+            try u.start()
+            return u
+        }
+    }
+
+    private func harness(_ endpoints: [DemoUpstream], extra: String = "", probeInterval: Double = 3600) throws -> Harness {
+        let list = endpoints.map { "\"\($0.baseURL)\"" }.joined(separator: ", ")
+        let config = try loadConfig(file: """
+            {"upstreams": {"app": {"endpoints": [\(list)], "probe": {"path": "/__demo/health", "rise": 1}\(extra)}},
+             "routes": [{"prefix": "/", "upstream": "app"}]}
+            """, environment: [:])
+        return try Harness { c in c.routing = config.routing; c.probeInterval = probeInterval }
+    }
+
+    func testEqualWeights_spreadCallsEvenly() throws {
+        let ups = try start(3)
+        defer { ups.forEach { $0.stop() } }
+        let h = try harness(ups)
+        defer { h.stop() }
+        for u in ups { u.resetCount() }
+        let calls = 600
+        for _ in 0..<calls { XCTAssertEqual(try h.request("GET", "/api/user").status, 200) }
+        let counts = ups.map(\.requestCount)
+        XCTAssertEqual(counts.reduce(0, +), calls)
+        // Each worker balances its own share in turn: no endpoint gets more than 1.2 times its share.
+        for c in counts { XCTAssertLessThanOrEqual(Double(c), 1.2 * Double(calls) / 3, "\(counts)") }
+    }
+
+    func testADeadEndpoint_noGetFails_aPostThatCouldNotConnectMovesOn_andItIsEjectedThenBack() throws {
+        var ups = try start(3)
+        defer { ups.forEach { $0.stop() } }
+        let h = try harness(ups, extra: #", "eject": {"after": 1, "base": 0.3, "max": 1}"#, probeInterval: 0.1)
+        defer { h.stop() }
+        let g = try XCTUnwrap(h.gateway.groups.named("app"))
+        XCTAssertTrue(h.eventually { g.state == .reachable })
+        let deadPort = ups[2].port
+        ups[2].stop()
+        for i in 0..<30 {
+            let r = try h.request(i % 3 == 0 ? "POST" : "GET", "/api/echo/\(i)", body: Array("{}".utf8))
+            XCTAssertEqual(r.status, 200, "call \(i): \(r.text)")
+        }
+        // Refused connects took it out (live ejection, or its probes falling).
+        XCTAssertFalse(g.endpoints[2].available.load(ordering: .relaxed))
+        XCTAssertEqual(g.state, .reachable, "the group stays up while endpoints are left")
+        let status = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(h.admin("/status").body)) as? [String: Any])
+        let app = try XCTUnwrap((status["upstreams"] as? [String: [String: Any]])?["app"])
+        let endpoints = try XCTUnwrap(app["endpoints"] as? [[String: Any]])
+        XCTAssertNotEqual(endpoints[2]["state"] as? String, "reachable")
+        XCTAssertNotNil(endpoints[2]["last_error"] as? String)
+        // It comes back: probes pass once it listens again, and calls reach it.
+        ups[2] = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: deadPort))
+        try ups[2].start()
+        XCTAssertTrue(h.eventually(5) { g.endpoints[2].available.load(ordering: .relaxed) })
+        ups[2].resetCount()
+        for _ in 0..<12 { XCTAssertEqual(try h.request("GET", "/api/user").status, 200) }
+        XCTAssertGreaterThan(ups[2].requestCount, 0)
+    }
+
+    func testLostAfterSending_anIdempotentCallMovesOn_aPostIsNeverSentTwice() throws {
+        let ups = try start(2)
+        defer { ups.forEach { $0.stop() } }
+        let h = try harness(ups)
+        defer { h.stop() }
+        for u in ups { u.resetCount() }
+        // Both endpoints reset the connection once the request is read: the GET tries both.
+        let get = try h.request("GET", "/fault/reset")
+        XCTAssertEqual(problem(get)["kind"] as? String, "upstream-unreachable", get.text)
+        XCTAssertGreaterThanOrEqual(ups[0].requestCount, 1)
+        XCTAssertGreaterThanOrEqual(ups[1].requestCount, 1, "the GET moved to the other endpoint")
+        for u in ups { u.resetCount() }
+        let post = try h.request("POST", "/fault/reset", body: Array("{}".utf8))
+        XCTAssertEqual(problem(post)["kind"] as? String, "upstream-unreachable", post.text)
+        XCTAssertEqual(ups[0].requestCount + ups[1].requestCount, 1, "a POST that went out is not sent again")
     }
 }

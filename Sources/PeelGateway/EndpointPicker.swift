@@ -1,0 +1,63 @@
+import PeelIO
+
+/// One worker's view of a group for one configuration generation: each endpoint parsed for curl,
+/// and the choice of endpoint for each attempt of a call. Loop-thread only, so the balancing state
+/// needs no lock; each worker balances its own share of the calls.
+final class EndpointPicker {
+    let group: UpstreamGroupState
+    /// Parallel to `group.endpoints`.
+    let endpoints: [UpstreamEndpoint]
+    /// Smooth weighted round robin's running weights (nginx's algorithm: every endpoint gains its
+    /// weight per pick, the highest is taken and loses the total, so weights 1 and 2 go b a b, never
+    /// a burst of b).
+    private var current: [Int]
+    private var random = SystemRandomNumberGenerator()
+
+    init(_ group: UpstreamGroupState) throws(PeelIOError) {
+        self.group = group
+        var built: [UpstreamEndpoint] = []
+        for e in group.endpoints { built.append(try UpstreamEndpoint(origin: e.url.origin, basePath: e.url.basePath)) }
+        endpoints = built
+        current = Array(repeating: 0, count: built.count)
+    }
+
+    /// The endpoint for the next attempt of a call that has tried the endpoints in `tried` (a bit
+    /// per position); nil when no endpoint it has not tried is available.
+    func pick(tried: UInt64 = 0) -> Int? {
+        let all = group.endpoints
+        if all.count == 1 { return tried == 0 && all[0].available.load(ordering: .relaxed) ? 0 : nil }
+        switch group.balance {
+        case .roundRobin: return roundRobin(tried)
+        case .leastRequest: return leastRequest(tried)
+        }
+    }
+
+    private func candidate(_ i: Int, _ tried: UInt64) -> Bool {
+        (i >= 64 || tried & (1 << UInt64(i)) == 0) && group.endpoints[i].available.load(ordering: .relaxed)
+    }
+
+    private func roundRobin(_ tried: UInt64) -> Int? {
+        var best: Int?
+        var total = 0
+        for i in current.indices where candidate(i, tried) {
+            current[i] += group.weights[i]
+            total += group.weights[i]
+            if best == nil || current[i] > current[best!] { best = i }
+        }
+        if let best { current[best] -= total }
+        return best
+    }
+
+    /// Power of two choices (Mitzenmacher): two endpoints at random, the one with fewer calls in
+    /// flight (all workers') wins; a tie goes to the first drawn.
+    private func leastRequest(_ tried: UInt64) -> Int? {
+        let open = group.endpoints.indices.filter { candidate($0, tried) }
+        guard let only = open.first else { return nil }
+        if open.count == 1 { return only }
+        let a = Int.random(in: 0..<open.count, using: &random)
+        var b = Int.random(in: 0..<(open.count - 1), using: &random)
+        if b >= a { b += 1 }
+        let x = open[a], y = open[b]
+        return group.endpoints[y].inFlight.load(ordering: .relaxed) < group.endpoints[x].inFlight.load(ordering: .relaxed) ? y : x
+    }
+}

@@ -1,0 +1,160 @@
+@testable import PeelGateway
+import PeelIO
+import XCTest
+
+/// Passive ejection and the choice of endpoint, pure or with hand-made groups: no socket (issue 27).
+final class EndpointHealthTests: XCTestCase {
+    private func book(_ count: Int, after: Int = 3, base: Double = 5, max: Double = 300, share: Double = 0.5,
+                      rise: Int = 2) -> EjectionBook {
+        EjectionBook(count: count, settings: .init(UpstreamGroup.Eject(after: after, base: base, max: max, maxShare: share), rise: rise))
+    }
+
+    func testEjectedAfterConsecutiveConnectFailures_anAnswerStartsTheCountOver() {
+        var b = book(3)
+        XCTAssertFalse(b.liveFailed(0, at: 0))
+        XCTAssertFalse(b.liveFailed(0, at: 0))
+        b.liveAnswered(0)
+        XCTAssertFalse(b.liveFailed(0, at: 1))
+        XCTAssertFalse(b.liveFailed(0, at: 1))
+        XCTAssertTrue(b.liveFailed(0, at: 1), "the third failure in a row ejects")
+        XCTAssertTrue(b.isEjected(0))
+        XCTAssertEqual(b.entries[0].until, 6)
+        XCTAssertEqual(b.entries[0].ejections, 1)
+    }
+
+    func testBackAfterRisePassingProbes_noSoonerThanTheEjectionEnds() {
+        var b = book(3, rise: 2)
+        for _ in 0..<3 { _ = b.liveFailed(1, at: 10) }
+        XCTAssertTrue(b.isEjected(1))
+        XCTAssertFalse(b.probePassed(1, at: 11))
+        XCTAssertFalse(b.probePassed(1, at: 12), "two passes, but the five seconds are not over")
+        b.probeFailed(1)
+        XCTAssertFalse(b.probePassed(1, at: 15.5), "a failed probe starts the passes over")
+        XCTAssertTrue(b.probePassed(1, at: 16))
+        XCTAssertFalse(b.isEjected(1))
+    }
+
+    func testEjectionDoublesWhileItRepeats_upToMax_andStartsOverAfterALongRun() {
+        var b = book(2, after: 1, base: 5, max: 12, share: 1, rise: 1)
+        XCTAssertTrue(b.liveFailed(0, at: 0))
+        XCTAssertEqual(b.entries[0].until, 5)
+        XCTAssertTrue(b.probePassed(0, at: 5))
+        XCTAssertTrue(b.liveFailed(0, at: 6))
+        XCTAssertEqual(b.entries[0].until, 16, "twice the base")
+        XCTAssertTrue(b.probePassed(0, at: 16))
+        XCTAssertTrue(b.liveFailed(0, at: 17))
+        XCTAssertEqual(b.entries[0].until, 29, "four times the base, held to max (12)")
+        XCTAssertTrue(b.probePassed(0, at: 29))
+        // In the pool for longer than max: the next ejection is the base again.
+        XCTAssertTrue(b.liveFailed(0, at: 42))
+        XCTAssertEqual(b.entries[0].until, 47)
+        XCTAssertEqual(b.entries[0].ejections, 4)
+    }
+
+    func testMaxShareCapsEjection_butOneMayAlwaysBeEjected() {
+        var b = book(3, after: 1, share: 0.5)
+        XCTAssertEqual(b.cap, 1, "half of three, rounded down")
+        XCTAssertTrue(b.liveFailed(0, at: 0))
+        XCTAssertFalse(b.liveFailed(1, at: 0), "a second ejection would pass max_share")
+        XCTAssertFalse(b.isEjected(1))
+        var single = book(1, after: 1, share: 0.1)
+        XCTAssertEqual(single.cap, 1)
+        XCTAssertTrue(single.liveFailed(0, at: 0), "a group of one can lose its only endpoint")
+    }
+
+    func testCarriedAcrossAReload_endpointsThatStayKeepTheirEntries() {
+        var b = book(3, after: 1, share: 1)
+        XCTAssertTrue(b.liveFailed(2, at: 0))
+        let next = b.carried(to: [2, nil], settings: b.settings)
+        XCTAssertTrue(next.isEjected(0), "the old third endpoint is the new first")
+        XCTAssertFalse(next.isEjected(1))
+    }
+
+    func testGroupVerdict() {
+        XCTAssertEqual(GroupVerdict.state(available: [false, true], states: [.reachable, .unknown]), .unknown)
+        XCTAssertEqual(GroupVerdict.state(available: [false, true], states: [.reachable, .reachable]), .reachable)
+        XCTAssertEqual(GroupVerdict.state(available: [false, false], states: [.reachable, .reachable]), .unreachable,
+                       "ejected endpoints are not available however their probes read")
+    }
+
+    // MARK: the group and the picker
+
+    private func group(_ file: String) throws -> (UpstreamGroups, UpstreamGroupState) {
+        let config = try loadConfig(file: file, environment: [:])
+        let groups = UpstreamGroups(config, onTransition: { _, _ in })
+        return (groups, try XCTUnwrap(groups.named("app")))
+    }
+
+    private let three = #"""
+        {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:1", "http://127.0.0.1:2", {"url": "http://127.0.0.1:3", "weight": 2}],
+                               "eject": {"after": 1, "max_share": 1}}},
+         "routes": [{"prefix": "/", "upstream": "app"}]}
+        """#
+
+    func testRoundRobinFollowsWeights_skipsWhatIsOut_andTried() throws {
+        let (_, g) = try group(three)
+        let picker = try EndpointPicker(g)
+        var counts = [0, 0, 0]
+        for _ in 0..<400 { counts[picker.pick()!] += 1 }
+        XCTAssertEqual(counts, [100, 100, 200])
+        // Smooth: any four picks in a row (the weights' total) hold each endpoint by its weight.
+        let order = (0..<12).map { _ in picker.pick()! }
+        for start in 0...8 {
+            XCTAssertEqual(order[start..<start + 4].sorted(), [0, 1, 2, 2], "\(order)")
+        }
+        XCTAssertNil(picker.pick(tried: 0b111))
+        XCTAssertEqual(picker.pick(tried: 0b101), 1)
+        // One connect failure ejects (after 1): the endpoint leaves the pool.
+        g.endpoints[2].liveFailed(.refused("test"))
+        XCTAssertFalse(g.endpoints[2].available.load(ordering: .relaxed))
+        XCTAssertEqual(Set((0..<10).map { _ in picker.pick()! }), [0, 1])
+        XCTAssertEqual(g.ejection.entries[2].ejections, 1)
+    }
+
+    func testGroupGoesDownWhenNoEndpointIsLeft_andAnnouncesIt() throws {
+        let config = try loadConfig(file: three, environment: [:])
+        let seen = Locked<[ReachabilityTransition]>([])
+        let groups = UpstreamGroups(config, onTransition: { _, t in seen.withLock { $0.append(t) } })
+        let g = try XCTUnwrap(groups.named("app"))
+        XCTAssertEqual(g.state, .unknown)
+        for e in g.endpoints { e.liveFailed(.refused("no")) }
+        XCTAssertTrue(g.isDown)
+        XCTAssertEqual(seen.withLock { $0.map(\.to) }, [.unreachable])
+        XCTAssertEqual(seen.withLock { $0.first?.publicReason }, "endpoint ejected: connect refused")
+        XCTAssertNil(try EndpointPicker(g).pick())
+    }
+
+    func testLeastRequest_prefersTheEndpointWithFewerCallsInFlight() throws {
+        let (_, g) = try group(#"""
+            {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:1", "http://127.0.0.1:2"], "balance": "least_request"}},
+             "routes": [{"prefix": "/", "upstream": "app"}]}
+            """#)
+        let picker = try EndpointPicker(g)
+        g.endpoints[0].inFlight.store(10, ordering: .relaxed)
+        XCTAssertEqual(Set((0..<50).map { _ in picker.pick()! }), [1], "with two endpoints both are always drawn")
+        g.endpoints[0].inFlight.store(0, ordering: .relaxed)
+        g.endpoints[1].inFlight.store(3, ordering: .relaxed)
+        XCTAssertEqual(picker.pick(), 0)
+        XCTAssertEqual(picker.pick(tried: 0b01), 1, "what was tried is not drawn")
+    }
+
+    func testAReloadKeepsTheStateOfEndpointsThatStay() throws {
+        let config = try loadConfig(file: three, environment: [:])
+        let first = UpstreamGroups(config, onTransition: { _, _ in })
+        let old = try XCTUnwrap(first.named("app"))
+        old.endpoints[1].liveFailed(.refused("no"))
+        XCTAssertTrue(old.ejection.isEjected(1))
+        let smaller = try loadConfig(file: #"""
+            {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:2", "http://127.0.0.1:4"], "eject": {"after": 1, "max_share": 1}}},
+             "routes": [{"prefix": "/", "upstream": "app"}]}
+            """#, environment: [:])
+        let next = try XCTUnwrap(UpstreamGroups(smaller, previous: first, onTransition: { _, _ in }).named("app"))
+        XCTAssertTrue(next.endpoints[0] === old.endpoints[1], "the endpoint that stays is the same state")
+        XCTAssertTrue(next.ejection.isEjected(0), "and stays ejected")
+        XCTAssertFalse(next.ejection.isEjected(1))
+        XCTAssertFalse(next.endpoints[0].available.load(ordering: .relaxed))
+        // Evidence about it now reaches the new generation's group.
+        next.endpoints[0].liveAnswered()
+        XCTAssertTrue(next.endpoints[0].owner.withLock { $0.group } === next)
+    }
+}
