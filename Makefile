@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e routes http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -27,6 +27,10 @@ unit: deps
 e2e: release
 	scripts/e2e.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
+# Routes and upstream groups (issue 27): several demo upstreams and a Python one, killed and reloaded under ab.
+routes: release
+	scripts/routes.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
 http1: release
 	scripts/http1.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
@@ -44,7 +48,7 @@ reliability: release
 store: release
 	scripts/store.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
-test: unit e2e http1 proxy browser reliability store
+test: unit e2e routes http1 proxy browser reliability store
 
 fuzz: deps
 	scripts/fuzz.sh

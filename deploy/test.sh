@@ -147,7 +147,7 @@ if command -v kubectl >/dev/null 2>&1; then
   else
     fail "kubectl kustomize deploy/k8s" "$(cat "$WORK/kustomize.log" "$WORK/kv-rendered.log" 2>/dev/null)"
   fi
-  check "kustomize renders every resource" "ConfigMap Deployment HorizontalPodAutoscaler NetworkPolicy PodDisruptionBudget Service" \
+  check "kustomize renders every resource" "ConfigMap ConfigMap Deployment HorizontalPodAutoscaler NetworkPolicy PodDisruptionBudget Service" \
     "$(awk '/^kind:/ { print $2 }' "$WORK/rendered.yaml" | sort | tr '\n' ' ' | sed 's/ $//')"
   # The Redis overlay, rendered from a copy with a secret file of its own (never one in the tree).
   cp -r "$DEPLOY/k8s" "$DEPLOY/k8s-redis" "$WORK/"
@@ -159,10 +159,10 @@ if command -v kubectl >/dev/null 2>&1; then
     fail "kubectl kustomize deploy/k8s-redis" "$(cat "$WORK/kustomize-redis.log" "$WORK/kv-redis.log" 2>/dev/null)"
   fi
   check "kustomize renders the overlay's resources" \
-    "ConfigMap Deployment Deployment HorizontalPodAutoscaler NetworkPolicy NetworkPolicy PodDisruptionBudget Secret Service Service" \
+    "ConfigMap ConfigMap Deployment Deployment HorizontalPodAutoscaler NetworkPolicy NetworkPolicy PodDisruptionBudget Secret Service Service" \
     "$(awk '/^kind:/ { print $2 }' "$WORK/rendered-redis.yaml" | sort | tr '\n' ' ' | sed 's/ $//')"
-  check "overlay rules (secret mounted, store URL, Redis locked down and bounded)" "ok" "$("$PY" - "$WORK/rendered-redis.yaml" <<'PYEOF' 2>&1
-import sys, yaml
+  check "overlay rules (secret mounted, store URL, envFrom keys, Redis locked down and bounded)" "ok" "$("$PY" - "$WORK/rendered-redis.yaml" <<'PYEOF' 2>&1
+import re, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 by = {(d["kind"], d["metadata"]["name"].rsplit("-", 1)[0] if d["kind"] == "Secret" else d["metadata"]["name"]): d for d in docs}
 problems = []
@@ -178,6 +178,13 @@ mount = [m for m in peel["containers"][0].get("volumeMounts", []) if vol and m["
 need(len(mount) == 1 and mount[0].get("readOnly") is True, "the secret is mounted read-only")
 need(bool(mount) and env.get("PEEL_OFFLINE_STORE_SECRET_FILE") == mount[0]["mountPath"] + "/secret", "PEEL_OFFLINE_STORE_SECRET_FILE names the mounted key")
 need(list(secret.get("data", {})) == ["secret"], "the Secret holds the key as 'secret'")
+need([v["configMap"]["name"] for v in peel.get("volumes", []) if "configMap" in v] == ["peel-routes"] and
+     ("ConfigMap", "peel-routes") in by and
+     env.get("PEEL_CONFIG", "").rsplit("/", 1)[0] in [m["mountPath"] for m in peel["containers"][0].get("volumeMounts", [])],
+     "the base's config file volume (ConfigMap peel-routes) and mount are kept beside the secret's")
+# The overlay's patch adds keys to the ConfigMap envFrom loads: each must be a variable name too.
+bad = sorted(k for k in env if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k))
+need(not bad, "the ConfigMap peel (envFrom) has only variable names as keys, not %s" % bad)
 svc = by[("Service", "peel-redis")]
 need(env.get("PEEL_OFFLINE_STORE") == "redis://peel-redis:%d/0" % svc["spec"]["ports"][0]["port"], "PEEL_OFFLINE_STORE names the Redis Service")
 need(env.get("PEEL_OFFLINE_CACHE", "0") not in ("", "0"), "the offline cache is on")
@@ -205,14 +212,18 @@ else
 fi
 
 # The promises the issue makes about the manifests, read from the files.
-check "manifest rules (probes, preStop, grace period, security, HPA, PDB, NetworkPolicy)" "ok" "$("$PY" - "$DEPLOY/k8s" <<'PYEOF' 2>&1
-import os, sys, yaml
+check "manifest rules (probes, preStop, grace period, security, HPA, PDB, NetworkPolicy, config file, envFrom keys)" "ok" "$("$PY" - "$DEPLOY/k8s" <<'PYEOF' 2>&1
+import json, os, re, sys, yaml
 d = sys.argv[1]
-docs = {}
+# One document of each kind, but ConfigMaps by name: peel (settings) and peel-routes (config file).
+docs, cms = {}, {}
 for name in os.listdir(d):
     if name.endswith(".yaml"):
         for doc in yaml.safe_load_all(open(os.path.join(d, name))):
-            docs[doc["kind"]] = doc
+            if doc["kind"] == "ConfigMap":
+                cms[doc["metadata"]["name"]] = doc
+            else:
+                docs[doc["kind"]] = doc
 problems = []
 def need(ok, what):
     if not ok:
@@ -223,7 +234,9 @@ need(sorted(kust["resources"]) == sorted(n for n in os.listdir(d) if n.endswith(
 dep = docs["Deployment"]["spec"]
 pod = dep["template"]["spec"]
 c = pod["containers"][0]
-env = docs["ConfigMap"]["data"]
+need(sorted(cms) == ["peel", "peel-routes"], "two ConfigMaps, peel (settings) and peel-routes (the config file)")
+env = cms.get("peel", {}).get("data", {})
+files_cm = cms.get("peel-routes", {}).get("data", {})
 need(dep["replicas"] == 2, "2 replicas")
 need(c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "admin"}, "liveness /healthz on admin")
 need(c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "admin"}, "readiness /readyz on admin")
@@ -243,7 +256,38 @@ need(sc.get("allowPrivilegeEscalation") is False, "allowPrivilegeEscalation fals
 need(sc.get("capabilities", {}).get("drop") == ["ALL"], "capabilities drop ALL")
 need(all(k in c["resources"].get(s, {}) for s in ("requests", "limits") for k in ("cpu", "memory")) or
      ("memory" in c["resources"]["limits"] and "cpu" in c["resources"]["requests"]), "resources set")
-need(c["envFrom"][0]["configMapRef"]["name"] == docs["ConfigMap"]["metadata"]["name"], "env from the ConfigMap")
+need([e.get("configMapRef", {}).get("name") for e in c.get("envFrom", [])] == ["peel"], "env from the ConfigMap peel alone")
+# envFrom makes every key of the ConfigMap peel a variable. Kubernetes admits dots and dashes in
+# those names (newer releases nearly any character), so a file kept there (peel.json) would become
+# one more variable holding the whole file: its keys must be portable variable names.
+bad = sorted(k for k in env if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k))
+need(not bad, "the ConfigMap peel (envFrom) has only variable names as keys, not %s" % bad)
+# Issue 27: two backends, the groups and routes in peel.json, the ConfigMap peel-routes' only key,
+# mounted read-only where PEEL_CONFIG points; no PEEL_UPSTREAM (a file with routes needs none).
+need("PEEL_UPSTREAM" not in env, "no PEEL_UPSTREAM in the ConfigMap peel (the routes say where calls go)")
+need(list(files_cm) == ["peel.json"], "the ConfigMap peel-routes holds peel.json alone")
+try:
+    peel_json = json.loads(files_cm.get("peel.json", ""))
+except ValueError as e:
+    peel_json = {}
+    problems.append("the ConfigMap peel-routes' peel.json is not JSON: %s" % e)
+groups, routes = peel_json.get("upstreams", {}), peel_json.get("routes", [])
+need(len(groups) == 2 and all(g.get("endpoints") for g in groups.values()), "peel.json: two groups, each with endpoints")
+need(len(routes) >= 2 and all(r.get("upstream") in groups for r in routes), "peel.json: routes, each naming a group")
+need(sorted({r.get("upstream") for r in routes}) == sorted(groups), "peel.json: every group has a route")
+cfg_vols = {v["name"]: v["configMap"] for v in pod.get("volumes", []) if "configMap" in v}
+cfg_mounts = [m for m in c.get("volumeMounts", []) if m["name"] in cfg_vols]
+need(len(cfg_mounts) == 1 and cfg_vols[cfg_mounts[0]["name"]]["name"] == "peel-routes",
+     "one volume, from the ConfigMap peel-routes, is mounted")
+need(all(m.get("readOnly") is True and "subPath" not in m for m in cfg_mounts), "the config volume is mounted read-only, whole")
+need(all(v.get("defaultMode") == 0o444 for v in cfg_vols.values()), "the config volume's files are mode 0444")
+# The file in the mount: the item's path when the volume picks keys, else the key's own name.
+files = []
+if cfg_mounts:
+    items = cfg_vols[cfg_mounts[0]["name"]].get("items")
+    names = [i["path"] for i in items if i["key"] == "peel.json"] if items is not None else [k for k in files_cm if k == "peel.json"]
+    files = [cfg_mounts[0]["mountPath"].rstrip("/") + "/" + n for n in names]
+need(files == [env.get("PEEL_CONFIG")], "PEEL_CONFIG names the mounted peel.json")
 hpa = docs["HorizontalPodAutoscaler"]
 need(hpa["apiVersion"] == "autoscaling/v2" and hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu", "HPA v2 on cpu")
 need(hpa["spec"]["scaleTargetRef"]["name"] == docs["Deployment"]["metadata"]["name"], "HPA targets the Deployment")
@@ -263,10 +307,11 @@ print("ok" if not problems else "missing: " + "; ".join(problems))
 PYEOF
 )"
 
-# No Compose here, so compose.yaml's promises are read from the file: ports on loopback only,
-# a healthcheck on every service, and Peel waiting for a healthy demo upstream.
-check "compose.yaml: loopback ports, healthchecks, depends_on service_healthy" "ok" "$("$PY" - "$DEPLOY/compose.yaml" <<'PYEOF' 2>&1
-import sys, yaml
+# No Compose here, so compose.yaml's promises are read from the file: ports on loopback only, a
+# healthcheck and the same lock-down on every service, Peel waiting for both demo upstreams to be
+# healthy, and Peel's groups and routes in peel.json, mounted read-only where PEEL_CONFIG points.
+check "compose.yaml: loopback ports, healthchecks, lock-down, depends_on service_healthy, peel.json mounted" "ok" "$("$PY" - "$DEPLOY/compose.yaml" <<'PYEOF' 2>&1
+import json, os, sys, yaml
 services = yaml.safe_load(open(sys.argv[1]))["services"]
 problems = []
 for name, svc in services.items():
@@ -275,13 +320,52 @@ for name, svc in services.items():
     for port in svc.get("ports", []):
         if not str(port).startswith("127.0.0.1:"):
             problems.append(name + ": port " + str(port) + " is not on 127.0.0.1")
+    if svc.get("read_only") is not True or svc.get("cap_drop") != ["ALL"] or \
+       "no-new-privileges:true" not in svc.get("security_opt", []):
+        problems.append(name + ": not read_only, cap_drop ALL and no-new-privileges")
 peel = services["peel"]
-if peel.get("depends_on", {}).get("demo-upstream", {}).get("condition") != "service_healthy":
-    problems.append("peel: depends_on demo-upstream is not service_healthy")
-if peel["environment"].get("PEEL_UPSTREAM") != "http://demo-upstream:8081":
-    problems.append("peel: PEEL_UPSTREAM is not the demo upstream")
-if services["demo-upstream"].get("command", [None])[0] != "demo-upstream":
-    problems.append("demo-upstream: command is not peel demo-upstream")
+# Each demo upstream and the port it listens on, from its command.
+listen = {}
+for name in ("demo-upstream", "pay-upstream"):
+    cmd = services.get(name, {}).get("command") or [None]
+    if cmd[0] != "demo-upstream" or "--listen" not in cmd:
+        problems.append(name + ": command is not peel demo-upstream --listen")
+        continue
+    listen[name] = cmd[cmd.index("--listen") + 1].rsplit(":", 1)[1]
+    if peel.get("depends_on", {}).get(name, {}).get("condition") != "service_healthy":
+        problems.append("peel: depends_on " + name + " is not service_healthy")
+env = peel.get("environment", {})
+if "PEEL_UPSTREAM" in env:
+    problems.append("peel: PEEL_UPSTREAM is set (the routes in peel.json say where calls go)")
+mounts = {}
+for v in peel.get("volumes", []):
+    if isinstance(v, str):
+        parts = v.split(":")
+        mounts[parts[1]] = (parts[0], len(parts) > 2 and "ro" in parts[2].split(","))
+    else:
+        mounts[v.get("target")] = (v.get("source"), v.get("read_only") is True)
+source, ro = mounts.get(env.get("PEEL_CONFIG"), (None, False))
+if source is None:
+    problems.append("peel: nothing mounted where PEEL_CONFIG points")
+elif not ro:
+    problems.append("peel: the config file is not mounted read-only")
+else:
+    path = os.path.normpath(os.path.join(os.path.dirname(sys.argv[1]), source))
+    try:
+        cfg = json.load(open(path))
+    except (OSError, ValueError) as e:
+        cfg = {}
+        problems.append("peel.json: %s" % e)
+    groups, routes = cfg.get("upstreams", {}), cfg.get("routes", [])
+    if len(groups) != 2:
+        problems.append("peel.json: %d groups, not 2" % len(groups))
+    if len(routes) < 2 or any(r.get("upstream") not in groups for r in routes):
+        problems.append("peel.json: not two or more routes each naming a group")
+    # Every group's endpoints are demo upstream services of this file, on the ports they listen on.
+    named = sorted("%s:%s" % (n, p) for n, p in listen.items())
+    used = sorted(e.split("//", 1)[-1] for g in groups.values() for e in g.get("endpoints", []) if isinstance(e, str))
+    if used != named:
+        problems.append("peel.json: endpoints %s are not the demo upstreams %s" % (used, named))
 print("; ".join(problems) or "ok")
 PYEOF
 )"
@@ -531,19 +615,24 @@ fi
 check "peel healthcheck fails when /healthz does not answer 200" "1" \
   "$(timeout 30 podman exec "$GW_CTR" peel healthcheck --admin-listen "127.0.0.1:$UP" >/dev/null 2>&1; echo $?)"
 
-# compose.yaml's health test for the demo upstream, run in the image against this run's port.
-compose_health=$("$PY" - "$DEPLOY/compose.yaml" "$UP" <<'PYEOF'
+# compose.yaml's health tests for the two demo upstreams, run in the image against this run's port.
+for svc in demo-upstream pay-upstream; do
+  compose_health=$("$PY" - "$DEPLOY/compose.yaml" "$svc" "$UP" <<'PYEOF'
 import sys, yaml
-test = yaml.safe_load(open(sys.argv[1]))["services"]["demo-upstream"]["healthcheck"]["test"]
+s = yaml.safe_load(open(sys.argv[1]))["services"][sys.argv[2]]
+test = s["healthcheck"]["test"]
 assert test[:3] == ["CMD", "bash", "-c"], test
-print(test[3].replace("8081", sys.argv[2]))
+port = s["command"][s["command"].index("--listen") + 1].rsplit(":", 1)[1]
+assert "/dev/tcp/127.0.0.1/" + port in test[3], (port, test[3])
+print(test[3].replace("/dev/tcp/127.0.0.1/" + port, "/dev/tcp/127.0.0.1/" + sys.argv[3]))
 PYEOF
-)
-if [ -n "$compose_health" ] && timeout 30 podman exec "$UP_CTR" bash -c "$compose_health" >"$WORK/compose-health.log" 2>&1; then
-  pass "compose.yaml's demo-upstream healthcheck works in the image"
-else
-  fail "compose.yaml's demo-upstream healthcheck works in the image" "$compose_health" "$(cat "$WORK/compose-health.log")"
-fi
+  )
+  if [ -n "$compose_health" ] && timeout 30 podman exec "$UP_CTR" bash -c "$compose_health" >"$WORK/compose-health.log" 2>&1; then
+    pass "compose.yaml's $svc healthcheck works in the image"
+  else
+    fail "compose.yaml's $svc healthcheck works in the image" "$compose_health" "$(cat "$WORK/compose-health.log")"
+  fi
+done
 
 # =============================================================================================
 # 6. SIGTERM: /readyz turns 503 during the drain delay, then exit 0 well inside `-t 10`.

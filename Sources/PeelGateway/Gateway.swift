@@ -87,7 +87,8 @@ public final class Gateway: @unchecked Sendable {
         EventLog.emit("start", [
             ("version", jsonEscaped(peelVersion)), ("listen", jsonEscaped(HostPort(host: config.listen.host, port: port).description)),
             ("admin", adminPort.map { jsonEscaped(HostPort(host: config.adminListen!.host, port: $0).description) } ?? "null"),
-            ("upstream", jsonEscaped(config.upstream.description)), ("workers", "\(config.workers)"),
+            ("upstream", config.routing?.hasDefaultGroup == false ? "null" : jsonEscaped(config.upstream.description)),
+            ("groups", "[" + groups.all.map { jsonEscaped($0.name) }.joined(separator: ",") + "]"), ("workers", "\(config.workers)"),
         ])
     }
 
@@ -158,7 +159,7 @@ public final class Gateway: @unchecked Sendable {
             return
         }
         let kept = reload(new)
-        EventLog.emit("reloaded", [("upstream", jsonEscaped(new.upstream.description)),
+        EventLog.emit("reloaded", [("upstream", new.routing?.hasDefaultGroup == false ? "null" : jsonEscaped(new.upstream.description)),
                                    ("needs_restart", "[" + kept.map(jsonEscaped).joined(separator: ",") + "]")])
     }
 

@@ -52,6 +52,12 @@ struct RouteTable<Target> {
     private let entries: [Entry]
     /// Whether any route names a host: only then is the request's Host read.
     private let needsHost: Bool
+    /// Every entry's prefix bytes, one after another, and where each starts and how long it is: the
+    /// scan reads them in place (a loop over `entries` retained each entry's arrays: 44
+    /// instructions an entry, 2.2k of a /small request with 50 routes, by callgrind).
+    private let flat: [UInt8]
+    private let starts: [Int]
+    private let lengths: [Int]
 
     init(_ routes: [(host: String?, prefix: String, target: Target)]) {
         let built = routes.map { Entry(host: HostMatch($0.host), prefix: Array($0.prefix.utf8), target: $0.target) }
@@ -61,6 +67,15 @@ struct RouteTable<Target> {
             return a.offset < b.offset
         }.map(\.element)
         needsHost = built.contains { $0.host != .any }
+        var flat: [UInt8] = []
+        var starts: [Int] = []
+        for e in entries {
+            starts.append(flat.count)
+            flat += e.prefix
+        }
+        self.flat = flat
+        self.starts = starts
+        lengths = entries.map(\.prefix.count)
     }
 
     /// The route for a request with Host `host` (as sent; nil when absent) and `path` (the
@@ -68,13 +83,23 @@ struct RouteTable<Target> {
     func choose(host: String?, path: String) -> Target? {
         let name = needsHost ? Self.hostName(host) : []
         var path = path
-        return path.withUTF8 { p in
-            for e in entries where e.prefix.count <= p.count {
-                guard memcmp(p.baseAddress!, e.prefix, e.prefix.count) == 0 else { continue }
-                if e.host.matches(name[...]) { return e.target }
+        let found: Int? = path.withUTF8 { p in
+            flat.withUnsafeBufferPointer { f in
+                starts.withUnsafeBufferPointer { start in
+                    lengths.withUnsafeBufferPointer { length in
+                        for i in 0..<length.count where length[i] <= p.count {
+                            let n = length[i], s = start[i]
+                            // Every prefix starts with `/`: its second byte rejects most at once.
+                            if n > 1 && f[s + 1] != p[1] { continue }
+                            guard memcmp(p.baseAddress!, f.baseAddress! + s, n) == 0 else { continue }
+                            if entries[i].host.matches(name[...]) { return i }
+                        }
+                        return nil
+                    }
+                }
             }
-            return nil
         }
+        return found.map { entries[$0].target }
     }
 
     /// A Host value as routes match it (RFC 9110 §7.2, §4.2.3): lowercased, without its port and
