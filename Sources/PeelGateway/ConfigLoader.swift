@@ -186,10 +186,9 @@ public enum ConfigLoader {
     /// it): routing keys whose behaviour is not built yet, named by their path.
     public static func servable(_ c: GatewayConfig) throws(ConfigError) {
         // What the routing sections may say that this build validates but does not serve yet: a
-        // group's calls take the global timeouts and CA bundle.
-        for g in c.routing?.upstreams ?? [] where g.timeout != nil || g.connectTimeout != nil || g.caFile != nil {
-            let key = g.timeout != nil ? "timeout" : g.connectTimeout != nil ? "connect_timeout" : "ca_file"
-            throw ConfigError(option: "upstreams.\(g.name).\(key)", problem: "is not served per group yet; set the global option instead")
+        // group's calls take the global CA bundle.
+        for g in c.routing?.upstreams ?? [] where g.caFile != nil {
+            throw ConfigError(option: "upstreams.\(g.name).ca_file", problem: "is not served per group yet; set the global --ca-file instead")
         }
     }
 

@@ -16,7 +16,8 @@ extension Forwarder {
         }
         let duration = monotonicNow() - call.started
         metrics.inflight.subtract(1, ordering: .relaxed)
-        metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstreamDuration)
+        metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstreamDuration,
+                              route: call.routed ? call.route.metricsPosition : nil)
         guard call.route.accessLog, let accessLog = log else { return }
         var line = "{\"time\":\"\(rfc3339(wallNow()))\",\"request_id\":\(jsonEscaped(call.requestId))"
         line += ",\"method\":\(jsonEscaped(call.exchange.method)),\"path\":\(jsonEscaped(call.path.isEmpty ? call.exchange.target : call.path))"

@@ -36,14 +36,14 @@ final class Forwarder {
         if address.port == 80 { selfAuthorities.formUnion(hosts) }
     }
 
-    init(config: GatewayConfig, upstream: UpstreamClient, groups: UpstreamGroups, metrics: WorkerMetrics,
+    init(config: GatewayConfig, upstream: UpstreamClient, groups: UpstreamGroups, labels: RouteLabels, metrics: WorkerMetrics,
          accessLog: AccessLog?, streams: ReachabilityStreams, cache: OfflineStore, workerIndex: Int) throws(PeelIOError) {
         self.streams = streams
         self.cache = cache
         self.upstream = upstream
         self.metrics = metrics
         log = accessLog
-        routes = try RouteSet(config, groups: groups)
+        routes = try RouteSet(config, groups: groups, labels: labels)
         self.groups = groups
         streams.perGroup = groups.routed
         encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)

@@ -14,6 +14,8 @@ public final class Gateway: @unchecked Sendable {
     /// (keeping the states of groups that stay).
     var groups: UpstreamGroups { currentGroups.withLock { $0 } }
     private let currentGroups: Locked<UpstreamGroups>
+    /// The (route, upstream) pairs metrics count calls by.
+    let routeLabels = RouteLabels()
     /// The first group's first endpoint's reachability: without `routes`, the one upstream's.
     public var reachability: Reachability { groups.all[0].endpoints[0].reachability }
     /// The body budget every worker shares (`max_buffered`).
@@ -67,7 +69,7 @@ public final class Gateway: @unchecked Sendable {
         // Workers share the port through SO_REUSEPORT; refuse to join a port someone else serves.
         try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.workers {
-            let w = try Worker(index: i, config: config, listen: listen, groups: groups, streamBudget: streamBudget,
+            let w = try Worker(index: i, config: config, listen: listen, groups: groups, labels: routeLabels, streamBudget: streamBudget,
                                cache: offlineCache, storeStats: offlineStoreStats, budget: budget)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
@@ -230,7 +232,7 @@ public final class Gateway: @unchecked Sendable {
     func metricsText() -> String {
         MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache, store: offlineStoreStats,
                                connections: workers.reduce(0) { $0 + $1.server.connectionCount }, buffered: budget,
-                               streams: streamBudget)
+                               streams: streamBudget, groups: groups, routes: routeLabels)
     }
 
     /// JSON for /status.

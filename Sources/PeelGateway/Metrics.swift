@@ -32,6 +32,27 @@ struct RequestKey: Hashable, Sendable {
     var status: Int
 }
 
+/// The (route, upstream) pairs metrics count calls by, each with a fixed position for the life of the
+/// process: a reload that keeps a route's name and group keeps its series. Values come from the
+/// config alone, never from a request.
+final class RouteLabels: Sendable {
+    private let known = Locked<(positions: [String: Int], pairs: [(route: String, upstream: String)])>(([:], []))
+
+    /// The position of `route` on `upstream`, assigned on first sight.
+    func position(route: String, upstream: String) -> Int {
+        known.withLock { k in
+            let key = route + "\u{0}" + upstream
+            if let i = k.positions[key] { return i }
+            k.pairs.append((route, upstream))
+            k.positions[key] = k.pairs.count - 1
+            return k.pairs.count - 1
+        }
+    }
+
+    /// Every pair, by position.
+    var pairs: [(route: String, upstream: String)] { known.withLock { $0.pairs } }
+}
+
 /// Counters of one worker; only that worker writes, the scraper reads, so the lock is never contended
 /// by another worker (no shared lock on the hot path).
 public final class WorkerMetrics: Sendable {
@@ -41,6 +62,8 @@ public final class WorkerMetrics: Sendable {
         var upstreamDuration = Histogram()
         var upstreamErrors: [String: UInt64] = [:]
         var refusals: [String: UInt64] = [:]
+        /// Calls by route position (`RouteLabels`) and status class (1xx..5xx at 0..4).
+        var routeCalls: [UInt64] = []
     }
     let stats = Locked(Stats())
     /// Calls being handled right now on this worker.
@@ -49,9 +72,14 @@ public final class WorkerMetrics: Sendable {
     /// Creates empty counters.
     public init() {}
 
-    func recordRequest(kind: String, status: Int, duration: Double, upstreamDuration: Double?) {
+    func recordRequest(kind: String, status: Int, duration: Double, upstreamDuration: Double?, route: Int? = nil) {
         stats.withLock { s in
             s.requests[RequestKey(kind: kind, status: status), default: 0] += 1
+            if let route {
+                let slot = route * 5 + min(4, max(0, status / 100 - 1))
+                if slot >= s.routeCalls.count { s.routeCalls += Array(repeating: 0, count: slot + 1 - s.routeCalls.count) }
+                s.routeCalls[slot] += 1
+            }
             s.requestDuration.observe(duration)
             if let u = upstreamDuration { s.upstreamDuration.observe(u) }
         }
@@ -69,8 +97,47 @@ public final class WorkerMetrics: Sendable {
 
 /// Renders Prometheus text format 0.0.4 from all workers' counters, merged at scrape time.
 enum MetricsRenderer {
+    /// A label value, quoted, with `\`, `"` and line feeds escaped (exposition format 0.0.4).
+    static func label(_ value: String) -> String {
+        var out = "\""
+        for c in value.unicodeScalars {
+            switch c {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out + "\""
+    }
+
+    /// Each group's state and each endpoint's, from the shared states.
+    static func groups(_ out: inout String, _ groups: UpstreamGroups) {
+        out += "# HELP peel_upstream_group_up 1 while a group has an endpoint to take calls, 0 while it is offline.\n"
+        out += "# TYPE peel_upstream_group_up gauge\n"
+        for g in groups.all { out += "peel_upstream_group_up{upstream=\(label(g.name))} \(g.isDown ? 0 : 1)\n" }
+        out += "# HELP peel_upstream_endpoint_up 1 while an endpoint is in its group's pool, 0 while probes or ejection hold it out.\n"
+        out += "# TYPE peel_upstream_endpoint_up gauge\n"
+        var inFlight = "", ejections = "", failures = ""
+        for g in groups.all {
+            let book = g.ejection
+            for (i, e) in g.endpoints.enumerated() {
+                let labels = "{upstream=\(label(g.name)),endpoint=\(label(e.url.description))}"
+                out += "peel_upstream_endpoint_up\(labels) \(e.available.load(ordering: .relaxed) ? 1 : 0)\n"
+                inFlight += "peel_upstream_endpoint_in_flight\(labels) \(e.inFlight.load(ordering: .relaxed))\n"
+                ejections += "peel_upstream_endpoint_ejections_total\(labels) \(book.entries[i].ejections)\n"
+                failures += "peel_upstream_endpoint_connect_failures_total\(labels) \(e.connectFailures.load(ordering: .relaxed))\n"
+            }
+        }
+        out += "# HELP peel_upstream_endpoint_in_flight Calls on an endpoint now, all workers.\n# TYPE peel_upstream_endpoint_in_flight gauge\n" + inFlight
+        out += "# HELP peel_upstream_endpoint_ejections_total Times passive ejection took an endpoint out.\n"
+        out += "# TYPE peel_upstream_endpoint_ejections_total counter\n" + ejections
+        out += "# HELP peel_upstream_endpoint_connect_failures_total Live calls that could not connect to an endpoint.\n"
+        out += "# TYPE peel_upstream_endpoint_connect_failures_total counter\n" + failures
+    }
+
     static func render(workers: [WorkerMetrics], reachability: Reachability, cache: OfflineCache, store: OfflineStoreStats?, connections: Int,
-                       buffered: MemoryBudget, streams: StreamBudget) -> String {
+                       buffered: MemoryBudget, streams: StreamBudget, groups: UpstreamGroups? = nil, routes: RouteLabels? = nil) -> String {
         var merged = WorkerMetrics.Stats()
         var inflight = 0
         for w in workers {
@@ -78,6 +145,10 @@ enum MetricsRenderer {
             for (k, v) in s.requests { merged.requests[k, default: 0] += v }
             for (k, v) in s.upstreamErrors { merged.upstreamErrors[k, default: 0] += v }
             for (k, v) in s.refusals { merged.refusals[k, default: 0] += v }
+            if merged.routeCalls.count < s.routeCalls.count {
+                merged.routeCalls += Array(repeating: 0, count: s.routeCalls.count - merged.routeCalls.count)
+            }
+            for (i, v) in s.routeCalls.enumerated() { merged.routeCalls[i] += v }
             merged.requestDuration.merge(s.requestDuration)
             merged.upstreamDuration.merge(s.upstreamDuration)
             inflight += w.inflight.load(ordering: .relaxed)
@@ -93,6 +164,17 @@ enum MetricsRenderer {
         out += "# HELP peel_upstream_up 1 while the upstream is reachable or unknown, 0 while unreachable.\n"
         out += "# TYPE peel_upstream_up gauge\n"
         out += "peel_upstream_up \(reachability.isDown ? 0 : 1)\n"
+        if let groups { self.groups(&out, groups) }
+        if let routes {
+            out += "# HELP peel_route_requests_total Calls a route took, by route, upstream group and status class.\n"
+            out += "# TYPE peel_route_requests_total counter\n"
+            for (i, pair) in routes.pairs.enumerated() {
+                for c in 0..<5 {
+                    let n = i * 5 + c < merged.routeCalls.count ? merged.routeCalls[i * 5 + c] : 0
+                    out += "peel_route_requests_total{route=\(label(pair.route)),upstream=\(label(pair.upstream)),class=\"\(c + 1)xx\"} \(n)\n"
+                }
+            }
+        }
         out += "# HELP peel_upstream_errors_total Upstream exchanges that failed, by reason.\n"
         out += "# TYPE peel_upstream_errors_total counter\n"
         for (k, v) in merged.upstreamErrors.sorted(by: { $0.key < $1.key }) {

@@ -9,6 +9,10 @@ final class Route {
     let envelope: EnvelopeConfig
     /// Where the route's calls go: its group's endpoints, and this worker's choice among them.
     let picker: EndpointPicker
+    /// The group's own timeouts; nil when it takes the global ones.
+    let limits: TransferLimits?
+    /// Its position among the (route, upstream) pairs metrics count (`RouteLabels`); nil when uncounted.
+    let metricsPosition: Int?
     /// `Retry-After` of the offline problem: the probe interval in whole seconds, at least 1.
     let retryAfter: String
     /// The offline cache's key fields.
@@ -48,15 +52,22 @@ final class Route {
     /// dialect, passthrough paths and key fields replace the global ones where it sets them.
     /// `unrouted`: Peel's own answers for calls no route applies to (no name).
     init(_ config: GatewayConfig, rule: RouteRule? = nil, picker: EndpointPicker, keyFields union: [String]? = nil,
-         unrouted: Bool = false) {
+         unrouted: Bool = false, labels: RouteLabels? = nil) {
         var envelope = config.envelope
         if let rule {
             if let dialect = rule.dialect { envelope.dialect = dialect }
             if let paths = rule.passthroughPaths { envelope.passthroughPaths = paths }
         }
         self.envelope = envelope
-        name = unrouted ? nil : rule?.label ?? "/"
+        let name = unrouted ? nil : rule?.label ?? "/"
+        self.name = name
+        metricsPosition = name.flatMap { n in labels?.position(route: n, upstream: picker.group.name) }
         self.picker = picker
+        let group = config.routing?.upstreams.first { $0.name == picker.group.name }
+        limits = group.flatMap { g in
+            g.timeout == nil && g.connectTimeout == nil ? nil
+                : TransferLimits(timeout: g.timeout ?? config.timeout, connectTimeout: g.connectTimeout ?? config.connectTimeout)
+        }
         stripping = rule?.stripPrefix == true ? rule : nil
         keyGroup = config.routing == nil ? "" : picker.group.name
         retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
@@ -100,13 +111,13 @@ final class RouteSet {
     private let table: RouteTable<Route>
 
     /// Throws when curl's URL parser refuses an endpoint's origin.
-    init(_ config: GatewayConfig, groups: UpstreamGroups) throws(PeelIOError) {
+    init(_ config: GatewayConfig, groups: UpstreamGroups, labels: RouteLabels? = nil) throws(PeelIOError) {
         // One picker per group, shared by the group's routes: its balancing spans them all.
         var pickers: [String: EndpointPicker] = [:]
         for g in groups.all { pickers[g.name] = try EndpointPicker(g) }
         let first = pickers[groups.all[0].name]!
         guard let routing = config.routing else {
-            let only = Route(config, picker: first)
+            let only = Route(config, picker: first, labels: labels)
             routes = [only]
             fallback = only
             routed = false
@@ -122,7 +133,7 @@ final class RouteSet {
         var entries: [(host: String?, prefix: String, target: Route)] = []
         for rule in routing.routes {
             guard let picker = pickers[rule.upstream] else { continue }
-            let route = Route(config, rule: rule, picker: picker, keyFields: union)
+            let route = Route(config, rule: rule, picker: picker, keyFields: union, labels: labels)
             built.append(route)
             entries.append((rule.host, rule.prefix, route))
         }

@@ -17,6 +17,8 @@ final class EndpointState: Sendable {
     let failing = Atomic<Bool>(false)
     /// The latest failure, for /status.
     let lastError = Locked<String?>(nil)
+    /// Live calls that could not connect to it (metrics).
+    let connectFailures = Atomic<Int>(0)
     /// The group that holds it now (a reload moves it to the next generation's).
     let owner = Locked<GroupLink>(GroupLink())
 
@@ -31,6 +33,7 @@ final class EndpointState: Sendable {
 
     /// A live call could not connect to it (refused, DNS, TLS, connect timeout).
     func liveFailed(_ failure: UpstreamFailure) {
+        connectFailures.add(1, ordering: .relaxed)
         lastError.withLock { $0 = failureReason(failure) }
         owner.withLock { $0.group }?.liveFailed(self, failure)
     }
@@ -197,7 +200,7 @@ struct ProbeSettings: Equatable {
         self.url = url.origin + url.basePath + (probe?.path ?? config.probePath)
         interval = probe?.interval ?? config.probeInterval
         timeout = probe?.timeout ?? config.probeTimeout
-        connectTimeout = min(config.connectTimeout, timeout)
+        connectTimeout = min(group?.connectTimeout ?? config.connectTimeout, timeout)
         caFile = config.caFile
         fall = probe?.fall ?? config.fall
         rise = probe?.rise ?? config.rise

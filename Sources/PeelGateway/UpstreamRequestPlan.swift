@@ -35,6 +35,6 @@ extension Forwarder {
         return UpstreamRequest(method: sent, target: .origin(endpoint, path: target.path, query: target.query), body: body,
                                acceptEncoding: CompressionPolicy.upstreamAcceptEncoding(accepted, decodable: UpstreamClient.decodableCodings),
                                relayed: fields, dropping: dropped, droppingNamed: namedOthers.isEmpty ? nil : HeaderNameSet(namedOthers),
-                               forwarding: forwarding)
+                               forwarding: forwarding, limits: route.limits)
     }
 }

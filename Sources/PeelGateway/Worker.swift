@@ -27,10 +27,14 @@ final class Worker: @unchecked Sendable {
     /// The body budget shared with every worker.
     private let budget: MemoryBudget
 
-    init(index: Int, config: GatewayConfig, listen: HostPort, groups: UpstreamGroups,
+    /// The (route, upstream) pairs metrics count, shared by every worker.
+    private let labels: RouteLabels
+
+    init(index: Int, config: GatewayConfig, listen: HostPort, groups: UpstreamGroups, labels: RouteLabels,
          streamBudget: StreamBudget, cache: OfflineCache, storeStats: OfflineStoreStats?, budget: MemoryBudget) throws(PeelIOError) {
         self.index = index
         self.budget = budget
+        self.labels = labels
         loop = try EventLoop()
         client = try UpstreamClient(loop: loop, options: Self.upstreamOptions(config, budget))
         // Always there, so a reload can turn the access log on; the forwarder writes to it only when on.
@@ -47,7 +51,7 @@ final class Worker: @unchecked Sendable {
         } else {
             store = MemoryOfflineStore(cache)
         }
-        forwarder = try Forwarder(config: config, upstream: client, groups: groups, metrics: metrics,
+        forwarder = try Forwarder(config: config, upstream: client, groups: groups, labels: labels, metrics: metrics,
                               accessLog: accessLog, streams: streams, cache: store, workerIndex: index)
         let forwarder = self.forwarder!
         server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config, budget)) { ex in
@@ -108,7 +112,7 @@ final class Worker: @unchecked Sendable {
     /// Applies a reloaded configuration to requests and connections that start after this; loop
     /// thread only. Throws (and changes nothing) when curl refuses the new upstream settings.
     func apply(_ config: GatewayConfig, groups: UpstreamGroups) throws(PeelIOError) {
-        let routes = try RouteSet(config, groups: groups)
+        let routes = try RouteSet(config, groups: groups, labels: labels)
         try client.apply(Self.upstreamOptions(config, budget))
         server.limits = Self.limits(config, budget)
         forwarder.apply(config, routes: routes, groups: groups)

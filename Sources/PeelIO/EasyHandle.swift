@@ -20,8 +20,10 @@ final class EasyHandle {
     var generation = 0
     /// errno of a socket() that failed for this transfer (EMFILE, ENFILE, ENOBUFS, ENOMEM), else 0.
     var localSocketError: Int32 = 0
-    /// The whole-exchange timeout was lifted for a streamed body; the next transfer sets it again.
-    var timeoutLifted = false
+    /// CURLOPT_TIMEOUT_MS and CURLOPT_CONNECTTIMEOUT_MS as set on this handle (0 once a streamed
+    /// body lifted the timeout): each transfer sets them only when it wants others.
+    var timeoutMs = 0
+    var connectTimeoutMs = 0
     /// Content decoding was switched off for a body kept in its coding; the next transfer sets it again.
     var decodingOff = false
     /// The CURLOPT_ACCEPT_ENCODING value set on this handle ("" is every coding curl decodes).
@@ -69,8 +71,10 @@ final class EasyHandle {
         try set(CURLOPT_PROXY, "")
         // With no proxy, no_proxy means nothing; set, curl stops reading it from the environment per call.
         try set(CURLOPT_NOPROXY, "")
-        try set(CURLOPT_TIMEOUT_MS, Int(options.timeout * 1000))
-        try set(CURLOPT_CONNECTTIMEOUT_MS, Int(options.connectTimeout * 1000))
+        timeoutMs = Int(options.timeout * 1000)
+        connectTimeoutMs = Int(options.connectTimeout * 1000)
+        try set(CURLOPT_TIMEOUT_MS, timeoutMs)
+        try set(CURLOPT_CONNECTTIMEOUT_MS, connectTimeoutMs)
         try set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
         try set(CURLOPT_TCP_NODELAY, 1)
         // Forward the path exactly as validated; curl would otherwise squash dot-segments itself.
@@ -95,7 +99,7 @@ final class EasyHandle {
                         // A stream lasts as long as it lasts (a download to a slow client, server-sent
                         // events): the whole-exchange timeout no longer applies once it flows.
                         _ = peel_easy_setopt_long(h.easy, CURLOPT_TIMEOUT_MS, 0)
-                        h.timeoutLifted = true
+                        h.timeoutMs = 0
                         // ... but an upstream that goes silent mid-stream is cut after idleTimeout
                         // (one was held 40 s with a 5 s timeout).
                         if let c = t.client { t.watchIdle(loop: c.loop, seconds: c.options.idleTimeout) }

@@ -84,6 +84,17 @@ extension UpstreamClient {
     private func prepare(_ t: UpstreamTransfer, on h: EasyHandle, request: UpstreamRequest,
                          context ptr: UnsafeMutableRawPointer) throws(PeelIOError) {
         try h.set(CURLOPT_PRIVATE, UnsafeRawPointer(ptr))
+        // The call's timeouts (its group's, or the client's), set only when the handle holds others.
+        let timeout = Int((request.limits?.timeout ?? options.timeout) * 1000)
+        if h.timeoutMs != timeout {
+            try h.set(CURLOPT_TIMEOUT_MS, timeout)
+            h.timeoutMs = timeout
+        }
+        let connect = Int((request.limits?.connectTimeout ?? options.connectTimeout) * 1000)
+        if h.connectTimeoutMs != connect {
+            try h.set(CURLOPT_CONNECTTIMEOUT_MS, connect)
+            h.connectTimeoutMs = connect
+        }
         try h.set(CURLOPT_WRITEDATA, UnsafeRawPointer(ptr))
         try h.set(CURLOPT_HEADERDATA, UnsafeRawPointer(ptr))
         try h.set(CURLOPT_PREREQDATA, UnsafeRawPointer(ptr))
@@ -187,10 +198,6 @@ extension UpstreamClient {
             if h.decodingOff {
                 try h.set(CURLOPT_HTTP_CONTENT_DECODING, 1)
                 h.decodingOff = false
-            }
-            if h.timeoutLifted {
-                try h.set(CURLOPT_TIMEOUT_MS, Int(options.timeout * 1000))
-                h.timeoutLifted = false
             }
             freeHandles.append(h)
         } catch {

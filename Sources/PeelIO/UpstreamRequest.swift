@@ -48,6 +48,19 @@ public struct ForwardingFields: Sendable {
     }
 }
 
+/// Limits of one call that differ from the client's options (a group's own timeouts).
+public struct TransferLimits: Sendable, Equatable {
+    /// Whole exchange limit in seconds.
+    public var timeout: Double
+    /// TCP+TLS connect limit in seconds.
+    public var connectTimeout: Double
+
+    public init(timeout: Double, connectTimeout: Double) {
+        self.timeout = timeout
+        self.connectTimeout = connectTimeout
+    }
+}
+
 /// Which resource an upstream request names.
 public enum UpstreamTarget: Sendable {
     /// A path (already validated, sent as is after the endpoint's base path) and query (without
@@ -79,10 +92,12 @@ public struct UpstreamRequest {
     /// `writeFields`). An empty value sends `Name:`, which stops curl from sending a field of its
     /// own by that name.
     public let added: [FieldLine]
+    /// The call's own timeouts; nil: the client's options.
+    public let limits: TransferLimits?
 
     public init(method: String, target: UpstreamTarget, body: UpstreamBody = .none, acceptEncoding: String = "",
                 relayed: (any FieldSource)? = nil, dropping: FieldSet = FieldSet([]), droppingNamed: HeaderNameSet? = nil,
-                forwarding: ForwardingFields? = nil, added: [FieldLine] = []) {
+                forwarding: ForwardingFields? = nil, added: [FieldLine] = [], limits: TransferLimits? = nil) {
         self.method = method
         methodToken = MethodToken(method)
         self.target = target
@@ -93,6 +108,7 @@ public struct UpstreamRequest {
         self.droppingNamed = droppingNamed
         self.forwarding = forwarding
         self.added = added
+        self.limits = limits
     }
 
     /// The same request to another endpoint (failing over): the path, query, fields and body stay.

@@ -54,10 +54,12 @@ final class RoutingConfigTests: XCTestCase {
         XCTAssertEqual(r.routes[0].dialect, try DialectConfig.preset("wechat", "t"))
         XCTAssertEqual(r.routes[2].dialect?.authCodes, CodeSet([.integer(401), .integer(403)]))
         XCTAssertNil(r.routes[1].passthroughPaths)
-        // No --upstream is needed when routes say where calls go. A group's own timeouts are not
-        // served yet, and the refusal names the key.
-        XCTAssertThrowsError(try ConfigLoader.servable(c)) { error in
-            XCTAssertEqual((error as? ConfigError)?.option, "upstreams.wechat.timeout")
+        // No --upstream is needed when routes say where calls go; every key of the example is served.
+        XCTAssertNoThrow(try ConfigLoader.servable(c))
+        var withCA = c
+        withCA.routing?.upstreams[1].caFile = "/etc/ssl/wechat.pem"
+        XCTAssertThrowsError(try ConfigLoader.servable(withCA)) { error in
+            XCTAssertEqual((error as? ConfigError)?.option, "upstreams.wechat.ca_file", "a group's own CA bundle is not served yet")
         }
         // check-config prints the sections, and what it prints loads back to the same values.
         let described = ConfigLoader.describe(c)

@@ -47,6 +47,31 @@ final class RoutingLiveTests: XCTestCase {
         let climbing = try h.raw("GET /raw/%2e%2e/admin HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
         XCTAssertEqual(problem(climbing)["kind"] as? String, "bad-request", climbing.text)
         XCTAssertEqual(pay.requestCount + h.upstream.requestCount, 3)
+
+        // Metrics count calls by route and group, with label values from the config alone.
+        let metrics = String(decoding: try h.admin("/metrics").body, as: UTF8.self)
+        XCTAssertTrue(metrics.contains(#"peel_route_requests_total{route="pay",upstream="pay",class="4xx"} 1"#), metrics)
+        XCTAssertTrue(metrics.contains(#"peel_route_requests_total{route="/",upstream="default",class="2xx"} 1"#), metrics)
+        XCTAssertTrue(metrics.contains(#"peel_route_requests_total{route="/raw/",upstream="pay",class="2xx"} 1"#), metrics)
+        XCTAssertTrue(metrics.contains(#"peel_upstream_group_up{upstream="pay"} 1"#), metrics)
+        XCTAssertTrue(metrics.contains(#"peel_upstream_endpoint_up{upstream="pay",endpoint="\#(pay.baseURL)"} 1"#), metrics)
+        XCTAssertFalse(metrics.contains("echo/x"), "a request's path is never a label value")
+    }
+
+    func testAGroupsOwnTimeout_appliesToItsRoutesAlone() throws {
+        let r = try routing("""
+            {"upstreams": {"quick": {"endpoints": ["http://127.0.0.1:1"], "timeout": 0.3}},
+             "routes": [{"prefix": "/", "upstream": "default"}, {"prefix": "/quick/", "upstream": "quick"}]}
+            """)
+        let h = try Harness { c in
+            c.routing = r
+            // The quick group's endpoint is the harness's upstream too.
+            c.routing?.upstreams[0].endpoints[0].url = c.upstream
+        }
+        defer { h.stop() }
+        let cut = try h.request("GET", "/quick/api/slow?ms=1200")
+        XCTAssertEqual(problem(cut)["kind"] as? String, "upstream-timeout", cut.text)
+        XCTAssertEqual(try h.request("GET", "/api/slow?ms=600").status, 200, "the default route keeps the global 30 s")
     }
 
     func testNoRoute_is404WithCode110_andContactsNoUpstream() throws {

@@ -139,6 +139,28 @@ final class UpstreamSetupTests: DemoTestCase {
         XCTAssertEqual(pooled.withLock { $0 }, [1, 1, 1, 1, 1, 1], "one handle carried every call")
     }
 
+    // A call's own timeout (its group's) applies to it alone: the pooled handle carries the next
+    // call with the client's timeout again.
+    func testACallsOwnTimeout_appliesToItAlone() throws {
+        let endpoint = try UpstreamEndpoint(origin: upstream.baseURL)
+        let slow = UpstreamTarget.origin(endpoint, path: "/api/slow", query: "ms=600")
+        let seen = try onLoop(UpstreamOptions()) { client, seen, done in
+            client.send(UpstreamRequest(method: "GET", target: slow, limits: TransferLimits(timeout: 0.2, connectTimeout: 0.2))) { first in
+                seen.results.append(first)
+                client.send(UpstreamRequest(method: "GET", target: slow)) { second in
+                    seen.results.append(second)
+                    seen.pooledAfterFailure = client.freeHandles.count
+                    done()
+                }
+            }
+        }
+        XCTAssertEqual(seen.results.count, 2)
+        guard case .failure(.timeout)? = seen.results.first else { return XCTFail("the first call's 0.2 s: \(seen.results)") }
+        guard case .success(let r)? = seen.results.last else { return XCTFail("the client's 30 s again: \(seen.results)") }
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(seen.pooledAfterFailure, 1, "one handle carried both")
+    }
+
     func testFailedSetup_cancelledBeforeTheNextPassStaysSilent() throws {
         var options = UpstreamOptions()
         options.maxResponseBody = -1
