@@ -161,12 +161,13 @@ final class UpstreamGroupState: Sendable {
     /// Applies `change` to the ejection book; when it reports a change, recomputes which endpoints
     /// are available and the group's state, and announces a move with `why`.
     private func update(_ why: FailureCause, at time: Double? = nil, _ change: (inout EjectionBook) -> Bool) {
+        var moved: [(EndpointState, Bool)] = []
         let t = book.withLock { b -> ReachabilityTransition? in
             guard change(&b.ejection) else { return nil }
             var available: [Bool] = []
             for (i, e) in endpoints.enumerated() {
                 let ok = !b.ejection.isEjected(i) && e.reachability.state != .unreachable
-                e.available.store(ok, ordering: .relaxed)
+                if e.available.exchange(ok, ordering: .relaxed) != ok { moved.append((e, ok)) }
                 available.append(ok)
             }
             let next = GroupVerdict.state(available: available, states: endpoints.map(\.reachability.state))
@@ -179,6 +180,11 @@ final class UpstreamGroupState: Sendable {
             b.publicReason = why.coarse
             published.store(next.rawValue, ordering: .relaxed)
             return t
+        }
+        // An endpoint entering or leaving the pool is the operator's to see, with the full reason.
+        for (e, ok) in moved {
+            EventLog.emit("endpoint", [("group", jsonEscaped(name)), ("endpoint", jsonEscaped(e.url.description)),
+                                       ("in_pool", ok ? "true" : "false"), ("reason", jsonEscaped(why.detail))])
         }
         if let t { onTransition(self, t) }
     }
