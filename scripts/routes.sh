@@ -134,10 +134,11 @@ check "the other groups never changed state" "no" "$(tail -n +$((events_before +
 check "app group still reachable" "reachable" "$(curl -s $G/_peel/reachability | python3 -c 'import json,sys;print(json.load(sys.stdin)["upstreams"]["app"]["state"])')"
 
 # A POST whose connection could not be made goes to another endpoint: with the dead one kept in
-# the pool (a gateway with ejection off and probes far apart), every POST still succeeds.
+# the pool (a gateway with ejection off and probes far apart), every POST still succeeds. The dead
+# one is listed first, where every worker's round robin starts: the first POST tries it.
 GW2=$(free_port)
 cat >"$WORK/post.json" <<JSON
-{"upstreams": {"app": {"endpoints": ["http://127.0.0.1:$A1", "http://127.0.0.1:$A3"], "probe": {"interval": 3600},
+{"upstreams": {"app": {"endpoints": ["http://127.0.0.1:$A3", "http://127.0.0.1:$A1"], "probe": {"interval": 3600},
                        "eject": {"after": 1000}},
                "live": {"endpoints": ["http://127.0.0.1:$A1", "http://127.0.0.1:$A2"], "probe": {"interval": 3600}}},
  "routes": [{"prefix": "/", "upstream": "app"}, {"prefix": "/live/", "upstream": "live"}]}

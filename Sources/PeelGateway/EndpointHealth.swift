@@ -83,6 +83,8 @@ struct EjectionBook: Equatable {
         guard now >= until, entries[i].passes >= settings.rise else { return false }
         entries[i].until = nil
         entries[i].passes = 0
+        // Failures of calls that were in flight while it was out do not count toward the next one.
+        entries[i].failures = 0
         entries[i].returned = now
         return true
     }

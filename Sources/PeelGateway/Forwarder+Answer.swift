@@ -27,7 +27,7 @@ extension Forwarder {
             // dies), and calls in flight when a host drops off the network end so long after it went.
             if failure.isTransportFailure { call.endpoint?.liveFailed(failure) }
             if failure.answeredBadly { call.endpoint?.liveAnswered() }
-            if failOver(call, after: failure) { return }
+            if failOver(call, after: failure, wentOut: call.transfer?.requestWentOut ?? true) { return }
             answer(call, Self.outcome(of: failure))
         case .success(let response):
             // Whatever it says, the upstream answered: evidence that it is there.

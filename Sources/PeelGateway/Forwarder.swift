@@ -160,6 +160,14 @@ final class Forwarder {
         // The route: chosen from Host and path once the request is known to be forwarded (the
         // reachability path was matched above, before any route).
         guard let route = routes.choose(host: facts.host, path: target.path) else { return answer(call, .noRoute) }
+        // Dot-segments must not carry a call out of its route: `/pay/../admin` would take the /pay/
+        // route (its group, dialect and keys) to a path its upstream resolves to /admin. nginx
+        // matches locations on the resolved path; Peel forwards the path as sent, so it refuses one
+        // that resolves under another route.
+        if routes.routed, let resolved = RequestPolicy.resolvingDotSegments(target.path),
+           routes.choose(host: facts.host, path: resolved) !== route {
+            return refuse(call, "the path's dot-segments leave its route")
+        }
         call.route = route
         call.routed = true
         guard let upstreamPath = route.upstreamPath(target.path) else {
@@ -224,10 +232,13 @@ final class Forwarder {
     /// after the request went out and before any answer byte moves an idempotent method only
     /// (RFC 9110 §9.2.2), never POST or PATCH. At most `maxAttempts`, each on an endpoint the call
     /// has not tried. True when it was sent again.
-    func failOver(_ call: Call, after failure: UpstreamFailure) -> Bool {
+    func failOver(_ call: Call, after failure: UpstreamFailure, wentOut: Bool) -> Bool {
         guard let request = call.request, call.attempts < Self.maxAttempts else { return false }
         switch failure {
-        case .refused, .connectTimeout, .dns, .tls: break
+        case .refused, .connectTimeout, .dns, .tls:
+            // Failing to connect sends nothing, unless this was curl's own retry of a request that
+            // already went out on a reused connection that died: then only an idempotent one moves.
+            if wentOut && !call.exchange.methodToken.isIdempotent { return false }
         case .reset, .notResent: guard call.exchange.methodToken.isIdempotent else { return false }
         default: return false
         }

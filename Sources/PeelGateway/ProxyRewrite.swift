@@ -1,41 +1,67 @@
 import Foundation
 
 /// Rewrites upstream URLs and cookies so they name Peel instead of the upstream, as nginx's
-/// `proxy_redirect default`, `proxy_cookie_path` and `proxy_cookie_domain` do. Pure.
+/// `proxy_redirect default`, `proxy_cookie_path` and `proxy_cookie_domain` do: for every endpoint
+/// of a route's group, and with the route's stripped prefix put back in front of the paths the
+/// upstream names (`/orders` from a `/pay/` route that strips is `/pay/orders` to the client). Pure.
 struct ProxyRewrite: Sendable {
-    /// The upstream's base path without a trailing slash ("" for none), e.g. `/api/v1`.
-    let basePath: String
-    /// The upstream's host, lowercased, without brackets.
-    let host: String
-    /// Lowercased `scheme://authority` spellings of the upstream origin (with and without the
-    /// default port), and `//authority` for scheme-relative references (RFC 3986 §4.2).
-    private let origins: [String]
+    /// One endpoint as its answers may name it.
+    private struct Target: Sendable {
+        /// Its base path without a trailing slash ("" for none), e.g. `/api/v1`.
+        let basePath: String
+        /// Its host, lowercased, without brackets.
+        let host: String
+        /// Lowercased `scheme://authority` spellings of its origin (with and without the default
+        /// port), and `//authority` for scheme-relative references (RFC 3986 §4.2).
+        let origins: [[UInt8]]
+    }
+    private let targets: [Target]
+    /// Put in front of every path the upstream names: the route prefix it stripped, without its
+    /// trailing slash ("" when nothing is stripped).
+    private let restored: String
 
-    init(upstream: UpstreamURL) {
-        basePath = upstream.basePath
-        host = upstream.host.lowercased()
-        let h = host.contains(":") ? "[\(host)]" : host
-        let defaultPort = upstream.scheme == "https" ? 443 : 80
-        let port = upstream.port ?? defaultPort
-        var authorities = ["\(h):\(port)"]
-        if port == defaultPort { authorities.append(h) }
-        origins = authorities.map { "\(upstream.scheme)://\($0)" } + authorities.map { "//\($0)" }
+    init(upstream: UpstreamURL) { self.init(upstreams: [upstream]) }
+
+    init(upstreams: [UpstreamURL], restoring prefix: String = "") {
+        targets = upstreams.map { u in
+            let host = u.host.lowercased()
+            let h = host.contains(":") ? "[\(host)]" : host
+            let defaultPort = u.scheme == "https" ? 443 : 80
+            let port = u.port ?? defaultPort
+            var authorities = ["\(h):\(port)"]
+            if port == defaultPort { authorities.append(h) }
+            let origins = authorities.map { "\(u.scheme)://\($0)" } + authorities.map { "//\($0)" }
+            return Target(basePath: u.basePath, host: host, origins: origins.map { Array($0.utf8) })
+        }
+        restored = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
     }
 
-    /// A Location or Content-Location value (RFC 9110 §10.2.2, §8.7): an absolute URL naming the
-    /// upstream origin and base path becomes one naming `publicOrigin` (a path alone when that is
-    /// unknown); a path starting with the base path loses it. Anything else is left as it is.
+    /// A Location or Content-Location value (RFC 9110 §10.2.2, §8.7): an absolute URL naming an
+    /// endpoint's origin and base path becomes one naming `publicOrigin` (a path alone when that is
+    /// unknown); a path starting with the base path loses it. The stripped prefix goes back in front.
+    /// Anything else is left as it is.
     func location(_ value: String, publicOrigin: String?) -> String {
         let bytes = Array(value.utf8)
-        for origin in origins where Self.hasPrefixFolded(bytes, Array(origin.utf8)) {
-            guard let rest = stripBase(bytes[origin.utf8.count...]) else { return value }
-            return (publicOrigin ?? "") + rest
+        for t in targets {
+            for origin in t.origins where Self.hasPrefixFolded(bytes, origin) {
+                guard let rest = Self.stripBase(bytes[origin.count...], t.basePath) else { return value }
+                return (publicOrigin ?? "") + restored + rest
+            }
         }
         // A path-absolute reference; `//host` is scheme-relative and was handled above.
-        if bytes.first == UInt8(ascii: "/") && !(bytes.count > 1 && bytes[1] == UInt8(ascii: "/")) && !basePath.isEmpty {
-            return stripBase(bytes[...]) ?? value
+        guard bytes.first == UInt8(ascii: "/") && !(bytes.count > 1 && bytes[1] == UInt8(ascii: "/")) else { return value }
+        return path(bytes[...]) ?? value
+    }
+
+    /// A path the upstream names, as the client must see it: without an endpoint's base path and
+    /// with the stripped prefix; nil when it is not under any endpoint's base path (left as it is).
+    private func path(_ bytes: ArraySlice<UInt8>) -> String? {
+        var bare = false
+        for t in targets {
+            if t.basePath.isEmpty { bare = true; continue }
+            if let rest = Self.stripBase(bytes, t.basePath) { return restored + rest }
         }
-        return value
+        return bare && !restored.isEmpty ? restored + String(decoding: bytes, as: UTF8.self) : nil
     }
 
     /// A Refresh value (`5; url=…`, a de-facto field from HTML's meta refresh): its URL is rewritten as Location is.
@@ -44,8 +70,9 @@ struct ProxyRewrite: Sendable {
         return String(value[..<r.upperBound]) + location(String(value[r.upperBound...]), publicOrigin: publicOrigin)
     }
 
-    /// A Set-Cookie value (RFC 6265 §4.1): a Path at or under the base path loses the base path, and
-    /// a Domain naming the upstream host is dropped, so the cookie lands on Peel's own host and paths.
+    /// A Set-Cookie value (RFC 6265 §4.1): a Path at or under the base path loses the base path (and
+    /// gets the stripped prefix), and a Domain naming an endpoint's host is dropped, so the cookie
+    /// lands on Peel's own host and paths.
     func setCookie(_ value: String) -> String {
         var parts = value.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
         guard parts.count > 1 else { return value }
@@ -56,14 +83,14 @@ struct ProxyRewrite: Sendable {
             let eq = attribute.firstIndex(of: "=") ?? attribute.endIndex
             let name = attribute[..<eq].trimmingOWS().lowercased()
             let attributeValue = eq == attribute.endIndex ? "" : trimOWS(attribute[attribute.index(after: eq)...])
-            if name == "path", !basePath.isEmpty, let rest = stripBase(Array(attributeValue.utf8)[...]) {
+            if name == "path", attributeValue.hasPrefix("/"), let rest = path(Array(attributeValue.utf8)[...]) {
                 parts[i] = " Path=" + rest
                 changed = true
             } else if name == "domain" {
                 var domain = attributeValue.lowercased()
                 // RFC 6265 §5.2.3: a leading dot is ignored.
                 if domain.hasPrefix(".") { domain.removeFirst() }
-                if domain == host || "[\(domain)]" == host || domain == "[\(host)]" {
+                if targets.contains(where: { domain == $0.host || "[\(domain)]" == $0.host || domain == "[\($0.host)]" }) {
                     parts.remove(at: i)
                     changed = true
                     continue
@@ -74,9 +101,9 @@ struct ProxyRewrite: Sendable {
         return changed ? parts.joined(separator: ";") : value
     }
 
-    /// `path` without the base path when it starts with it at a segment boundary (`/api/v1`, `/api/v1/x`,
+    /// `path` without `basePath` when it starts with it at a segment boundary (`/api/v1`, `/api/v1/x`,
     /// `/api/v1?q`), always starting with `/`; nil when it does not.
-    private func stripBase(_ path: ArraySlice<UInt8>) -> String? {
+    private static func stripBase(_ path: ArraySlice<UInt8>, _ basePath: String) -> String? {
         let base = Array(basePath.utf8)
         guard path.starts(with: base) else { return nil }
         let rest = path.dropFirst(base.count)

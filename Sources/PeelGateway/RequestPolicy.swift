@@ -117,6 +117,54 @@ enum RequestPolicy {
         return false
     }
 
+    /// The path with its dot-segments resolved (RFC 3986 §5.2.4), read as `climbsAboveRoot` reads
+    /// them (encoded dots and slashes, backslashes, `..;x`); nil when it has none. Only routes read
+    /// it: a call must take the route of the path its upstream will resolve.
+    static func resolvingDotSegments(_ path: String) -> String? {
+        if !path.utf8.contains(where: { $0 == 0x2E || $0 == 0x25 || $0 == 0x5C }) { return nil }
+        var kept: [[UInt8]] = []
+        var segment: [UInt8] = []
+        var name: [UInt8] = []
+        var sawDots = false
+        var bytes = Array(path.utf8)
+        bytes.append(UInt8(ascii: "/"))
+        var i = 1
+        while i < bytes.count {
+            var b = bytes[i]
+            var raw: ArraySlice<UInt8> = bytes[i...i]
+            if b == UInt8(ascii: "%"), i + 2 < bytes.count {
+                let pair = (bytes[i + 1] | 0x20, bytes[i + 2] | 0x20)
+                if pair == (UInt8(ascii: "2"), UInt8(ascii: "e")) { b = UInt8(ascii: "."); raw = bytes[i...i + 2]; i += 2 }
+                else if pair == (UInt8(ascii: "2"), UInt8(ascii: "f")) || pair == (UInt8(ascii: "5"), UInt8(ascii: "c")) {
+                    b = UInt8(ascii: "/"); i += 2
+                }
+                else if pair == (UInt8(ascii: "3"), UInt8(ascii: "b")) { b = UInt8(ascii: ";"); raw = bytes[i...i + 2]; i += 2 }
+            }
+            if b == UInt8(ascii: "\\") { b = UInt8(ascii: "/") }
+            if b == UInt8(ascii: "/") {
+                let bare = name.firstIndex(of: UInt8(ascii: ";")).map { name[..<$0] } ?? name[...]
+                if bare.elementsEqual([0x2E, 0x2E]) {
+                    sawDots = true
+                    if !kept.isEmpty { kept.removeLast() }
+                } else if bare.elementsEqual([0x2E]) {
+                    sawDots = true
+                } else {
+                    kept.append(segment)
+                }
+                segment.removeAll(keepingCapacity: true)
+                name.removeAll(keepingCapacity: true)
+            } else {
+                segment += raw
+                name.append(b)
+            }
+            i += 1
+        }
+        guard sawDots else { return nil }
+        // A path that ended in a dot-segment names a directory: it keeps its trailing slash.
+        let last = path.utf8.last == UInt8(ascii: "/") || path.hasSuffix(".") || path.lowercased().hasSuffix("%2e")
+        return "/" + kept.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/") + (last && !kept.isEmpty ? "/" : "")
+    }
+
     /// True when the path, raw or percent-decoded, holds an overlong UTF-8 form (`%c0%ae` for `.`,
     /// `%e0%80%af` for `/`, `%c1%9c` for a backslash…). Such forms are invalid UTF-8 (RFC 3629 §3: a decoder
     /// must not accept them), yet IIS-style and lenient decoders turn them into dot-segments and

@@ -63,20 +63,24 @@ final class Route {
         self.name = name
         metricsPosition = name.flatMap { n in labels?.position(route: n, upstream: picker.group.name) }
         self.picker = picker
-        let group = config.routing?.upstreams.first { $0.name == picker.group.name }
-        limits = group.flatMap { g in
-            g.timeout == nil && g.connectTimeout == nil ? nil
-                : TransferLimits(timeout: g.timeout ?? config.timeout, connectTimeout: g.connectTimeout ?? config.connectTimeout)
+        let group: UpstreamGroup? = config.routing?.upstreams.first { $0.name == picker.group.name }
+        if let g = group, g.timeout != nil || g.connectTimeout != nil {
+            limits = TransferLimits(timeout: g.timeout ?? config.timeout, connectTimeout: g.connectTimeout ?? config.connectTimeout)
+        } else {
+            limits = nil
         }
         stripping = rule?.stripPrefix == true ? rule : nil
         keyGroup = config.routing == nil ? "" : picker.group.name
-        retryAfter = String(max(1, Int(config.probeInterval.rounded(.up))))
+        let interval: Double = group?.probe.interval ?? config.probeInterval
+        retryAfter = String(max(1, Int(interval.rounded(.up))))
         let names = rule?.offlineCacheKey ?? config.offlineCacheKey
         keyFields = CacheKeyFields(names)
         keyPositions = union.flatMap { all in all == names ? nil : names.map { all.firstIndex(of: $0)! } }
         let cors = CORSPolicy(config: config)
         self.cors = cors
-        rewrite = ProxyRewrite(upstream: config.upstream)
+        // The answers of every endpoint of the group, and the prefix a stripping route took off.
+        let restoring: String = rule.map { $0.stripPrefix ? $0.prefix : "" } ?? ""
+        rewrite = ProxyRewrite(upstreams: picker.group.endpoints.map(\.url), restoring: restoring)
         shaper = ReplyShaper(cors: cors, compression: CompressionPolicy(offered: config.compression, minSize: config.compressionMinSize),
                              rewriteRedirects: config.rewriteRedirects, rewriteCookies: config.rewriteCookies)
         preserveHost = config.preserveHost

@@ -165,6 +165,12 @@ extension RoutingConfig {
                 if endpoints.contains(where: { Self.sameEndpoint($0.url, url) }) {
                     throw ConfigError(option: urlAt, problem: "is already an endpoint of this group")
                 }
+                // What curl's URL parser refuses would fail every worker's reload: refused here.
+                do throws(PeelIOError) {
+                    _ = try UpstreamEndpoint(origin: url.origin)
+                } catch {
+                    throw ConfigError(option: urlAt, problem: "curl's URL parser refuses it")
+                }
                 endpoints.append(.init(url: url, weight: weight))
             case .failure(let e): throw ConfigError(option: urlAt, problem: e.reason)
             }

@@ -99,6 +99,11 @@ final class UpstreamGroupState: Sendable {
             e.available.store(!ejection.isEjected(i) && e.reachability.state != .unreachable, ordering: .relaxed)
             e.owner.withLock { $0.group = self }
         }
+        // A reload that changed the group's endpoints may change its state: announced like any move.
+        if let prior, prior.state != state {
+            onTransition(self, ReachabilityTransition(from: prior.state, to: state, at: since, reason: "the endpoints changed (reload)",
+                                                      publicReason: "configuration changed"))
+        }
     }
 
     /// The group's state (one relaxed atomic load: the hot path).
@@ -129,17 +134,20 @@ final class UpstreamGroupState: Sendable {
             return
         }
         guard let i = index(endpoint) else { return }
-        endpoint.failing.store(true, ordering: .relaxed)
         let cause = failureCause(failure)
         update(FailureCause(coarse: "endpoint ejected: " + cause.coarse, detail: "\(endpoint.url) ejected: " + cause.detail)) {
-            $0.liveFailed(i, at: monotonicNow())
+            // Under the book's lock, with the count it mirrors.
+            endpoint.failing.store(true, ordering: .relaxed)
+            return $0.liveFailed(i, at: monotonicNow())
         }
     }
 
     func liveAnswered(_ endpoint: EndpointState) {
-        endpoint.failing.store(false, ordering: .relaxed)
         guard let i = index(endpoint) else { return }
-        book.withLock { $0.ejection.liveAnswered(i) }
+        book.withLock {
+            $0.ejection.liveAnswered(i)
+            endpoint.failing.store(false, ordering: .relaxed)
+        }
     }
 
     func probed(_ endpoint: EndpointState, passed: Bool) {
@@ -155,6 +163,9 @@ final class UpstreamGroupState: Sendable {
 
     /// An endpoint's machine moved: the group's state may follow.
     func endpointChanged(_ endpoint: EndpointState, _ t: ReachabilityTransition) {
+        // Callbacks run outside the machine's lock: a later move may have overtaken this one, and
+        // the group must not take one move's state with another's reason. The latest one announces.
+        guard endpoint.reachability.state == t.to else { return }
         update(FailureCause(coarse: t.publicReason ?? t.to.description, detail: t.reason ?? t.to.description), at: t.at) { _ in true }
     }
 
@@ -188,6 +199,11 @@ final class UpstreamGroupState: Sendable {
         }
         if let t { onTransition(self, t) }
     }
+}
+
+/// A reference that does not keep its endpoint alive.
+struct WeakEndpoint {
+    weak var endpoint: EndpointState?
 }
 
 /// How one endpoint is probed: its group's `probe` settings over the global ones.
@@ -251,21 +267,25 @@ final class UpstreamGroups: Sendable {
                     carriedFrom.append(j)
                     continue
                 }
-                let holder = Locked<EndpointState?>(nil)
+                // Weak: the endpoint holds its machine, which holds this callback.
+                let holder = Locked(WeakEndpoint())
                 let reachability = Reachability(fall: s.fall, rise: s.rise, liveWindow: s.liveWindow, clock: { monotonicNow() }) { t in
-                    guard let e = holder.withLock({ $0 }) else { return }
+                    guard let e = holder.withLock({ $0.endpoint }) else { return }
                     e.owner.withLock { $0.group }?.endpointChanged(e, t)
                 }
                 let state = EndpointState(url: endpoint.url, reachability: reachability)
-                holder.withLock { $0 = state }
+                holder.withLock { $0.endpoint = state }
                 states.append(state)
                 carriedFrom.append(nil)
             }
             var ejection: EjectionBook?
             if let g = w.group {
                 let eject = EjectionBook.Settings(g.eject, rise: settings.first?.rise ?? config.rise)
-                ejection = old.map { $0.ejects ? $0.ejection.carried(to: carriedFrom, settings: eject) : nil }
-                    ?? EjectionBook(count: states.count, settings: eject)
+                if let old, old.ejects {
+                    ejection = old.ejection.carried(to: carriedFrom, settings: eject)
+                } else {
+                    ejection = EjectionBook(count: states.count, settings: eject)
+                }
             }
             groups.append(UpstreamGroupState(name: w.name, endpoints: states, weights: w.endpoints.map(\.weight),
                                              balance: w.group?.balance ?? .roundRobin, ejection: ejection, previous: old,

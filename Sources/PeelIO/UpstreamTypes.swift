@@ -349,6 +349,10 @@ public final class UpstreamTransfer {
     /// it again by itself, on a fresh connection, when a reused one dies before any answer byte
     /// (`Curl_retry_request`: "Connection died, retrying a fresh connect", rewinding POSTFIELDS);
     /// each attempt passes through here first, so counting them is where re-sends are refused.
+    /// Whether the request went out on some connection (curl reached the point of sending it): a
+    /// later connect failure (curl's own retry on a fresh connection) does not make it unsent.
+    public var requestWentOut: Bool { sends > 0 }
+
     func mayBeSent() -> Bool {
         sends += 1
         if sends <= allowedSends { return true }

@@ -158,3 +158,64 @@ final class EndpointHealthTests: XCTestCase {
         XCTAssertTrue(next.endpoints[0].owner.withLock { $0.group } === next)
     }
 }
+
+/// Review fixes of issue 27: dot-segments that leave a route, rewriting per group, a reload that
+/// changes a group's state.
+final class RoutingReviewTests: XCTestCase {
+    func testDotSegmentsResolveAsTheUpstreamWill() {
+        XCTAssertNil(RequestPolicy.resolvingDotSegments("/pay/orders"))
+        XCTAssertNil(RequestPolicy.resolvingDotSegments("/a.b/c.d"))
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay/../admin"), "/admin")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/./b"), "/a/b")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay/%2E%2e/admin/x"), "/admin/x")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay%2f..%2fadmin"), "/admin")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay\\..\\admin"), "/admin")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/x/..;y/z"), "/z")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/b/.."), "/a/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/.."), "/")
+    }
+
+    func testRewrite_everyEndpointOfTheGroup_andTheStrippedPrefixPutBack() throws {
+        let a = try UpstreamURL.parse("http://10.0.0.1:8080").get()
+        let b = try UpstreamURL.parse("http://10.0.0.2:8080/v1").get()
+        let r = ProxyRewrite(upstreams: [a, b], restoring: "/pay/")
+        XCTAssertEqual(r.location("http://10.0.0.2:8080/v1/login?x=1", publicOrigin: "https://app.example"), "https://app.example/pay/login?x=1")
+        XCTAssertEqual(r.location("http://10.0.0.1:8080/orders", publicOrigin: "https://app.example"), "https://app.example/pay/orders")
+        XCTAssertEqual(r.location("/orders/1", publicOrigin: nil), "/pay/orders/1")
+        XCTAssertEqual(r.location("/v1/orders/1", publicOrigin: nil), "/pay/orders/1")
+        XCTAssertEqual(r.location("https://elsewhere.example/x", publicOrigin: "https://app.example"), "https://elsewhere.example/x")
+        XCTAssertEqual(r.setCookie("s=1; Path=/; Domain=10.0.0.2"), "s=1; Path=/pay/")
+        // Without a stripped prefix and a base path, a path-absolute Location stays as it is (as before).
+        XCTAssertEqual(ProxyRewrite(upstreams: [a]).location("/orders", publicOrigin: nil), "/orders")
+    }
+
+    func testAReloadThatChangesAGroupsState_announcesIt() throws {
+        let two = try loadConfig(file: #"""
+            {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:1", "http://127.0.0.1:2"], "eject": {"after": 1, "max_share": 0.5}}},
+             "routes": [{"prefix": "/", "upstream": "app"}]}
+            """#, environment: [:])
+        let first = UpstreamGroups(two, onTransition: { _, _ in })
+        let g = try XCTUnwrap(first.named("app"))
+        g.endpoints[0].liveFailed(.refused("no"))
+        XCTAssertTrue(g.ejection.isEjected(0))
+        XCTAssertFalse(g.isDown, "the other endpoint is left")
+        let one = try loadConfig(file: #"""
+            {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:1"], "eject": {"after": 1}}}, "routes": [{"prefix": "/", "upstream": "app"}]}
+            """#, environment: [:])
+        let seen = Locked<[ReachabilityTransition]>([])
+        let next = try XCTUnwrap(UpstreamGroups(one, previous: first, onTransition: { _, t in seen.withLock { $0.append(t) } }).named("app"))
+        XCTAssertTrue(next.isDown, "only the ejected endpoint is left")
+        XCTAssertEqual(seen.withLock { $0.map(\.to) }, [.unreachable], "apps hear of it")
+        XCTAssertEqual(seen.withLock { $0.first?.publicReason }, "configuration changed")
+    }
+
+    func testAnEndpointBackFromEjection_startsItsFailureCountOver() {
+        var b = EjectionBook(count: 2, settings: .init(UpstreamGroup.Eject(after: 2, base: 1, max: 10, maxShare: 1), rise: 1))
+        _ = b.liveFailed(0, at: 0)
+        XCTAssertTrue(b.liveFailed(0, at: 0))
+        // A call in flight while it was out fails too.
+        XCTAssertFalse(b.liveFailed(0, at: 0.5))
+        XCTAssertTrue(b.probePassed(0, at: 1))
+        XCTAssertFalse(b.liveFailed(0, at: 2), "one failure after its return is not two")
+    }
+}

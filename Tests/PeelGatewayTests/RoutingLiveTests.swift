@@ -99,6 +99,22 @@ final class RoutingLiveTests: XCTestCase {
         XCTAssertEqual(try h.request("GET", "/_peel/reachability").status, 200)
     }
 
+    func testDotSegmentsThatLeaveTheirRoute_areRefused() throws {
+        let r = try routing(#"{"upstreams": {"pay": {"endpoints": ["http://127.0.0.1:1"]}}, "routes": [{"prefix": "/", "upstream": "default"}, {"prefix": "/pay/", "upstream": "pay"}]}"#)
+        let h = try Harness { c in c.routing = r }
+        defer { h.stop() }
+        h.upstream.resetCount()
+        let escape = try h.raw("GET /pay/../api/user HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        XCTAssertEqual(escape.status, 400, escape.text)
+        XCTAssertEqual(problem(escape)["kind"] as? String, "bad-request")
+        XCTAssertEqual(h.upstream.requestCount, 0)
+        // Within the route they are the upstream's to resolve, as without routes (the demo does not
+        // resolve them: its 404 shows the path went as sent).
+        let inside = try h.raw("GET /api/./user HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        XCTAssertEqual(inside.status, 404, inside.text)
+        XCTAssertEqual(h.upstream.lastRequest?.target, "/api/./user")
+    }
+
     func testOneGroupOffline_itsRoutesAnswerOffline_theOthersWork_andAppsSeeWhich() throws {
         // A closed port: the pay group's probe is refused.
         let r = try routing("""
@@ -206,27 +222,29 @@ final class EndpointFailoverLiveTests: XCTestCase {
         defer { h.stop() }
         let g = try XCTUnwrap(h.gateway.groups.named("app"))
         XCTAssertTrue(h.eventually { g.state == .reachable })
-        let deadPort = ups[2].port
-        ups[2].stop()
+        let deadPort = ups[0].port
+        ups[0].stop()
+        // Each worker's round robin starts at the first endpoint, the dead one: the first call, a
+        // POST, tries it and must move on.
         for i in 0..<30 {
             let r = try h.request(i % 3 == 0 ? "POST" : "GET", "/api/echo/\(i)", body: Array("{}".utf8))
             XCTAssertEqual(r.status, 200, "call \(i): \(r.text)")
         }
         // Refused connects took it out (live ejection, or its probes falling).
-        XCTAssertFalse(g.endpoints[2].available.load(ordering: .relaxed))
+        XCTAssertFalse(g.endpoints[0].available.load(ordering: .relaxed))
         XCTAssertEqual(g.state, .reachable, "the group stays up while endpoints are left")
         let status = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(h.admin("/status").body)) as? [String: Any])
         let app = try XCTUnwrap((status["upstreams"] as? [String: [String: Any]])?["app"])
         let endpoints = try XCTUnwrap(app["endpoints"] as? [[String: Any]])
-        XCTAssertNotEqual(endpoints[2]["state"] as? String, "reachable")
-        XCTAssertNotNil(endpoints[2]["last_error"] as? String)
+        XCTAssertNotEqual(endpoints[0]["state"] as? String, "reachable")
+        XCTAssertNotNil(endpoints[0]["last_error"] as? String)
         // It comes back: probes pass once it listens again, and calls reach it.
-        ups[2] = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: deadPort))
-        try ups[2].start()
-        XCTAssertTrue(h.eventually(5) { g.endpoints[2].available.load(ordering: .relaxed) })
-        ups[2].resetCount()
+        ups[0] = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: deadPort))
+        try ups[0].start()
+        XCTAssertTrue(h.eventually(5) { g.endpoints[0].available.load(ordering: .relaxed) })
+        ups[0].resetCount()
         for _ in 0..<12 { XCTAssertEqual(try h.request("GET", "/api/user").status, 200) }
-        XCTAssertGreaterThan(ups[2].requestCount, 0)
+        XCTAssertGreaterThan(ups[0].requestCount, 0)
     }
 
     func testLostAfterSending_anIdempotentCallMovesOn_aPostIsNeverSentTwice() throws {
@@ -244,5 +262,37 @@ final class EndpointFailoverLiveTests: XCTestCase {
         let post = try h.request("POST", "/fault/reset", body: Array("{}".utf8))
         XCTAssertEqual(problem(post)["kind"] as? String, "upstream-unreachable", post.text)
         XCTAssertEqual(ups[0].requestCount + ups[1].requestCount, 1, "a POST that went out is not sent again")
+    }
+
+    func testAPostCurlResentOnAFreshConnectionThatWasRefused_isNotSentToAnotherEndpoint() throws {
+        // A: answers GETs on a kept-alive connection, and drops the connection on a POST.
+        let body = #"{"code":0,"message":"ok","data":1}"#
+        let a = try RawUpstream { r in
+            r.method == "POST" ? .close
+                : .send("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body)
+        }
+        defer { a.stop() }
+        let b = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try b.start()
+        defer { b.stop() }
+        let config = try loadConfig(file: """
+            {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:\(a.port)", "\(b.baseURL)"], "probe": {"interval": 3600},
+                                   "eject": {"after": 100}}},
+             "routes": [{"prefix": "/", "upstream": "app"}]}
+            """, environment: [:])
+        let h = try Harness(workers: 1) { c in c.routing = config.routing }
+        defer { h.stop() }
+        // Round robin on the one worker: A, then B; A's connection stays in the pool.
+        XCTAssertEqual(try h.request("GET", "/x").status, 200)
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200)
+        b.resetCount()
+        // A goes away with its connection still open: the POST goes out on it and the connection
+        // drops; curl sends it again on a fresh connection, which is refused. It went out once:
+        // it must not go to B.
+        a.closeListenerOnly()
+        let post = try h.request("POST", "/api/echo", body: Array("{}".utf8))
+        XCTAssertEqual(problem(post)["kind"] as? String, "upstream-unreachable", post.text)
+        XCTAssertEqual(b.requestCount, 0, "a POST that went out was sent to another endpoint")
+        XCTAssertEqual(a.requests.filter { $0.method == "POST" }.count, 1)
     }
 }
