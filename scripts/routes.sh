@@ -193,5 +193,38 @@ check "no route: 404 no-route -110" "404 no-route -110" "$(curl -s -w ' %{http_c
 sleep 0.3
 check "no route: logged with route null" "None None 0" "$(python3 -c "import json;l=[json.loads(x) for x in open('$WORK/narrow.out') if '\"/other\"' in x][0];print(l['route'],l['upstream'],l['attempts'])")"
 
+# A group's own CA bundle: one TLS server with a self-signed certificate behind two groups, one
+# trusting it through its ca_file, one not; one worker, so its pooled handles go back and forth.
+TLS=$(free_port); GW4=$(free_port)
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 1 \
+  -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1
+python3 - "$TLS" "$WORK/cert.pem" "$WORK/key.pem" >/dev/null 2>&1 <<'PY' & pids+=($!)
+import http.server, ssl, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        body = b'{"code":0,"message":"ok","data":{"tls":true}}'
+        self.send_response(200); self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[2], sys.argv[3])
+srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
+PY
+cat >"$WORK/tls.json" <<JSON
+{"upstreams": {"trusted": {"endpoints": ["https://127.0.0.1:$TLS"], "ca_file": "$WORK/cert.pem", "probe": {"interval": 0.5}},
+               "plain": {"endpoints": ["https://127.0.0.1:$TLS"], "probe": {"interval": 3600, "fall": 100}, "eject": {"after": 100}}},
+ "routes": [{"prefix": "/t/", "upstream": "trusted"}, {"prefix": "/p/", "upstream": "plain"}]}
+JSON
+for _ in $(seq 1 100); do python3 -c "import socket;socket.create_connection(('127.0.0.1',$TLS),1)" 2>/dev/null && break; sleep 0.05; done
+PEEL_CONFIG="$WORK/tls.json" "$PEEL" --listen 127.0.0.1:$GW4 --workers 1 --admin-listen off --access-log off 2>/dev/null & pids+=($!)
+for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GW4/t/x")" == "200" ] && break; sleep 0.05; done
+tls_kinds=""
+for p in t p t p t; do
+  tls_kinds+="$(curl -s "http://127.0.0.1:$GW4/$p/x" | python3 -c 'import json,sys;d=json.load(sys.stdin);print(d.get("kind","ok") if isinstance(d,dict) and "kind" in d else "ok")') "
+done
+check "a group's ca_file: trusted there, not in the other group" "ok upstream-unreachable ok upstream-unreachable ok " "$tls_kinds"
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -182,16 +182,6 @@ public enum ConfigLoader {
         return lines.joined(separator: "\n")
     }
 
-    /// Refuses a configuration this build checks but does not serve (`check-config` still prints
-    /// it): routing keys whose behaviour is not built yet, named by their path.
-    public static func servable(_ c: GatewayConfig) throws(ConfigError) {
-        // What the routing sections may say that this build validates but does not serve yet: a
-        // group's calls take the global CA bundle.
-        for g in c.routing?.upstreams ?? [] where g.caFile != nil {
-            throw ConfigError(option: "upstreams.\(g.name).ca_file", problem: "is not served per group yet; set the global --ca-file instead")
-        }
-    }
-
     /// The effective configuration as JSON, for `peel check-config`: every option, in `--help` order,
     /// then the routing sections when the file has them.
     public static func describe(_ c: GatewayConfig) -> String {

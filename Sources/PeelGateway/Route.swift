@@ -64,8 +64,9 @@ final class Route {
         metricsPosition = name.flatMap { n in labels?.position(route: n, upstream: picker.group.name) }
         self.picker = picker
         let group: UpstreamGroup? = config.routing?.upstreams.first { $0.name == picker.group.name }
-        if let g = group, g.timeout != nil || g.connectTimeout != nil {
-            limits = TransferLimits(timeout: g.timeout ?? config.timeout, connectTimeout: g.connectTimeout ?? config.connectTimeout)
+        if let g = group, g.timeout != nil || g.connectTimeout != nil || g.caFile != nil {
+            limits = TransferLimits(timeout: g.timeout ?? config.timeout, connectTimeout: g.connectTimeout ?? config.connectTimeout,
+                                    caFile: g.caFile)
         } else {
             limits = nil
         }

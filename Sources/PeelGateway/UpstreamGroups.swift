@@ -223,7 +223,7 @@ struct ProbeSettings: Equatable {
         interval = probe?.interval ?? config.probeInterval
         timeout = probe?.timeout ?? config.probeTimeout
         connectTimeout = min(group?.connectTimeout ?? config.connectTimeout, timeout)
-        caFile = config.caFile
+        caFile = group?.caFile ?? config.caFile
         fall = probe?.fall ?? config.fall
         rise = probe?.rise ?? config.rise
     }

@@ -24,6 +24,10 @@ final class EasyHandle {
     /// body lifted the timeout): each transfer sets them only when it wants others.
     var timeoutMs = 0
     var connectTimeoutMs = 0
+    /// CURLOPT_CAINFO as set on this handle, and libcurl's built-in bundle to go back to (nil when
+    /// it has none).
+    var caFile: String?
+    var defaultCAFile: String?
     /// Content decoding was switched off for a body kept in its coding; the next transfer sets it again.
     var decodingOff = false
     /// The CURLOPT_ACCEPT_ENCODING value set on this handle ("" is every coding curl decodes).
@@ -85,7 +89,15 @@ final class EasyHandle {
         // Decoding on: envelopes are judged on decoded bytes. Each transfer names the codings it asks
         // for (the client's own, see UpstreamClient.start); "" until then is every coding curl decodes.
         try set(CURLOPT_ACCEPT_ENCODING, "")
-        if let ca = options.caFile { try set(CURLOPT_CAINFO, ca) }
+        var builtIn: UnsafeMutableRawPointer? = nil
+        if peel_easy_getinfo_ptr(easy, CURLINFO_CAINFO, &builtIn) == CURLE_OK, let builtIn {
+            defaultCAFile = String(cString: builtIn.assumingMemoryBound(to: CChar.self))
+        }
+        caFile = defaultCAFile
+        if let ca = options.caFile {
+            try set(CURLOPT_CAINFO, ca)
+            caFile = ca
+        }
         let writeCB = peel_easy_setopt_write_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
             let n = size * count

@@ -95,6 +95,12 @@ extension UpstreamClient {
             try h.set(CURLOPT_CONNECTTIMEOUT_MS, connect)
             h.connectTimeoutMs = connect
         }
+        // The CA bundle likewise; curl does not reuse a connection checked against another one.
+        let ca = request.limits?.caFile ?? options.caFile ?? h.defaultCAFile
+        if h.caFile != ca {
+            if let ca { try h.set(CURLOPT_CAINFO, ca) } else { try h.set(CURLOPT_CAINFO, nil as UnsafeRawPointer?) }
+            h.caFile = ca
+        }
         try h.set(CURLOPT_WRITEDATA, UnsafeRawPointer(ptr))
         try h.set(CURLOPT_HEADERDATA, UnsafeRawPointer(ptr))
         try h.set(CURLOPT_PREREQDATA, UnsafeRawPointer(ptr))

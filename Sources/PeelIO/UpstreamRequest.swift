@@ -48,16 +48,19 @@ public struct ForwardingFields: Sendable {
     }
 }
 
-/// Limits of one call that differ from the client's options (a group's own timeouts).
+/// Settings of one call that differ from the client's options (a group's own timeouts and CA bundle).
 public struct TransferLimits: Sendable, Equatable {
     /// Whole exchange limit in seconds.
     public var timeout: Double
     /// TCP+TLS connect limit in seconds.
     public var connectTimeout: Double
+    /// The CA bundle https endpoints are checked against; nil: the client's.
+    public var caFile: String?
 
-    public init(timeout: Double, connectTimeout: Double) {
+    public init(timeout: Double, connectTimeout: Double, caFile: String? = nil) {
         self.timeout = timeout
         self.connectTimeout = connectTimeout
+        self.caFile = caFile
     }
 }
 

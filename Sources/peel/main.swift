@@ -16,11 +16,9 @@ func readConfig(_ args: ArraySlice<String>, defaults: [String: String]) throws(C
     return try ConfigLoader.load(arguments: Array(args), environment: env)
 }
 
-func loadConfig(_ args: ArraySlice<String>, defaults: [String: String] = [:], serving: Bool = false) -> GatewayConfig {
+func loadConfig(_ args: ArraySlice<String>, defaults: [String: String] = [:]) -> GatewayConfig {
     do {
-        let config = try readConfig(args, defaults: defaults)
-        if serving { try ConfigLoader.servable(config) }
-        return config
+        return try readConfig(args, defaults: defaults)
     } catch {
         fail(error.description)
     }
@@ -29,7 +27,7 @@ func loadConfig(_ args: ArraySlice<String>, defaults: [String: String] = [:], se
 /// Runs until SIGTERM or SIGINT; SIGHUP re-reads `args` (and the file and environment) and applies
 /// what it can, SIGUSR1 and SIGUSR2 are logged and ignored.
 func runGateway(_ args: ArraySlice<String>, defaults: [String: String] = [:], banner: [String] = []) -> Never {
-    let gateway = Gateway(config: loadConfig(args, defaults: defaults, serving: true))
+    let gateway = Gateway(config: loadConfig(args, defaults: defaults))
     do { try gateway.start() } catch { fail("peel: cannot start: \(error)", code: error.isAddressInUse ? 2 : 1) }
     for line in banner { print(line) }
     Output.flush()
@@ -38,11 +36,7 @@ func runGateway(_ args: ArraySlice<String>, defaults: [String: String] = [:], ba
         switch sig {
         case SIGHUP:
             EventLogBridge.signal(sig, action: "reload")
-            gateway.reload { () throws(ConfigError) in
-                let config = try readConfig(args, defaults: defaults)
-                try ConfigLoader.servable(config)
-                return config
-            }
+            gateway.reload { () throws(ConfigError) in try readConfig(args, defaults: defaults) }
         case SIGTERM, SIGINT:
             EventLogBridge.signal(sig, action: "stop")
             gateway.shutdown()
