@@ -135,7 +135,7 @@ check "app group still reachable" "reachable" "$(curl -s $G/_peel/reachability |
 
 # A POST whose connection could not be made goes to another endpoint: with the dead one kept in
 # the pool (a gateway with ejection off and probes far apart), every POST still succeeds. The dead
-# one is listed first, where every worker's round robin starts: the first POST tries it.
+# one is listed first, where the first worker's round robin starts: the first POST tries it.
 GW2=$(free_port)
 cat >"$WORK/post.json" <<JSON
 {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:$A3", "http://127.0.0.1:$A1"], "probe": {"interval": 3600},
@@ -143,7 +143,7 @@ cat >"$WORK/post.json" <<JSON
                "live": {"endpoints": ["http://127.0.0.1:$A1", "http://127.0.0.1:$A2"], "probe": {"interval": 3600}}},
  "routes": [{"prefix": "/", "upstream": "app"}, {"prefix": "/live/", "upstream": "live"}]}
 JSON
-PEEL_CONFIG="$WORK/post.json" "$PEEL" --listen 127.0.0.1:$GW2 --admin-listen off --access-log json \
+PEEL_CONFIG="$WORK/post.json" "$PEEL" --listen 127.0.0.1:$GW2 --workers 1 --admin-listen off --access-log json \
   >>"$WORK/post.out" 2>/dev/null & pids+=($!)
 for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$GW2/api/user" && break; sleep 0.05; done
 : >"$WORK/post.out"

@@ -13,12 +13,32 @@ final class EndpointPicker {
     private var current: [Int]
     private var random = SystemRandomNumberGenerator()
 
-    init(_ group: UpstreamGroupState) throws(PeelIOError) {
+    /// `worker`: which worker's picker this is; each starts at another point of the cycle.
+    init(_ group: UpstreamGroupState, worker: Int = 0) throws(PeelIOError) {
         self.group = group
         var built: [UpstreamEndpoint] = []
         for e in group.endpoints { built.append(try UpstreamEndpoint(origin: e.url.origin, basePath: e.url.basePath)) }
         endpoints = built
         current = Array(repeating: 0, count: built.count)
+        // Each worker starts at its own point of the cycle: starting every one at the first
+        // endpoint would send that one the first call of each worker (and, after each reload under
+        // light traffic, more than its share).
+        let cycle = group.weights.reduce(0, +)
+        if built.count > 1 && cycle > 0 {
+            for _ in 0..<(worker % cycle) { advance() }
+        }
+    }
+
+    /// One step of smooth weighted round robin over every endpoint, available or not.
+    private func advance() {
+        var best = 0
+        var total = 0
+        for i in current.indices {
+            current[i] += group.weights[i]
+            total += group.weights[i]
+            if current[i] > current[best] { best = i }
+        }
+        current[best] -= total
     }
 
     /// The endpoint for the next attempt of a call that has tried the endpoints in `tried` (a bit

@@ -43,7 +43,7 @@ final class Forwarder {
         self.upstream = upstream
         self.metrics = metrics
         log = accessLog
-        routes = try RouteSet(config, groups: groups, labels: labels)
+        routes = try RouteSet(config, groups: groups, labels: labels, worker: workerIndex)
         self.groups = groups
         streams.perGroup = groups.routed
         encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)

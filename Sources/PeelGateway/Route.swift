@@ -116,10 +116,10 @@ final class RouteSet {
     private let table: RouteTable<Route>
 
     /// Throws when curl's URL parser refuses an endpoint's origin.
-    init(_ config: GatewayConfig, groups: UpstreamGroups, labels: RouteLabels? = nil) throws(PeelIOError) {
+    init(_ config: GatewayConfig, groups: UpstreamGroups, labels: RouteLabels? = nil, worker: Int = 0) throws(PeelIOError) {
         // One picker per group, shared by the group's routes: its balancing spans them all.
         var pickers: [String: EndpointPicker] = [:]
-        for g in groups.all { pickers[g.name] = try EndpointPicker(g) }
+        for g in groups.all { pickers[g.name] = try EndpointPicker(g, worker: worker) }
         let first = pickers[groups.all[0].name]!
         guard let routing = config.routing else {
             let only = Route(config, picker: first, labels: labels)

@@ -112,7 +112,7 @@ final class Worker: @unchecked Sendable {
     /// Applies a reloaded configuration to requests and connections that start after this; loop
     /// thread only. Throws (and changes nothing) when curl refuses the new upstream settings.
     func apply(_ config: GatewayConfig, groups: UpstreamGroups) throws(PeelIOError) {
-        let routes = try RouteSet(config, groups: groups, labels: labels)
+        let routes = try RouteSet(config, groups: groups, labels: labels, worker: index)
         try client.apply(Self.upstreamOptions(config, budget))
         server.limits = Self.limits(config, budget)
         forwarder.apply(config, routes: routes, groups: groups)
