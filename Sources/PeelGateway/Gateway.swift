@@ -146,6 +146,7 @@ public final class Gateway: @unchecked Sendable {
         // loop that has stopped (shutdown) is not waited for beyond a second.
         let deadline = monotonicNow() + 1
         while done.withLock({ $0 }) < workers.count && monotonicNow() < deadline { sleepSeconds(0.001) }
+        groups.announceReload()
         return kept
     }
 

@@ -9,7 +9,14 @@ extension ConfigLoader {
     static let options: [OptionSpec] = [
         OptionSpec(name: "upstream", help: "http(s) base URL of the upstream API, may carry a base path", value: "URL", fixedDefault: "required", show: { c in q(c.upstream.description) }) { c, v, o throws(ConfigError) in
             switch UpstreamURL.parse(try text(v, o)) {
-            case .success(let u): c.upstream = u
+            case .success(let u):
+                // What curl's URL parser refuses would fail every worker's start or reload.
+                do throws(PeelIOError) {
+                    _ = try UpstreamEndpoint(origin: u.origin)
+                } catch {
+                    throw ConfigError(option: o, problem: "curl's URL parser refuses it")
+                }
+                c.upstream = u
             case .failure(let why): throw ConfigError(option: o, problem: why.reason)
             }
         },

@@ -43,8 +43,10 @@ struct ProxyRewrite: Sendable {
     func location(_ value: String, publicOrigin: String?) -> String {
         let bytes = Array(value.utf8)
         for t in targets {
+            // `http://backend` is a byte prefix of `http://backend-2/x`: a prefix that does not end
+            // at the authority's end (or under the base path) is another origin; the next is tried.
             for origin in t.origins where Self.hasPrefixFolded(bytes, origin) {
-                guard let rest = Self.stripBase(bytes[origin.count...], t.basePath) else { return value }
+                guard let rest = Self.stripBase(bytes[origin.count...], t.basePath) else { continue }
                 return (publicOrigin ?? "") + restored + rest
             }
         }

@@ -121,11 +121,15 @@ enum RequestPolicy {
     /// them (encoded dots and slashes, backslashes, `..;x`); nil when it has none. Only routes read
     /// it: a call must take the route of the path its upstream will resolve.
     static func resolvingDotSegments(_ path: String) -> String? {
-        if !path.utf8.contains(where: { $0 == 0x2E || $0 == 0x25 || $0 == 0x5C }) { return nil }
+        // A dot-segment starts with `.` or an encoded one right after a slash (`/`, `\`, `%2f`,
+        // `%5c`): most paths with dots (`/app.js`) have none, and cost no more than this scan.
+        if !Self.mayHoldDotSegment(path) { return nil }
         var kept: [[UInt8]] = []
         var segment: [UInt8] = []
         var name: [UInt8] = []
         var sawDots = false
+        // Whether the last segment read was a dot-segment: the path then names a directory.
+        var endsInDots = false
         var bytes = Array(path.utf8)
         bytes.append(UInt8(ascii: "/"))
         var i = 1
@@ -143,13 +147,17 @@ enum RequestPolicy {
             if b == UInt8(ascii: "\\") { b = UInt8(ascii: "/") }
             if b == UInt8(ascii: "/") {
                 let bare = name.firstIndex(of: UInt8(ascii: ";")).map { name[..<$0] } ?? name[...]
+                let last = i == bytes.count - 1
                 if bare.elementsEqual([0x2E, 0x2E]) {
                     sawDots = true
                     if !kept.isEmpty { kept.removeLast() }
+                    endsInDots = last
                 } else if bare.elementsEqual([0x2E]) {
                     sawDots = true
+                    endsInDots = last
                 } else {
                     kept.append(segment)
+                    endsInDots = false
                 }
                 segment.removeAll(keepingCapacity: true)
                 name.removeAll(keepingCapacity: true)
@@ -160,9 +168,28 @@ enum RequestPolicy {
             i += 1
         }
         guard sawDots else { return nil }
-        // A path that ended in a dot-segment names a directory: it keeps its trailing slash.
-        let last = path.utf8.last == UInt8(ascii: "/") || path.hasSuffix(".") || path.lowercased().hasSuffix("%2e")
-        return "/" + kept.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/") + (last && !kept.isEmpty ? "/" : "")
+        // The kept segments joined; an empty last one is a trailing slash already.
+        var out = "/" + kept.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/")
+        if endsInDots && !kept.isEmpty && !(kept.last?.isEmpty ?? true) { out += "/" }
+        return out
+    }
+
+    /// Whether `path` may hold a dot-segment: a `.` (or `%2e`) right after a slash (or `\`, `%2f`, `%5c`).
+    private static func mayHoldDotSegment(_ path: String) -> Bool {
+        let b = Array(path.utf8)
+        var i = 0
+        while i < b.count {
+            var afterSlash = -1
+            if b[i] == 0x2F || b[i] == 0x5C { afterSlash = i + 1 }
+            else if b[i] == 0x25, i + 2 < b.count, b[i + 1] == 0x32 || b[i + 1] == 0x35,
+                    (b[i + 2] | 0x20) == 0x66 || (b[i + 2] | 0x20) == 0x63 { afterSlash = i + 3 }
+            if afterSlash >= 0 && afterSlash < b.count {
+                if b[afterSlash] == 0x2E { return true }
+                if b[afterSlash] == 0x25, afterSlash + 2 < b.count, b[afterSlash + 1] == 0x32, (b[afterSlash + 2] | 0x20) == 0x65 { return true }
+            }
+            i += 1
+        }
+        return false
     }
 
     /// True when the path, raw or percent-decoded, holds an overlong UTF-8 form (`%c0%ae` for `.`,

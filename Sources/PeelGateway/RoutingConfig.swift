@@ -1,3 +1,4 @@
+import Foundation
 import PeelEnvelope
 import PeelIO
 
@@ -187,7 +188,14 @@ extension RoutingConfig {
                 g.balance = b
             case "timeout": g.timeout = try seconds(m.value, at: here)
             case "connect_timeout": g.connectTimeout = try seconds(m.value, at: here)
-            case "ca_file": g.caFile = try string(m.value, at: here)
+            case "ca_file":
+                let path = try string(m.value, at: here)
+                // As --ca-file: a bundle that cannot be read would fail every call as a TLS failure
+                // and take the group offline for Peel's own mistake.
+                guard !path.isEmpty, FileManager.default.isReadableFile(atPath: path) else {
+                    throw ConfigError(option: here, problem: "cannot read \(path)")
+                }
+                g.caFile = path
             case "probe": g.probe = try probe(m.value, at: here)
             case "eject": g.eject = try eject(m.value, at: here)
             default: break

@@ -95,15 +95,26 @@ final class UpstreamGroupState: Sendable {
         book = Locked(Book(ejection: ejection, state: state, since: since,
                            reason: prior?.state == state ? prior?.reason : nil, publicReason: prior?.state == state ? prior?.publicReason : nil))
         published = Atomic(state.rawValue)
+        // A reload that changed the group's endpoints may change its state: announced like any move,
+        // once the reload is in place (`UpstreamGroups.announceReload`).
+        if let prior, prior.state != state {
+            reloadMove = ReachabilityTransition(from: prior.state, to: state, at: since, reason: "the endpoints changed (reload)",
+                                                publicReason: "configuration changed")
+        } else {
+            reloadMove = nil
+        }
         for (i, e) in endpoints.enumerated() {
             e.available.store(!ejection.isEjected(i) && e.reachability.state != .unreachable, ordering: .relaxed)
             e.owner.withLock { $0.group = self }
         }
-        // A reload that changed the group's endpoints may change its state: announced like any move.
-        if let prior, prior.state != state {
-            onTransition(self, ReachabilityTransition(from: prior.state, to: state, at: since, reason: "the endpoints changed (reload)",
-                                                      publicReason: "configuration changed"))
-        }
+    }
+
+    /// The move a reload caused, announced once the workers serve the new generation.
+    private let reloadMove: ReachabilityTransition?
+
+    /// Announces the move a reload caused, if any.
+    func announceReload() {
+        if let t = reloadMove { onTransition(self, t) }
     }
 
     /// The group's state (one relaxed atomic load: the hot path).
@@ -299,6 +310,11 @@ final class UpstreamGroups: Sendable {
 
     /// The group named `name`.
     func named(_ name: String) -> UpstreamGroupState? { all.first { $0.name == name } }
+
+    /// Announces what the reload that made this generation changed of each group's state.
+    func announceReload() {
+        for g in all { g.announceReload() }
+    }
 
     /// What apps read as the top-level state: the only group's as it is; across several, unreachable
     /// only when every group is (since the latest of them went), reachable when any is (since the

@@ -326,7 +326,10 @@ public final class UpstreamClient {
         case CURLE_OPERATION_TIMEDOUT:
             var connectTime: curl_off_t = 0
             peel_easy_getinfo_off(easy, CURLINFO_CONNECT_TIME_T, &connectTime)
-            return connectTime == 0 ? .connectTimeout(text) : .timeout(text)
+            // libcurl resets the connect time per transfer and sets it only for a new connection:
+            // on a reused one it stays 0, so a request that went out timed out waiting for its
+            // answer, never connecting (a slow endpoint must not count as an unreachable one).
+            return connectTime == 0 && !t.requestWentOut ? .connectTimeout(text) : .timeout(text)
         case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
              CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH,
              CURLE_SSL_INVALIDCERTSTATUS, CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,

@@ -345,14 +345,14 @@ public final class UpstreamTransfer {
         client?.loop.defer { [self] in cancel() }
     }
 
-    /// CURLOPT_PREREQFUNCTION: curl is about to send the request on a connection. libcurl 7.88 sends
-    /// it again by itself, on a fresh connection, when a reused one dies before any answer byte
-    /// (`Curl_retry_request`: "Connection died, retrying a fresh connect", rewinding POSTFIELDS);
-    /// each attempt passes through here first, so counting them is where re-sends are refused.
     /// Whether the request went out on some connection (curl reached the point of sending it): a
     /// later connect failure (curl's own retry on a fresh connection) does not make it unsent.
     public var requestWentOut: Bool { sends > 0 }
 
+    /// CURLOPT_PREREQFUNCTION: curl is about to send the request on a connection. libcurl 7.88 sends
+    /// it again by itself, on a fresh connection, when a reused one dies before any answer byte
+    /// (`Curl_retry_request`: "Connection died, retrying a fresh connect", rewinding POSTFIELDS);
+    /// each attempt passes through here first, so counting them is where re-sends are refused.
     func mayBeSent() -> Bool {
         sends += 1
         if sends <= allowedSends { return true }

@@ -173,6 +173,16 @@ final class RoutingReviewTests: XCTestCase {
         XCTAssertEqual(RequestPolicy.resolvingDotSegments("/x/..;y/z"), "/z")
         XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/b/.."), "/a/")
         XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/.."), "/")
+        // The second review's cases: one trailing slash, kept after `..;x`, none after `a.`.
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/b/../"), "/a/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay/../pay/"), "/pay/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay/x/..;"), "/pay/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/x/../a."), "/a.")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/./"), "/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("//.."), "/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/.%2e/b"), "/b")
+        XCTAssertNil(RequestPolicy.resolvingDotSegments("/app.js"))
+        XCTAssertNil(RequestPolicy.resolvingDotSegments("/a..b/c"))
     }
 
     func testRewrite_everyEndpointOfTheGroup_andTheStrippedPrefixPutBack() throws {
@@ -184,6 +194,9 @@ final class RoutingReviewTests: XCTestCase {
         XCTAssertEqual(r.location("/orders/1", publicOrigin: nil), "/pay/orders/1")
         XCTAssertEqual(r.location("/v1/orders/1", publicOrigin: nil), "/pay/orders/1")
         XCTAssertEqual(r.location("https://elsewhere.example/x", publicOrigin: "https://app.example"), "https://elsewhere.example/x")
+        // One endpoint's origin a byte prefix of another's: the other is still rewritten.
+        let near = ProxyRewrite(upstreams: [try UpstreamURL.parse("http://10.0.0.1").get(), try UpstreamURL.parse("http://10.0.0.12").get()])
+        XCTAssertEqual(near.location("http://10.0.0.12/login", publicOrigin: "https://app.example"), "https://app.example/login")
         XCTAssertEqual(r.setCookie("s=1; Path=/; Domain=10.0.0.2"), "s=1; Path=/pay/")
         // Without a stripped prefix and a base path, a path-absolute Location stays as it is (as before).
         XCTAssertEqual(ProxyRewrite(upstreams: [a]).location("/orders", publicOrigin: nil), "/orders")
@@ -203,8 +216,11 @@ final class RoutingReviewTests: XCTestCase {
             {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:1"], "eject": {"after": 1}}}, "routes": [{"prefix": "/", "upstream": "app"}]}
             """#, environment: [:])
         let seen = Locked<[ReachabilityTransition]>([])
-        let next = try XCTUnwrap(UpstreamGroups(one, previous: first, onTransition: { _, t in seen.withLock { $0.append(t) } }).named("app"))
+        let reloaded = UpstreamGroups(one, previous: first, onTransition: { _, t in seen.withLock { $0.append(t) } })
+        let next = try XCTUnwrap(reloaded.named("app"))
         XCTAssertTrue(next.isDown, "only the ejected endpoint is left")
+        XCTAssertTrue(seen.withLock { $0.isEmpty }, "announced only once the workers serve it")
+        reloaded.announceReload()
         XCTAssertEqual(seen.withLock { $0.map(\.to) }, [.unreachable], "apps hear of it")
         XCTAssertEqual(seen.withLock { $0.first?.publicReason }, "configuration changed")
     }
@@ -217,5 +233,16 @@ final class RoutingReviewTests: XCTestCase {
         XCTAssertFalse(b.liveFailed(0, at: 0.5))
         XCTAssertTrue(b.probePassed(0, at: 1))
         XCTAssertFalse(b.liveFailed(0, at: 2), "one failure after its return is not two")
+    }
+
+    func testAGroupsCABundle_mustBeReadable_andEndpointsMustPassCurlsParser() {
+        XCTAssertThrowsError(try loadConfig(file: #"""
+            {"upstreams": {"app": {"endpoints": ["https://127.0.0.1:1"], "ca_file": "/nonexistent/ca.pem"}}, "routes": [{"prefix": "/", "upstream": "app"}]}
+            """#, environment: [:])) { error in
+            XCTAssertEqual((error as? ConfigError)?.option.hasSuffix("upstreams.app.ca_file"), true, "\(error)")
+        }
+        XCTAssertThrowsError(try loadConfig(file: #"{"timeout": 5}"#, environment: ["PEEL_UPSTREAM": "http://api,x"])) { error in
+            XCTAssertEqual((error as? ConfigError)?.problem, "curl's URL parser refuses it", "\(error)")
+        }
     }
 }

@@ -161,6 +161,26 @@ final class UpstreamSetupTests: DemoTestCase {
         XCTAssertEqual(seen.pooledAfterFailure, 1, "one handle carried both")
     }
 
+    // A timeout on a reused connection is a timeout waiting for the answer, not a connect timeout:
+    // libcurl reports a connect time of 0 for a connection it did not make (review of issue 27).
+    func testATimeoutOnAReusedConnection_isNoConnectTimeout() throws {
+        let endpoint = try UpstreamEndpoint(origin: upstream.baseURL)
+        var options = UpstreamOptions()
+        options.timeout = 0.3
+        let seen = try onLoop(options) { client, seen, done in
+            client.send(UpstreamRequest(method: "GET", target: .origin(endpoint, path: "/api/user", query: nil))) { first in
+                seen.results.append(first)
+                client.send(UpstreamRequest(method: "GET", target: .origin(endpoint, path: "/api/slow", query: "ms=1500"))) { second in
+                    seen.results.append(second)
+                    done()
+                }
+            }
+        }
+        guard case .success? = seen.results.first else { return XCTFail("\(seen.results)") }
+        guard case .failure(let f)? = seen.results.last else { return XCTFail("\(seen.results)") }
+        XCTAssertEqual(f.reason, "timeout", "\(f)")
+    }
+
     func testFailedSetup_cancelledBeforeTheNextPassStaysSilent() throws {
         var options = UpstreamOptions()
         options.maxResponseBody = -1
