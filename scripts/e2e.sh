@@ -97,22 +97,7 @@ check "event stream: the way back" "yes" "$(tail -n 3 "$WORK/sse.txt" | grep -q 
 
 # https upstream: a local TLS server with a self-signed certificate, trusted only through --ca-file.
 TLS=$(free_port); GW2=$(free_port); GW3=$(free_port)
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 1 \
-  -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1
-python3 - "$TLS" "$WORK/cert.pem" "$WORK/key.pem" >"$WORK/tls.log" 2>&1 <<'PY' & pids+=($!)
-import http.server, ssl, sys
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        body = b'{"code":0,"message":"ok","data":{"tls":true,"n":1.10}}'
-        self.send_response(200); self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
-    def log_message(self, *a): pass
-srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[2], sys.argv[3])
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-srv.serve_forever()
-PY
+start_tls_upstream $TLS
 "$PEEL" --upstream https://127.0.0.1:$TLS --ca-file "$WORK/cert.pem" --listen 127.0.0.1:$GW2 --admin-listen off --access-log off 2>/dev/null & pids+=($!)
 "$PEEL" --upstream https://127.0.0.1:$TLS --listen 127.0.0.1:$GW3 --admin-listen off --access-log off --fall 100 2>/dev/null & pids+=($!)
 for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GW2/")" == "200" ] && break; sleep 0.05; done

@@ -17,3 +17,11 @@ check_le() {  # check_le NAME LIMIT ACTUAL
   else fail=$((fail+1)); echo "FAIL $1: $3 > $2"; fi
 }
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
+# start_tls_upstream PORT: a local TLS server with a self-signed certificate ($WORK/cert.pem, trusted
+# only where a CA bundle names it) answering every GET with one peel envelope.
+start_tls_upstream() {
+  [ -f "$WORK/cert.pem" ] || openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 1 \
+    -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1
+  python3 "$(dirname "${BASH_SOURCE[0]}")/tls_upstream.py" "$1" "$WORK/cert.pem" "$WORK/key.pem" >"$WORK/tls-$1.log" 2>&1 &
+  pids+=($!)
+}

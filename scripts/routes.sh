@@ -196,22 +196,7 @@ check "no route: logged with route null" "None None 0" "$(python3 -c "import jso
 # A group's own CA bundle: one TLS server with a self-signed certificate behind two groups, one
 # trusting it through its ca_file, one not; one worker, so its pooled handles go back and forth.
 TLS=$(free_port); GW4=$(free_port)
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 1 \
-  -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1
-python3 - "$TLS" "$WORK/cert.pem" "$WORK/key.pem" >/dev/null 2>&1 <<'PY' & pids+=($!)
-import http.server, ssl, sys
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        body = b'{"code":0,"message":"ok","data":{"tls":true}}'
-        self.send_response(200); self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)
-    def log_message(self, *a): pass
-srv = http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(sys.argv[2], sys.argv[3])
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
-srv.serve_forever()
-PY
+start_tls_upstream $TLS
 cat >"$WORK/tls.json" <<JSON
 {"upstreams": {"trusted": {"endpoints": ["https://127.0.0.1:$TLS"], "ca_file": "$WORK/cert.pem", "probe": {"interval": 0.5}},
                "plain": {"endpoints": ["https://127.0.0.1:$TLS"], "probe": {"interval": 3600, "fall": 100}, "eject": {"after": 100}}},

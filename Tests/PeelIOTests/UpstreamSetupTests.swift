@@ -102,6 +102,9 @@ final class UpstreamSetupTests: DemoTestCase {
         XCTAssertEqual(upstream.requestCount, 1, "only the second call may reach the upstream")
     }
 
+    /// A call that should have been answered, as the error that fails the test.
+    private struct CallFailed: Error { let result: String }
+
     // One pooled handle carries calls to two endpoints in turn, and a whole URL between them: each
     // call reaches its own endpoint, with that endpoint's base path (curl 7.88 keeps the URL it read
     // from the first CURLU unless told to read again).
@@ -127,7 +130,7 @@ final class UpstreamSetupTests: DemoTestCase {
             next(0)
         }
         let targets = try seen.results.map { result -> String in
-            guard case .success(let r) = result else { throw XCTSkip("call failed: \(result)") }
+            guard case .success(let r) = result else { throw CallFailed(result: "\(result)") }
             let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any])
             let data = try XCTUnwrap(object["data"] as? [String: Any])
             return try XCTUnwrap(data["target"] as? String)
