@@ -22,6 +22,7 @@ check "--version" "yes" "$("$PEEL" --version | grep -q '^peel [0-9]' && echo yes
 
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)
+wait_listening $UP
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD \
   --probe-interval 0.2 --fall 2 --rise 1 >"$WORK/peel.out" 2>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)
@@ -61,6 +62,7 @@ check "slow upstream under load: never unreachable" "no" "$(grep -q '"to":"unrea
 # for everything else, an SSE transition within 1 s of detection, fresh answers after revival.
 UPO=$(free_port); GWO=$(free_port); ADO=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UPO >/dev/null 2>&1 & UPO_PID=$!; pids+=($UPO_PID)
+wait_listening $UPO
 # The cache size comes from a config file, so that SIGHUP can turn it off (issue 17).
 echo '{"offline_cache": "1MiB"}' >"$WORK/cache.json"
 "$PEEL" --upstream http://127.0.0.1:$UPO --listen 127.0.0.1:$GWO --admin-listen 127.0.0.1:$ADO --access-log off \
@@ -90,6 +92,7 @@ for _ in $(seq 1 50); do grep -q '"event":"reloaded"' "$WORK/off.err" && break; 
 check "SIGHUP with offline_cache 0: nothing needs a restart" "1" "$(grep '"event":"reloaded"' "$WORK/off.err" | grep -c '"needs_restart":\[\]')"
 check "SIGHUP with offline_cache 0: the stored answer is gone" "503" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer alice' "$GO/api/user")"
 "$PEEL" demo-upstream --listen 127.0.0.1:$UPO >/dev/null 2>&1 & pids+=($!)
+wait_listening $UPO
 for _ in $(seq 1 150); do grep -q '"state":"reachable".*' <(tail -n 3 "$WORK/sse.txt") && break; sleep 0.02; done
 for _ in $(seq 1 150); do curl -s "http://127.0.0.1:$ADO/status" | grep -q '"state":"reachable"' && break; sleep 0.02; done
 check "revived: fresh answers again" "200 none" "$(curl -s -D "$WORK/h.txt" -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer alice' "$GO/api/user") $(grep -qi '^cache-status' "$WORK/h.txt" && echo stale || echo none)"

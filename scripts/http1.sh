@@ -77,6 +77,7 @@ export PYTHONPATH="$WORK"
 
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)
+wait_listening $UP
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD \
   --max-body 10485760 --body-timeout 2 --access-log json >"$WORK/peel.out" 2>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)

@@ -17,6 +17,13 @@ check_le() {  # check_le NAME LIMIT ACTUAL
   else fail=$((fail+1)); echo "FAIL $1: $3 > $2"; fi
 }
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
+# wait_listening PORT: block until something accepts TCP connections on 127.0.0.1:PORT (10 s at most).
+# A gateway's readiness does not follow its upstream, so a test that calls through the gateway right
+# after starting both must wait for the upstream itself; a busy machine starts either one first.
+wait_listening() {
+  for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
+  fail=$((fail+1)); echo "FAIL nothing listens on port $1 after 10 s"
+}
 # start_tls_upstream PORT: a local TLS server with a self-signed certificate ($WORK/cert.pem, trusted
 # only where a CA bundle names it) answering every GET with one peel envelope.
 start_tls_upstream() {
@@ -24,4 +31,5 @@ start_tls_upstream() {
     -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1
   python3 "$(dirname "${BASH_SOURCE[0]}")/tls_upstream.py" "$1" "$WORK/cert.pem" "$WORK/key.pem" >"$WORK/tls-$1.log" 2>&1 &
   pids+=($!)
+  wait_listening "$1"
 }

@@ -34,6 +34,7 @@ ab_unanswered() { sed -n 's/.*(Connect: \([0-9]*\), Receive: \([0-9]*\), Length:
 
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)
+wait_listening $UP
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD \
   --access-log off --timeout 2 --connect-timeout 1 --fall 1000 >"$WORK/peel.out" 2>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)
@@ -173,6 +174,7 @@ echo "== load while the upstream is killed and restarted"
 UP6=$(free_port); GW6=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP6 >/dev/null 2>&1 & UP6_PID=$!
 pids+=($UP6_PID)
+wait_listening $UP6
 "$PEEL" --upstream http://127.0.0.1:$UP6 --listen 127.0.0.1:$GW6 --admin-listen off --access-log off \
   --probe-interval 0.2 --probe-timeout 0.2 >/dev/null 2>"$WORK/restart.err" & RESTART_PID=$!
 pids+=($RESTART_PID)

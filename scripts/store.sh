@@ -109,7 +109,7 @@ start_redis() {
 start_redis
 
 UP=$(free_port)
-start_upstream() { "$PEEL" demo-upstream --listen 127.0.0.1:$UP >/dev/null 2>&1 & UP_PID=$!; pids+=($UP_PID); }
+start_upstream() { "$PEEL" demo-upstream --listen 127.0.0.1:$UP >/dev/null 2>&1 & UP_PID=$!; pids+=($UP_PID); wait_listening $UP; }
 start_upstream
 common=(--upstream http://127.0.0.1:$UP --access-log off --workers 2 --probe-interval 0.2 --probe-timeout 0.2
         --connect-timeout 0.2 --fall 2 --rise 1 --offline-cache 1MiB --offline-store-secret-file "$WORK/secret")
