@@ -12,6 +12,8 @@ final class EndpointPicker {
     /// a burst of b).
     private var current: [Int]
     private var random = SystemRandomNumberGenerator()
+    /// Whether every endpoint has the same weight, which decides how `least_request` draws.
+    private let equalWeights: Bool
 
     /// `worker`: which worker's picker this is; each starts at another point of the cycle.
     init(_ group: UpstreamGroupState, worker: Int = 0) throws(PeelIOError) {
@@ -20,6 +22,7 @@ final class EndpointPicker {
         for e in group.endpoints { built.append(try UpstreamEndpoint(origin: e.url.origin, basePath: e.url.basePath)) }
         endpoints = built
         current = Array(repeating: 0, count: built.count)
+        equalWeights = Set(group.weights).count <= 1
         // Each worker starts at its own point of the cycle: starting every one at the first
         // endpoint would send that one the first call of each worker (and, after each reload under
         // light traffic, more than its share).
@@ -57,20 +60,36 @@ final class EndpointPicker {
     }
 
     private func roundRobin(_ tried: UInt64) -> Int? {
+        smooth(tried) { group.weights[$0] }
+    }
+
+    /// One pick of smooth weighted round robin among the candidates, with `weight` read per pick.
+    @inline(__always)
+    private func smooth(_ tried: UInt64, _ weight: (Int) -> Int) -> Int? {
         var best: Int?
         var total = 0
         for i in current.indices where candidate(i, tried) {
-            current[i] += group.weights[i]
-            total += group.weights[i]
+            let w = weight(i)
+            current[i] += w
+            total += w
             if best == nil || current[i] > current[best!] { best = i }
         }
         if let best { current[best] -= total }
         return best
     }
 
-    /// Power of two choices (Mitzenmacher): two endpoints at random, the one with fewer calls in
-    /// flight (all workers') wins; a tie goes to the first drawn.
+    /// Equal weights: power of two choices (Mitzenmacher): two endpoints at random, the one with
+    /// fewer calls in flight (all workers') wins; a tie goes to the first drawn. Unequal weights:
+    /// two random draws would ignore them while nothing is in flight, so each endpoint's weight is
+    /// divided by its calls in flight plus one and the smooth round robin above takes turns by that
+    /// (Envoy's rule for weighted least request, with its default bias of 1): idle endpoints share
+    /// calls by weight, a loaded one gets fewer.
     private func leastRequest(_ tried: UInt64) -> Int? {
+        if !equalWeights {
+            return smooth(tried) { i in
+                group.weights[i] * 1024 / (group.endpoints[i].inFlight.load(ordering: .relaxed) + 1)
+            }
+        }
         let open = group.endpoints.indices.filter { candidate($0, tried) }
         guard let only = open.first else { return nil }
         if open.count == 1 { return only }

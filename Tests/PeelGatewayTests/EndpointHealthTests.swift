@@ -138,6 +138,27 @@ final class EndpointHealthTests: XCTestCase {
         XCTAssertEqual(picker.pick(tried: 0b01), 1, "what was tried is not drawn")
     }
 
+    func testWeightedLeastRequest_sharesByWeightWhenIdle_andByWeightOverLoad() throws {
+        let (_, g) = try group(#"""
+            {"upstreams": {"app": {"endpoints": [{"url": "http://127.0.0.1:1", "weight": 1}, {"url": "http://127.0.0.1:2", "weight": 3}],
+                                   "balance": "least_request", "eject": {"after": 1, "max_share": 1}}},
+             "routes": [{"prefix": "/", "upstream": "app"}]}
+            """#)
+        let picker = try EndpointPicker(g)
+        var counts = [0, 0]
+        for _ in 0..<400 { counts[picker.pick()!] += 1 }
+        XCTAssertEqual(counts, [100, 300], "idle endpoints share calls by weight")
+        // Weight 3 with 5 calls in flight reads 3/6 against weight 1 with none, 1/1: the light one
+        // now takes two calls of three.
+        g.endpoints[1].inFlight.store(5, ordering: .relaxed)
+        counts = [0, 0]
+        for _ in 0..<300 { counts[picker.pick()!] += 1 }
+        XCTAssertEqual(counts, [200, 100])
+        XCTAssertEqual(picker.pick(tried: 0b01), 1, "what was tried is not drawn")
+        g.endpoints[0].liveFailed(.refused("no"))
+        XCTAssertEqual(Set((0..<20).map { _ in picker.pick()! }), [1], "an endpoint out of the pool gets nothing")
+    }
+
     func testAReloadKeepsTheStateOfEndpointsThatStay() throws {
         let config = try loadConfig(file: three, environment: [:])
         let first = UpstreamGroups(config, onTransition: { _, _ in })
