@@ -202,7 +202,6 @@ cat >"$WORK/tls.json" <<JSON
                "plain": {"endpoints": ["https://127.0.0.1:$TLS"], "probe": {"interval": 3600, "fall": 100}, "eject": {"after": 100}}},
  "routes": [{"prefix": "/t/", "upstream": "trusted"}, {"prefix": "/p/", "upstream": "plain"}]}
 JSON
-for _ in $(seq 1 100); do python3 -c "import socket;socket.create_connection(('127.0.0.1',$TLS),1)" 2>/dev/null && break; sleep 0.05; done
 PEEL_CONFIG="$WORK/tls.json" "$PEEL" --listen 127.0.0.1:$GW4 --workers 1 --admin-listen off --access-log off 2>/dev/null & pids+=($!)
 for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GW4/t/x")" == "200" ] && break; sleep 0.05; done
 tls_kinds=""

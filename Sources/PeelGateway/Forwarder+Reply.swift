@@ -21,7 +21,12 @@ extension Forwarder {
     func emit(_ call: Call, _ reply: Reply, log kind: String, code: EnvelopeCode? = nil) {
         guard !call.exchange.answered else { return }
         let shaped = call.route.shaper.shape(reply, context(call), encode: { [encoder] in encoder.encode($0, as: $1) })
-        let rewrite = call.route.rewrite
+        // A stored answer came from whichever endpoint answered then; a live one from this call's.
+        let rewrite: ProxyRewrite
+        switch reply.kind {
+        case .stale, .staleNotModified: rewrite = call.route.rewrite
+        default: rewrite = call.route.rewrite(answeredBy: call.answeringEndpoint)
+        }
         guard case .bytes(let body, let range, let hold) = shaped.body else {
             // Streams start in headArrived and answerReachability, never here.
             preconditionFailure("emit takes buffered answers only")

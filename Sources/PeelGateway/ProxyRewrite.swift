@@ -16,14 +16,21 @@ struct ProxyRewrite: Sendable {
         let origins: [[UInt8]]
     }
     private let targets: [Target]
+    /// Whose base path a path-absolute reference (`/v1/x`, a cookie's Path) is read under: the
+    /// endpoint that answered when that is known, else every endpoint of the group.
+    private let pathTargets: [Target]
     /// Put in front of every path the upstream names: the route prefix it stripped, without its
     /// trailing slash ("" when nothing is stripped).
     private let restored: String
 
     init(upstream: UpstreamURL) { self.init(upstreams: [upstream]) }
 
-    init(upstreams: [UpstreamURL], restoring prefix: String = "") {
-        targets = upstreams.map { u in
+    /// `answeredBy`: the position in `upstreams` of the endpoint whose answers this rewrites, when
+    /// known. Absolute URLs may name any endpoint of the group (a redirect to a sibling); a bare path
+    /// is under the answering endpoint's base path only, so a bare endpoint's `/v1/x` keeps its `/v1`
+    /// beside an endpoint whose base path is `/v1`.
+    init(upstreams: [UpstreamURL], restoring prefix: String = "", answeredBy: Int? = nil) {
+        let targets: [Target] = upstreams.map { u in
             let host = u.host.lowercased()
             let h = host.contains(":") ? "[\(host)]" : host
             let defaultPort = u.scheme == "https" ? 443 : 80
@@ -33,6 +40,8 @@ struct ProxyRewrite: Sendable {
             let origins = authorities.map { "\(u.scheme)://\($0)" } + authorities.map { "//\($0)" }
             return Target(basePath: u.basePath, host: host, origins: origins.map { Array($0.utf8) })
         }
+        self.targets = targets
+        pathTargets = answeredBy.map { [targets[$0]] } ?? targets
         restored = prefix.hasSuffix("/") ? String(prefix.dropLast()) : prefix
     }
 
@@ -59,7 +68,7 @@ struct ProxyRewrite: Sendable {
     /// with the stripped prefix; nil when it is not under any endpoint's base path (left as it is).
     private func path(_ bytes: ArraySlice<UInt8>) -> String? {
         var bare = false
-        for t in targets {
+        for t in pathTargets {
             if t.basePath.isEmpty { bare = true; continue }
             if let rest = Self.stripBase(bytes, t.basePath) { return restored + rest }
         }

@@ -22,8 +22,11 @@ final class Route {
     let keyPositions: [Int]?
     /// Peel's own CORS answers; nil when the upstream's CORS fields pass as they are.
     let cors: CORSPolicy?
-    /// URL and cookie rewriting towards Peel's own address.
+    /// URL and cookie rewriting towards Peel's own address, for answers of any endpoint of the group.
     let rewrite: ProxyRewrite
+    /// The same for answers of each endpoint, when the group's base paths differ (else empty: the
+    /// one above reads every answer alike).
+    private let rewriteByEndpoint: [ProxyRewrite]
     /// The one reply shaper every answer passes.
     let shaper: ReplyShaper
     /// Whether the client's Host goes upstream (`--preserve-host`).
@@ -81,7 +84,10 @@ final class Route {
         self.cors = cors
         // The answers of every endpoint of the group, and the prefix a stripping route took off.
         let restoring: String = rule.map { $0.stripPrefix ? $0.prefix : "" } ?? ""
-        rewrite = ProxyRewrite(upstreams: picker.group.endpoints.map(\.url), restoring: restoring)
+        let urls = picker.group.endpoints.map(\.url)
+        rewrite = ProxyRewrite(upstreams: urls, restoring: restoring)
+        rewriteByEndpoint = Set(urls.map(\.basePath)).count > 1
+            ? urls.indices.map { ProxyRewrite(upstreams: urls, restoring: restoring, answeredBy: $0) } : []
         shaper = ReplyShaper(cors: cors, compression: CompressionPolicy(offered: config.compression, minSize: config.compressionMinSize),
                              rewriteRedirects: config.rewriteRedirects, rewriteCookies: config.rewriteCookies)
         preserveHost = config.preserveHost
@@ -98,6 +104,13 @@ extension Route {
     func upstreamPath(_ path: String) -> String? {
         guard let stripping else { return path }
         return stripping.upstreamPath(path)
+    }
+
+    /// The rewriting for an answer of the endpoint at `answeredBy` in the group; nil when no
+    /// endpoint's answer is being passed on (a stored one, Peel's own).
+    func rewrite(answeredBy: Int?) -> ProxyRewrite {
+        guard let i = answeredBy, i < rewriteByEndpoint.count else { return rewrite }
+        return rewriteByEndpoint[i]
     }
 }
 

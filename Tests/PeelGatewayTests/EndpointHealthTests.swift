@@ -223,6 +223,23 @@ final class RoutingReviewTests: XCTestCase {
         XCTAssertEqual(ProxyRewrite(upstreams: [a]).location("/orders", publicOrigin: nil), "/orders")
     }
 
+    func testRewrite_aBarePathIsReadUnderTheAnsweringEndpointsBasePath() throws {
+        let bare = try UpstreamURL.parse("http://10.0.0.1:8080").get()
+        let v1 = try UpstreamURL.parse("http://10.0.0.2:8080/v1").get()
+        let fromBare = ProxyRewrite(upstreams: [bare, v1], answeredBy: 0)
+        let fromV1 = ProxyRewrite(upstreams: [bare, v1], answeredBy: 1)
+        // The bare endpoint's own /v1/x is a path of its own, not the other endpoint's base path.
+        XCTAssertEqual(fromBare.location("/v1/x", publicOrigin: nil), "/v1/x")
+        XCTAssertEqual(fromV1.location("/v1/x", publicOrigin: nil), "/x")
+        XCTAssertEqual(fromBare.setCookie("s=1; Path=/v1"), "s=1; Path=/v1")
+        XCTAssertEqual(fromV1.setCookie("s=1; Path=/v1"), "s=1; Path=/")
+        // An absolute URL names its endpoint whichever answered: a redirect to a sibling is rewritten.
+        XCTAssertEqual(fromBare.location("http://10.0.0.2:8080/v1/login", publicOrigin: "https://app.example"), "https://app.example/login")
+        XCTAssertEqual(fromV1.location("http://10.0.0.1:8080/v1/login", publicOrigin: "https://app.example"), "https://app.example/v1/login")
+        // With a stripped prefix, the bare endpoint's paths get it back in front.
+        XCTAssertEqual(ProxyRewrite(upstreams: [bare, v1], restoring: "/pay/", answeredBy: 0).location("/v1/x", publicOrigin: nil), "/pay/v1/x")
+    }
+
     func testAReloadThatChangesAGroupsState_announcesIt() throws {
         let two = try loadConfig(file: #"""
             {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:1", "http://127.0.0.1:2"], "eject": {"after": 1, "max_share": 0.5}}},

@@ -295,4 +295,33 @@ final class EndpointFailoverLiveTests: XCTestCase {
         XCTAssertEqual(b.requestCount, 0, "a POST that went out was sent to another endpoint")
         XCTAssertEqual(a.requests.filter { $0.method == "POST" }.count, 1)
     }
+
+    func testARedirectsPath_isReadUnderTheBasePathOfTheEndpointThatAnswered() throws {
+        // Both endpoints redirect to /v1/next: the bare one means its own /v1/next, the one whose
+        // base path is /v1 means its /next.
+        let redirect: @Sendable (RawUpstream.Request) -> RawUpstream.Reply = { _ in
+            .send("HTTP/1.1 302 Found\r\nLocation: /v1/next\r\nSet-Cookie: s=1; Path=/v1\r\nContent-Length: 0\r\n\r\n")
+        }
+        let bare = try RawUpstream(redirect)
+        defer { bare.stop() }
+        let v1 = try RawUpstream(redirect)
+        defer { v1.stop() }
+        let config = try loadConfig(file: """
+            {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:\(bare.port)", "http://127.0.0.1:\(v1.port)/v1"],
+                                   "probe": {"interval": 3600}}},
+             "routes": [{"prefix": "/", "upstream": "app"}]}
+            """, environment: [:])
+        let h = try Harness(workers: 1) { c in c.routing = config.routing }
+        defer { h.stop() }
+        var seen: [String: String] = [:]
+        for _ in 0..<2 {
+            let r = try h.request("GET", "/start")
+            XCTAssertEqual(r.status, 302, r.text)
+            seen[r.header("Location") ?? ""] = r.header("Set-Cookie") ?? ""
+        }
+        // Probes aside, each endpoint took one of the two calls.
+        XCTAssertEqual(bare.requests.map(\.path).filter { $0.hasSuffix("start") }, ["/start"])
+        XCTAssertEqual(v1.requests.map(\.path).filter { $0.hasSuffix("start") }, ["/v1/start"])
+        XCTAssertEqual(seen, ["/v1/next": "s=1; Path=/v1", "/next": "s=1; Path=/"])
+    }
 }
