@@ -104,6 +104,7 @@ start_tls_upstream $TLS
 "$PEEL" --upstream https://127.0.0.1:$TLS --ca-file "$WORK/cert.pem" --listen 127.0.0.1:$GW2 --admin-listen off --access-log off 2>/dev/null & pids+=($!)
 "$PEEL" --upstream https://127.0.0.1:$TLS --listen 127.0.0.1:$GW3 --admin-listen off --access-log off --fall 100 2>/dev/null & pids+=($!)
 for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GW2/")" == "200" ] && break; sleep 0.05; done
+wait_listening $GW3
 check "https upstream trusted through --ca-file" '{"tls":true,"n":1.10}' "$(curl -s http://127.0.0.1:$GW2/v)"
 check "https upstream with an untrusted certificate is unreachable" "upstream-unreachable" "$(curl -s http://127.0.0.1:$GW3/v | python3 -c 'import json,sys;print(json.load(sys.stdin)["kind"])')"
 

@@ -86,8 +86,11 @@ final class EndpointPicker {
     /// calls by weight, a loaded one gets fewer.
     private func leastRequest(_ tried: UInt64) -> Int? {
         if !equalWeights {
+            // Scaled by 2^20 so that the quotient keeps its precision under thousands of calls in
+            // flight (long streams count until they end); at least 1, so that a group loaded past
+            // that still takes turns instead of sending everything to one endpoint.
             return smooth(tried) { i in
-                group.weights[i] * 1024 / (group.endpoints[i].inFlight.load(ordering: .relaxed) + 1)
+                max(1, (group.weights[i] << 20) / (group.endpoints[i].inFlight.load(ordering: .relaxed) + 1))
             }
         }
         let open = group.endpoints.indices.filter { candidate($0, tried) }

@@ -106,8 +106,9 @@ extension Route {
         return stripping.upstreamPath(path)
     }
 
-    /// The rewriting for an answer of the endpoint at `answeredBy` in the group; nil when no
-    /// endpoint's answer is being passed on (a stored one, Peel's own).
+    /// The rewriting for an answer of the endpoint at `answeredBy` in the group; `answeredBy` is nil
+    /// when no endpoint's live answer is passed on (a stored one, Peel's own), and every endpoint's
+    /// base path is read then.
     func rewrite(answeredBy: Int?) -> ProxyRewrite {
         guard let i = answeredBy, i < rewriteByEndpoint.count else { return rewrite }
         return rewriteByEndpoint[i]

@@ -60,7 +60,7 @@ final class UpstreamGroupState: Sendable {
     /// The group's name in the config file; `default` for the group `--upstream` makes.
     let name: String
     let endpoints: [EndpointState]
-    /// Each endpoint's share of round-robin calls.
+    /// Each endpoint's weight: its share of calls (round robin, and least_request when they differ).
     let weights: [Int]
     let balance: UpstreamGroup.Balance
     /// Whether live connect failures eject endpoints (a config file's group). Without it (the group

@@ -155,6 +155,10 @@ final class EndpointHealthTests: XCTestCase {
         for _ in 0..<300 { counts[picker.pick()!] += 1 }
         XCTAssertEqual(counts, [200, 100])
         XCTAssertEqual(picker.pick(tried: 0b01), 1, "what was tried is not drawn")
+        // Loaded far past their weights, both still take calls.
+        g.endpoints[0].inFlight.store(5_000_000, ordering: .relaxed)
+        g.endpoints[1].inFlight.store(9_000_000, ordering: .relaxed)
+        XCTAssertEqual(Set((0..<4).map { _ in picker.pick()! }), [0, 1])
         g.endpoints[0].liveFailed(.refused("no"))
         XCTAssertEqual(Set((0..<20).map { _ in picker.pick()! }), [1], "an endpoint out of the pool gets nothing")
     }
