@@ -149,15 +149,15 @@ pids+=($HUP_PID)
 G4=http://127.0.0.1:$GW4
 for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/user)" == "200" ] && break; sleep 0.05; done
 check "business status from the config file" "409" "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/business-error)"
-kill -USR1 $HUP_PID; kill -USR2 $HUP_PID; sleep 0.2
+kill -USR1 $HUP_PID; kill -USR2 $HUP_PID; wait_log "$WORK/hup.err" '"action":"ignored"' 2
 check "SIGUSR1 and SIGUSR2 leave the process serving" "200" "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/user)"
 check "SIGUSR1 and SIGUSR2 logged as ignored" "2" "$(grep -c '"event":"signal","signal":"SIGUSR[12]","action":"ignored"' "$WORK/hup.err")"
 echo '{"business_status": 418}' >"$WORK/hup.json"
-kill -HUP $HUP_PID; sleep 0.3
+kill -HUP $HUP_PID; wait_log "$WORK/hup.err" '"event":"reloaded"' 1
 check "SIGHUP applies the re-read config file" "418" "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/business-error)"
 check "SIGHUP logged, then the reload" "2" "$(grep -c '"signal":"SIGHUP","action":"reload"\|"event":"reloaded"' "$WORK/hup.err")"
 echo '{"business_status": "many"}' >"$WORK/hup.json"
-kill -HUP $HUP_PID; sleep 0.3
+kill -HUP $HUP_PID; wait_log "$WORK/hup.err" '"event":"reload_failed"' 1
 check "an invalid config on SIGHUP keeps the running one" "418" "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/business-error)"
 check "the refused reload is logged with the option" "1" "$(grep '"event":"reload_failed"' "$WORK/hup.err" | grep -c business_status)"
 echo '{"business_status": 422}' >"$WORK/hup.json"

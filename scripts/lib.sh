@@ -24,6 +24,10 @@ wait_listening() {
   for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
   fail=$((fail+1)); echo "FAIL nothing listens on port $1 after 10 s"
 }
+# wait_log FILE TEXT COUNT: until FILE holds COUNT lines containing TEXT (5 s at most). Log lines are
+# written after the answer or the signal, so a busy machine may not have them all at once; the check
+# that follows says what was missing.
+wait_log() { for _ in $(seq 1 100); do [ "$(grep -cF -- "$2" "$1" 2>/dev/null || true)" -ge "$3" ] && return 0; sleep 0.05; done; }
 # start_tls_upstream PORT: a local TLS server with a self-signed certificate ($WORK/cert.pem, trusted
 # only where a CA bundle names it) answering every GET with one peel envelope.
 start_tls_upstream() {

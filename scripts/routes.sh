@@ -84,7 +84,7 @@ check "reachability lists every group" "app mixed ruoyi" "$(curl -s $G/_peel/rea
 : >"$WORK/peel.out"
 ab -q -k -c 50 -n 3000 "$G/api/user" >"$WORK/ab-balance.txt" 2>&1 || true
 check "balance: ab failed" "0" "$(awk '/^Failed requests/{print $3}' "$WORK/ab-balance.txt")"
-sleep 0.3
+wait_log "$WORK/peel.out" '"/api/user"' 3000
 max_share=$(python3 - "$WORK/peel.out" <<'PY'
 import collections, json, sys
 c = collections.Counter(json.loads(l).get("endpoint") for l in open(sys.argv[1]) if '"/api/user"' in l)
@@ -96,7 +96,7 @@ check_le "balance: the busiest endpoint's calls (share 1000)" 1200 "$max_share"
 # least_request: the endpoint that answers in 50 ms gets fewer calls than the quick one.
 : >"$WORK/peel.out"
 ab -q -k -c 20 -n 1000 "$G/mixed/api/user" >"$WORK/ab-mixed.txt" 2>&1 || true
-sleep 0.3
+wait_log "$WORK/peel.out" '"/mixed/api/user"' 1000
 check "least_request: the slow endpoint gets fewer calls" "yes" "$(python3 - "$WORK/peel.out" "$SLOW" <<'PY'
 import collections, json, sys
 c = collections.Counter(json.loads(l).get("endpoint") for l in open(sys.argv[1]) if '"/mixed/api/user"' in l)
@@ -149,14 +149,14 @@ for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$GW2/api/user"
 : >"$WORK/post.out"
 codes=""; for i in 1 2 3 4 5 6; do codes+=$(curl -s -o /dev/null -w '%{http_code} ' -d "n=$i" "http://127.0.0.1:$GW2/api/echo"); done
 check "POSTs that could not connect moved on" "200 200 200 200 200 200 " "$codes"
-sleep 0.3
+wait_log "$WORK/post.out" '"method":"POST"' 6
 check "some POST took 2 attempts" "yes" "$(grep '"method":"POST"' "$WORK/post.out" | grep -q '"attempts":2' && echo yes || echo no)"
 # A POST that went out and was lost (both live endpoints reset after reading it) is not sent
 # again; a GET moves to the other endpoint. (The demo serves /fault/ under any prefix.)
 : >"$WORK/post.out"
 check "a POST lost after sending: 502" "502" "$(curl -s -o /dev/null -w '%{http_code}' -d x "http://127.0.0.1:$GW2/live/fault/reset")"
 check "a GET lost after sending: 502 after both" "502" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GW2/live/fault/reset")"
-sleep 0.3
+wait_log "$WORK/post.out" 'fault/reset' 2
 check "the GET made two attempts, the POST one" "GET 2 POST 1" "$(python3 -c "import json;print(' '.join(sorted(f\"{d['method']} {d['attempts']}\" for d in map(json.loads, open('$WORK/post.out')) if 'fault/reset' in d['path'])))")"
 
 # The dead endpoint comes back: probes pass, it is re-admitted, and calls reach it again.
@@ -166,7 +166,7 @@ for _ in $(seq 1 100); do [ "$(endpoint_state $AD app 2)" == "reachable" ] && { 
 check "re-admitted after it came back" "yes" "$back"
 : >"$WORK/peel.out"
 ab -q -k -c 10 -n 300 "$G/api/user" >/dev/null 2>&1 || true
-sleep 0.3
+wait_log "$WORK/peel.out" '"/api/user"' 300
 check "it takes calls again" "yes" "$(grep -q "\"endpoint\":\"http://127.0.0.1:$A3\"" "$WORK/peel.out" && echo yes || echo no)"
 
 # Reload under load: a route is added and an endpoint removed; no call fails.
@@ -190,7 +190,7 @@ GW3=$(free_port)
 PEEL_CONFIG=$ROUTELESS "$PEEL" --listen 127.0.0.1:$GW3 --admin-listen off --access-log json >"$WORK/narrow.out" 2>/dev/null & pids+=($!)
 for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$GW3/api/user" && break; sleep 0.05; done
 check "no route: 404 no-route -110" "404 no-route -110" "$(curl -s -w ' %{http_code}' "http://127.0.0.1:$GW3/other" | python3 -c 'import json,sys;t=sys.stdin.read();b,s=t.rsplit(" ",1);d=json.loads(b);print(s,d["kind"],d["code"])')"
-sleep 0.3
+wait_log "$WORK/narrow.out" '"/other"' 1
 check "no route: logged with route null" "None None 0" "$(python3 -c "import json;l=[json.loads(x) for x in open('$WORK/narrow.out') if '\"/other\"' in x][0];print(l['route'],l['upstream'],l['attempts'])")"
 
 # A group's own CA bundle: one TLS server with a self-signed certificate behind two groups, one
