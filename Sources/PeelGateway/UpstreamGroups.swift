@@ -35,21 +35,36 @@ final class EndpointState: Sendable {
     func liveFailed(_ failure: UpstreamFailure) {
         connectFailures.add(1, ordering: .relaxed)
         lastError.withLock { $0 = failureReason(failure) }
-        owner.withLock { $0.group }?.liveFailed(self, failure)
+        withOwner { $0.liveFailed(self, failure) }
     }
 
     /// A live call reached it: any answer, however bad.
     func liveAnswered() {
         reachability.recordLiveAnswer()
-        if failing.load(ordering: .relaxed) { owner.withLock { $0.group }?.liveAnswered(self) }
+        if failing.load(ordering: .relaxed) { withOwner { $0.liveAnswered(self) } }
     }
 
     /// A probe's outcome.
     func probed(_ report: ProbeReport) {
         if !report.ok { lastError.withLock { $0 = report.error ?? report.status.map { "probe status \($0)" } } }
         reachability.recordProbe(report)
-        owner.withLock { $0.group }?.probed(self, passed: report.ok || report.busy)
+        withOwner { $0.probed(self, passed: report.ok || report.busy) }
     }
+
+    /// Hands evidence to the group that holds it now. `apply` returns false when, under that group's
+    /// lock, the endpoint turned out to belong to a newer generation (a reload handed it over after
+    /// the owner was read): it is then applied there, so no failure or answer is lost to a reload.
+    func withOwner(_ apply: (UpstreamGroupState) -> Bool) {
+        // A handover happens once per reload; more than a few in a row while one piece of evidence
+        // is applied would mean reloads faster than a lock, and the evidence is dropped.
+        for _ in 0..<4 {
+            guard let group = owner.withLock({ $0.group }) else { return }
+            if apply(group) { return }
+        }
+    }
+
+    /// Whether `group` holds it now.
+    func isHeld(by group: UpstreamGroupState) -> Bool { owner.withLock { $0.group } === group }
 }
 
 /// One upstream group as every worker shares it: its endpoints and the group's own state, which
@@ -78,8 +93,9 @@ final class UpstreamGroupState: Sendable {
     private let published: Atomic<UInt8>
     private let onTransition: @Sendable (UpstreamGroupState, ReachabilityTransition) -> Void
 
+    /// `prior`: the state of the group this one replaces at a reload, if any.
     init(name: String, endpoints: [EndpointState], weights: [Int], balance: UpstreamGroup.Balance, ejection: EjectionBook?,
-         previous: UpstreamGroupState?, onTransition: @escaping @Sendable (UpstreamGroupState, ReachabilityTransition) -> Void) {
+         prior: ReachabilitySnapshot?, onTransition: @escaping @Sendable (UpstreamGroupState, ReachabilityTransition) -> Void) {
         self.name = name
         self.endpoints = endpoints
         self.weights = weights
@@ -90,7 +106,6 @@ final class UpstreamGroupState: Sendable {
         let ejection = ejection ?? EjectionBook(count: endpoints.count, settings: settings)
         let state = GroupVerdict.state(available: endpoints.indices.map { !ejection.isEjected($0) && endpoints[$0].reachability.state != .unreachable },
                                        states: endpoints.map(\.reachability.state))
-        let prior = previous?.snapshot
         let since = prior?.state == state ? prior!.since : monotonicNow()
         book = Locked(Book(ejection: ejection, state: state, since: since,
                            reason: prior?.state == state ? prior?.reason : nil, publicReason: prior?.state == state ? prior?.publicReason : nil))
@@ -129,62 +144,85 @@ final class UpstreamGroupState: Sendable {
         return book.withLock { ReachabilitySnapshot(state: $0.state, since: $0.since, reason: $0.reason, publicReason: $0.publicReason) }
     }
 
+    /// Builds the group that replaces this one at a reload from its ejection book and state, under
+    /// its lock: the new group takes the endpoints over (their owner) before the lock is let go, so
+    /// evidence this group would record after the book was read waits, finds the endpoint moved,
+    /// and goes to the new group (`EndpointState.withOwner`).
+    func handOver(_ build: (EjectionBook, ReachabilitySnapshot) -> UpstreamGroupState) -> UpstreamGroupState {
+        book.withLock { b in
+            build(b.ejection, ReachabilitySnapshot(state: b.state, since: b.since, reason: b.reason, publicReason: b.publicReason))
+        }
+    }
+
     /// The ejection entries, for /status and tests.
     var ejection: EjectionBook { book.withLock { $0.ejection } }
 
     /// The position of `endpoint` in this group.
     private func index(_ endpoint: EndpointState) -> Int? { endpoints.firstIndex { $0 === endpoint } }
 
-    func liveFailed(_ endpoint: EndpointState, _ failure: UpstreamFailure) {
+    // The evidence methods return false when the endpoint was handed to a newer generation
+    // (`handOver`) and the evidence belongs there; true when it was taken (or has nowhere to go).
+
+    func liveFailed(_ endpoint: EndpointState, _ failure: UpstreamFailure) -> Bool {
         guard ejects else {
             if case .connectTimeout = failure {
                 endpoint.reachability.recordLiveConnectTimeout(failureCause(failure))
             } else {
                 endpoint.reachability.recordPassiveFailure(failureCause(failure))
             }
-            return
+            return true
         }
-        guard let i = index(endpoint) else { return }
+        guard let i = index(endpoint) else { return true }
         let cause = failureCause(failure)
-        update(FailureCause(coarse: "endpoint ejected: " + cause.coarse, detail: "\(endpoint.url) ejected: " + cause.detail)) {
+        return update(endpoint, FailureCause(coarse: "endpoint ejected: " + cause.coarse, detail: "\(endpoint.url) ejected: " + cause.detail)) {
             // Under the book's lock, with the count it mirrors.
             endpoint.failing.store(true, ordering: .relaxed)
             return $0.liveFailed(i, at: monotonicNow())
         }
     }
 
-    func liveAnswered(_ endpoint: EndpointState) {
-        guard let i = index(endpoint) else { return }
-        book.withLock {
+    func liveAnswered(_ endpoint: EndpointState) -> Bool {
+        guard let i = index(endpoint) else { return true }
+        return book.withLock {
+            guard endpoint.isHeld(by: self) else { return false }
             $0.ejection.liveAnswered(i)
             endpoint.failing.store(false, ordering: .relaxed)
+            return true
         }
     }
 
-    func probed(_ endpoint: EndpointState, passed: Bool) {
-        guard ejects, let i = index(endpoint) else { return }
+    func probed(_ endpoint: EndpointState, passed: Bool) -> Bool {
+        guard ejects, let i = index(endpoint) else { return true }
         if passed {
-            update(FailureCause(coarse: "endpoint back", detail: "\(endpoint.url) back after passing probes")) {
+            return update(endpoint, FailureCause(coarse: "endpoint back", detail: "\(endpoint.url) back after passing probes")) {
                 $0.probePassed(i, at: monotonicNow())
             }
-        } else {
-            book.withLock { $0.ejection.probeFailed(i) }
+        }
+        return book.withLock {
+            guard endpoint.isHeld(by: self) else { return false }
+            $0.ejection.probeFailed(i)
+            return true
         }
     }
 
     /// An endpoint's machine moved: the group's state may follow.
-    func endpointChanged(_ endpoint: EndpointState, _ t: ReachabilityTransition) {
+    func endpointChanged(_ endpoint: EndpointState, _ t: ReachabilityTransition) -> Bool {
         // Callbacks run outside the machine's lock: a later move may have overtaken this one, and
         // the group must not take one move's state with another's reason. The latest one announces.
-        guard endpoint.reachability.state == t.to else { return }
-        update(FailureCause(coarse: t.publicReason ?? t.to.description, detail: t.reason ?? t.to.description), at: t.at) { _ in true }
+        guard endpoint.reachability.state == t.to else { return true }
+        return update(endpoint, FailureCause(coarse: t.publicReason ?? t.to.description, detail: t.reason ?? t.to.description), at: t.at) { _ in true }
     }
 
     /// Applies `change` to the ejection book; when it reports a change, recomputes which endpoints
-    /// are available and the group's state, and announces a move with `why`.
-    private func update(_ why: FailureCause, at time: Double? = nil, _ change: (inout EjectionBook) -> Bool) {
+    /// are available and the group's state, and announces a move with `why`. False, with nothing
+    /// changed, when `endpoint` was handed to a newer generation.
+    @discardableResult
+    private func update(_ endpoint: EndpointState, _ why: FailureCause, at time: Double? = nil,
+                        _ change: (inout EjectionBook) -> Bool) -> Bool {
         var moved: [(EndpointState, Bool)] = []
+        var held = true
         let t = book.withLock { b -> ReachabilityTransition? in
+            guard endpoint.isHeld(by: self) else { held = false; return nil }
             guard change(&b.ejection) else { return nil }
             var available: [Bool] = []
             for (i, e) in endpoints.enumerated() {
@@ -209,6 +247,7 @@ final class UpstreamGroupState: Sendable {
                                        ("in_pool", ok ? "true" : "false"), ("reason", jsonEscaped(why.detail))])
         }
         if let t { onTransition(self, t) }
+        return held
     }
 }
 
@@ -282,25 +321,29 @@ final class UpstreamGroups: Sendable {
                 let holder = Locked(WeakEndpoint())
                 let reachability = Reachability(fall: s.fall, rise: s.rise, liveWindow: s.liveWindow, clock: { monotonicNow() }) { t in
                     guard let e = holder.withLock({ $0.endpoint }) else { return }
-                    e.owner.withLock { $0.group }?.endpointChanged(e, t)
+                    e.withOwner { $0.endpointChanged(e, t) }
                 }
                 let state = EndpointState(url: endpoint.url, reachability: reachability)
                 holder.withLock { $0.endpoint = state }
                 states.append(state)
                 carriedFrom.append(nil)
             }
-            var ejection: EjectionBook?
+            let make = { (ejection: EjectionBook?, prior: ReachabilitySnapshot?) in
+                UpstreamGroupState(name: w.name, endpoints: states, weights: w.endpoints.map(\.weight),
+                                   balance: w.group?.balance ?? .roundRobin, ejection: ejection, prior: prior,
+                                   onTransition: onTransition)
+            }
             if let g = w.group {
                 let eject = EjectionBook.Settings(g.eject, rise: settings.first?.rise ?? config.rise)
                 if let old, old.ejects {
-                    ejection = old.ejection.carried(to: carriedFrom, settings: eject)
+                    // The book is read and the endpoints taken over under the old group's lock.
+                    groups.append(old.handOver { book, prior in make(book.carried(to: carriedFrom, settings: eject), prior) })
                 } else {
-                    ejection = EjectionBook(count: states.count, settings: eject)
+                    groups.append(make(EjectionBook(count: states.count, settings: eject), old?.snapshot))
                 }
+            } else {
+                groups.append(make(nil, old?.snapshot))
             }
-            groups.append(UpstreamGroupState(name: w.name, endpoints: states, weights: w.endpoints.map(\.weight),
-                                             balance: w.group?.balance ?? .roundRobin, ejection: ejection, previous: old,
-                                             onTransition: onTransition))
             probes.append(settings)
         }
         all = groups

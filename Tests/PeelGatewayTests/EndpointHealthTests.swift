@@ -182,6 +182,31 @@ final class EndpointHealthTests: XCTestCase {
         next.endpoints[0].liveAnswered()
         XCTAssertTrue(next.endpoints[0].owner.withLock { $0.group } === next)
     }
+
+    func testEvidenceForAGroupAReloadReplaced_goesToTheGroupThatHoldsTheEndpoint() throws {
+        let config = try loadConfig(file: three, environment: [:])
+        let first = UpstreamGroups(config, onTransition: { _, _ in })
+        let old = try XCTUnwrap(first.named("app"))
+        let e = old.endpoints[1]
+        // A call reads the endpoint's group, then a reload replaces that group before the failure
+        // is recorded (the reload runs inside the first attempt): the old group refuses it, and it
+        // lands in the new one.
+        var next: UpstreamGroupState?
+        var tried: [ObjectIdentifier] = []
+        e.withOwner { g in
+            tried.append(ObjectIdentifier(g))
+            if next == nil { next = UpstreamGroups(config, previous: first, onTransition: { _, _ in }).named("app") }
+            return g.liveFailed(e, .refused("late"))
+        }
+        let now = try XCTUnwrap(next)
+        XCTAssertEqual(tried, [ObjectIdentifier(old), ObjectIdentifier(now)])
+        XCTAssertFalse(old.ejection.isEjected(1), "the replaced group took nothing")
+        XCTAssertTrue(now.ejection.isEjected(1), "the failure ejected it in the group that serves")
+        XCTAssertFalse(e.available.load(ordering: .relaxed))
+        // Later evidence goes straight to the new group.
+        XCTAssertFalse(old.liveAnswered(e))
+        XCTAssertTrue(now.liveAnswered(e))
+    }
 }
 
 /// Review fixes of issue 27: dot-segments that leave a route, rewriting per group, a reload that
