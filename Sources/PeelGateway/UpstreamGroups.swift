@@ -88,6 +88,9 @@ final class UpstreamGroupState: Sendable {
         var since: Double
         var reason: String?
         var publicReason: String?
+        /// Set once a reload replaced the group: it keeps serving the calls already on its routes,
+        /// but its endpoints' pool flags and the group's announced state are the new group's.
+        var retired = false
     }
     private let book: Locked<Book>
     private let published: Atomic<UInt8>
@@ -129,7 +132,10 @@ final class UpstreamGroupState: Sendable {
 
     /// Announces the move a reload caused, if any.
     func announceReload() {
-        if let t = reloadMove { onTransition(self, t) }
+        // Evidence may have moved the group again since it was built; a stale move is not sent
+        // after a newer one.
+        guard let t = reloadMove, state == t.to else { return }
+        onTransition(self, t)
     }
 
     /// The group's state (one relaxed atomic load: the hot path).
@@ -150,8 +156,14 @@ final class UpstreamGroupState: Sendable {
     /// and goes to the new group (`EndpointState.withOwner`).
     func handOver(_ build: (EjectionBook, ReachabilitySnapshot) -> UpstreamGroupState) -> UpstreamGroupState {
         book.withLock { b in
-            build(b.ejection, ReachabilitySnapshot(state: b.state, since: b.since, reason: b.reason, publicReason: b.publicReason))
+            b.retired = true
+            return build(b.ejection, ReachabilitySnapshot(state: b.state, since: b.since, reason: b.reason, publicReason: b.publicReason))
         }
+    }
+
+    /// A reload replaced or removed the group (see `Book.retired`).
+    func retire() {
+        book.withLock { $0.retired = true }
     }
 
     /// The ejection entries, for /status and tests.
@@ -223,7 +235,9 @@ final class UpstreamGroupState: Sendable {
         var held = true
         let t = book.withLock { b -> ReachabilityTransition? in
             guard endpoint.isHeld(by: self) else { held = false; return nil }
-            guard change(&b.ejection) else { return nil }
+            // An endpoint a reload removed still reports to its old group: nothing that serves
+            // reads that group's book any more, and its verdict must not touch shared flags.
+            guard !b.retired, change(&b.ejection) else { return nil }
             var available: [Bool] = []
             for (i, e) in endpoints.enumerated() {
                 let ok = !b.ejection.isEjected(i) && e.reachability.state != .unreachable
@@ -328,6 +342,7 @@ final class UpstreamGroups: Sendable {
                 states.append(state)
                 carriedFrom.append(nil)
             }
+            // Runs under the old group's lock in `handOver`: it must not call anything of `old`.
             let make = { (ejection: EjectionBook?, prior: ReachabilitySnapshot?) in
                 UpstreamGroupState(name: w.name, endpoints: states, weights: w.endpoints.map(\.weight),
                                    balance: w.group?.balance ?? .roundRobin, ejection: ejection, prior: prior,
@@ -346,6 +361,8 @@ final class UpstreamGroups: Sendable {
             }
             probes.append(settings)
         }
+        // Every group of the previous generation is replaced or gone.
+        for g in previous?.all ?? [] { g.retire() }
         all = groups
         self.probes = probes
         routed = config.routing != nil

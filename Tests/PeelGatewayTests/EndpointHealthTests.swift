@@ -1,3 +1,4 @@
+import Foundation
 @testable import PeelGateway
 import PeelIO
 import XCTest
@@ -206,6 +207,44 @@ final class EndpointHealthTests: XCTestCase {
         // Later evidence goes straight to the new group.
         XCTAssertFalse(old.liveAnswered(e))
         XCTAssertTrue(now.liveAnswered(e))
+    }
+
+    func testEvidenceThatWaitsOnAHandover_landsInTheNewGroup() throws {
+        let (_, old) = try group(three)
+        let e = old.endpoints[1]
+        let done = DispatchSemaphore(value: 0)
+        let next = old.handOver { book, prior in
+            // The failure reads the old group as the owner and waits on its lock while the new
+            // group is built from the book.
+            Thread.detachNewThread { e.liveFailed(.refused("during")); done.signal() }
+            Thread.sleep(forTimeInterval: 0.05)
+            return UpstreamGroupState(name: "app", endpoints: old.endpoints, weights: old.weights, balance: old.balance,
+                                      ejection: book, prior: prior, onTransition: { _, _ in })
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+        XCTAssertFalse(old.ejection.isEjected(1), "the book was read before the failure")
+        XCTAssertTrue(next.ejection.isEjected(1), "so the failure belongs to the new group")
+    }
+
+    func testAReplacedGroup_leavesThePoolToTheGroupThatServes() throws {
+        let config = try loadConfig(file: three, environment: [:])
+        let announced = Locked<[ReachabilityState]>([])
+        let first = UpstreamGroups(config, onTransition: { _, t in announced.withLock { $0.append(t.to) } })
+        let old = try XCTUnwrap(first.named("app"))
+        let removed = old.endpoints[0], kept = old.endpoints[1]
+        let smaller = try loadConfig(file: #"""
+            {"upstreams": {"app": {"endpoints": ["http://127.0.0.1:2", "http://127.0.0.1:4"], "eject": {"after": 1, "max_share": 1}}},
+             "routes": [{"prefix": "/", "upstream": "app"}]}
+            """#, environment: [:])
+        let next = try XCTUnwrap(UpstreamGroups(smaller, previous: first, onTransition: { _, _ in }).named("app"))
+        kept.liveFailed(.refused("no"))
+        XCTAssertTrue(next.ejection.isEjected(0))
+        XCTAssertFalse(kept.available.load(ordering: .relaxed))
+        // A late failure of the endpoint the reload removed reaches the old group, whose stale book
+        // must not put the kept endpoint back in the pool.
+        removed.liveFailed(.refused("late"))
+        XCTAssertFalse(kept.available.load(ordering: .relaxed))
+        XCTAssertEqual(announced.withLock { $0 }, [])
     }
 }
 
