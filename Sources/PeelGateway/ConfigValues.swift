@@ -49,6 +49,26 @@ extension ConfigLoader {
         return !authority.contains(where: { "/?#@ ".contains($0) })
     }
 
+    /// A CA bundle that can be read (`--ca-file`, a group's `ca_file`): one that cannot would fail
+    /// every https call as a TLS failure and take upstreams offline for Peel's own mistake.
+    static func readableCAFile(_ path: String, _ o: String) throws(ConfigError) -> String {
+        guard !path.isEmpty, FileManager.default.isReadableFile(atPath: path) else {
+            throw ConfigError(option: o, problem: path.isEmpty ? "must not be empty" : "cannot read \(path)")
+        }
+        return path
+    }
+
+    /// An upstream URL curl's URL parser takes (`--upstream`, a group's endpoints): one it refuses
+    /// would fail every worker's start or reload.
+    static func curlAccepts(_ url: UpstreamURL, _ o: String) throws(ConfigError) -> UpstreamURL {
+        do throws(PeelIOError) {
+            _ = try UpstreamEndpoint(origin: url.origin)
+        } catch {
+            throw ConfigError(option: o, problem: "curl's URL parser refuses it")
+        }
+        return url
+    }
+
     static func nonEmpty(_ v: ConfigValue, _ o: String) throws(ConfigError) -> String {
         let t = try text(v, o)
         if t.isEmpty { throw ConfigError(option: o, problem: "must not be empty") }

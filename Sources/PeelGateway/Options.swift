@@ -9,14 +9,7 @@ extension ConfigLoader {
     static let options: [OptionSpec] = [
         OptionSpec(name: "upstream", help: "http(s) base URL of the upstream API, may carry a base path", value: "URL", fixedDefault: "required", show: { c in q(c.upstream.description) }) { c, v, o throws(ConfigError) in
             switch UpstreamURL.parse(try text(v, o)) {
-            case .success(let u):
-                // What curl's URL parser refuses would fail every worker's start or reload.
-                do throws(PeelIOError) {
-                    _ = try UpstreamEndpoint(origin: u.origin)
-                } catch {
-                    throw ConfigError(option: o, problem: "curl's URL parser refuses it")
-                }
-                c.upstream = u
+            case .success(let u): c.upstream = try curlAccepts(u, o)
             case .failure(let why): throw ConfigError(option: o, problem: why.reason)
             }
         },
@@ -128,11 +121,7 @@ extension ConfigLoader {
             }
         },
         OptionSpec(name: "ca-file", help: "extra CA bundle (PEM) for https upstreams", value: "PATH", fixedDefault: "system", show: { c in c.caFile.map(q) ?? "null" }) { c, v, o throws(ConfigError) in
-            let path = try nonEmpty(v, o)
-            guard FileManager.default.isReadableFile(atPath: path) else {
-                throw ConfigError(option: o, problem: "cannot read \(path)")
-            }
-            c.caFile = path
+            c.caFile = try readableCAFile(nonEmpty(v, o), o)
         },
         OptionSpec(name: "drain-delay", help: "seconds between /readyz turning 503 and listeners closing", value: "SEC", show: { c in num(c.drainDelay) }) { c, v, o throws(ConfigError) in
             c.drainDelay = try seconds(v, o, allowZero: true)

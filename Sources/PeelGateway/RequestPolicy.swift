@@ -85,11 +85,68 @@ enum RequestPolicy {
         // (callgrind: the walk below was ~4.8k instructions of a ~140k /small request).
         if !path.utf8.contains(where: { $0 == 0x2E || $0 == 0x25 || $0 == 0x5C }) { return false }
         var depth = 0
-        var segment: [UInt8] = []
+        var climbs = false
+        walkSegments(path) { _, kind, _ in
+            switch kind {
+            case .dotDot:
+                depth -= 1
+                if depth < 0 { climbs = true; return false }
+            case .dot: break
+            case .name: depth += 1
+            }
+            return true
+        }
+        return climbs
+    }
+
+    /// The path with its dot-segments resolved (RFC 3986 §5.2.4), read as `climbsAboveRoot` reads
+    /// them; nil when it has none. Only routes read it: a call must take the route of the path its
+    /// upstream will resolve.
+    static func resolvingDotSegments(_ path: String) -> String? {
+        // A dot-segment starts with `.` or an encoded one right after a slash (`/`, `\`, `%2f`,
+        // `%5c`): most paths with dots (`/app.js`) have none, and cost no more than this scan.
+        if !Self.mayHoldDotSegment(path) { return nil }
+        var kept: [ArraySlice<UInt8>] = []
+        var sawDots = false
+        // Whether the last segment read was a dot-segment: the path then names a directory.
+        var endsInDots = false
+        walkSegments(Substring(path)) { raw, kind, last in
+            switch kind {
+            case .dotDot:
+                sawDots = true
+                if !kept.isEmpty { kept.removeLast() }
+                endsInDots = last
+            case .dot:
+                sawDots = true
+                endsInDots = last
+            case .name:
+                kept.append(raw)
+                endsInDots = false
+            }
+            return true
+        }
+        guard sawDots else { return nil }
+        // The kept segments joined; an empty last one is a trailing slash already.
+        var out = "/" + kept.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/")
+        if endsInDots && !kept.isEmpty && !(kept.last?.isEmpty ?? true) { out += "/" }
+        return out
+    }
+
+    private enum SegmentKind { case name, dot, dotDot }
+
+    /// Walks the segments of `path` after its leading slash as lenient upstreams read them: `%2e` is
+    /// a dot, `%2f`, `%5c` and a backslash separate segments, and a segment's name ends at its first
+    /// `;` (or `%3b`), as Tomcat and Spring strip path parameters before resolving dot-segments (for
+    /// them `..;x` is `..`). `visit` gets each segment's bytes as sent, its kind and whether it is the
+    /// last; it returns false to stop.
+    private static func walkSegments(_ path: Substring, _ visit: (ArraySlice<UInt8>, SegmentKind, Bool) -> Bool) {
+        var name: [UInt8] = []
         var bytes = Array(path.utf8)
         bytes.append(UInt8(ascii: "/"))
+        var start = 1
         var i = 1  // skip the leading slash
         while i < bytes.count {
+            let at = i
             var b = bytes[i]
             if b == UInt8(ascii: "%"), i + 2 < bytes.count {
                 let pair = (bytes[i + 1] | 0x20, bytes[i + 2] | 0x20)
@@ -101,95 +158,36 @@ enum RequestPolicy {
             }
             if b == UInt8(ascii: "\\") { b = UInt8(ascii: "/") }
             if b == UInt8(ascii: "/") {
-                let name = segment.firstIndex(of: UInt8(ascii: ";")).map { segment[..<$0] } ?? segment[...]
-                if name.elementsEqual([0x2E, 0x2E]) {
-                    depth -= 1
-                    if depth < 0 { return true }
-                } else if !name.elementsEqual([0x2E]) {
-                    depth += 1
-                }
-                segment.removeAll(keepingCapacity: true)
-            } else {
-                segment.append(b)
-            }
-            i += 1
-        }
-        return false
-    }
-
-    /// The path with its dot-segments resolved (RFC 3986 §5.2.4), read as `climbsAboveRoot` reads
-    /// them (encoded dots and slashes, backslashes, `..;x`); nil when it has none. Only routes read
-    /// it: a call must take the route of the path its upstream will resolve.
-    static func resolvingDotSegments(_ path: String) -> String? {
-        // A dot-segment starts with `.` or an encoded one right after a slash (`/`, `\`, `%2f`,
-        // `%5c`): most paths with dots (`/app.js`) have none, and cost no more than this scan.
-        if !Self.mayHoldDotSegment(path) { return nil }
-        var kept: [[UInt8]] = []
-        var segment: [UInt8] = []
-        var name: [UInt8] = []
-        var sawDots = false
-        // Whether the last segment read was a dot-segment: the path then names a directory.
-        var endsInDots = false
-        var bytes = Array(path.utf8)
-        bytes.append(UInt8(ascii: "/"))
-        var i = 1
-        while i < bytes.count {
-            var b = bytes[i]
-            var raw: ArraySlice<UInt8> = bytes[i...i]
-            if b == UInt8(ascii: "%"), i + 2 < bytes.count {
-                let pair = (bytes[i + 1] | 0x20, bytes[i + 2] | 0x20)
-                if pair == (UInt8(ascii: "2"), UInt8(ascii: "e")) { b = UInt8(ascii: "."); raw = bytes[i...i + 2]; i += 2 }
-                else if pair == (UInt8(ascii: "2"), UInt8(ascii: "f")) || pair == (UInt8(ascii: "5"), UInt8(ascii: "c")) {
-                    b = UInt8(ascii: "/"); i += 2
-                }
-                else if pair == (UInt8(ascii: "3"), UInt8(ascii: "b")) { b = UInt8(ascii: ";"); raw = bytes[i...i + 2]; i += 2 }
-            }
-            if b == UInt8(ascii: "\\") { b = UInt8(ascii: "/") }
-            if b == UInt8(ascii: "/") {
                 let bare = name.firstIndex(of: UInt8(ascii: ";")).map { name[..<$0] } ?? name[...]
-                let last = i == bytes.count - 1
-                if bare.elementsEqual([0x2E, 0x2E]) {
-                    sawDots = true
-                    if !kept.isEmpty { kept.removeLast() }
-                    endsInDots = last
-                } else if bare.elementsEqual([0x2E]) {
-                    sawDots = true
-                    endsInDots = last
-                } else {
-                    kept.append(segment)
-                    endsInDots = false
-                }
-                segment.removeAll(keepingCapacity: true)
+                let kind: SegmentKind = bare.elementsEqual([0x2E, 0x2E]) ? .dotDot : bare.elementsEqual([0x2E]) ? .dot : .name
+                if !visit(bytes[start..<at], kind, i == bytes.count - 1) { return }
                 name.removeAll(keepingCapacity: true)
+                start = i + 1
             } else {
-                segment += raw
                 name.append(b)
             }
             i += 1
         }
-        guard sawDots else { return nil }
-        // The kept segments joined; an empty last one is a trailing slash already.
-        var out = "/" + kept.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "/")
-        if endsInDots && !kept.isEmpty && !(kept.last?.isEmpty ?? true) { out += "/" }
-        return out
     }
 
     /// Whether `path` may hold a dot-segment: a `.` (or `%2e`) right after a slash (or `\`, `%2f`, `%5c`).
     private static func mayHoldDotSegment(_ path: String) -> Bool {
-        let b = Array(path.utf8)
-        var i = 0
-        while i < b.count {
-            var afterSlash = -1
-            if b[i] == 0x2F || b[i] == 0x5C { afterSlash = i + 1 }
-            else if b[i] == 0x25, i + 2 < b.count, b[i + 1] == 0x32 || b[i + 1] == 0x35,
-                    (b[i + 2] | 0x20) == 0x66 || (b[i + 2] | 0x20) == 0x63 { afterSlash = i + 3 }
-            if afterSlash >= 0 && afterSlash < b.count {
-                if b[afterSlash] == 0x2E { return true }
-                if b[afterSlash] == 0x25, afterSlash + 2 < b.count, b[afterSlash + 1] == 0x32, (b[afterSlash + 2] | 0x20) == 0x65 { return true }
+        var path = path
+        return path.withUTF8 { b in
+            var i = 0
+            while i < b.count {
+                var afterSlash = -1
+                if b[i] == 0x2F || b[i] == 0x5C { afterSlash = i + 1 }
+                else if b[i] == 0x25, i + 2 < b.count, b[i + 1] == 0x32 || b[i + 1] == 0x35,
+                        (b[i + 2] | 0x20) == 0x66 || (b[i + 2] | 0x20) == 0x63 { afterSlash = i + 3 }
+                if afterSlash >= 0 && afterSlash < b.count {
+                    if b[afterSlash] == 0x2E { return true }
+                    if b[afterSlash] == 0x25, afterSlash + 2 < b.count, b[afterSlash + 1] == 0x32, (b[afterSlash + 2] | 0x20) == 0x65 { return true }
+                }
+                i += 1
             }
-            i += 1
+            return false
         }
-        return false
     }
 
     /// True when the path, raw or percent-decoded, holds an overlong UTF-8 form (`%c0%ae` for `.`,

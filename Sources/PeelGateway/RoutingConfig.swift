@@ -1,4 +1,3 @@
-import Foundation
 import PeelEnvelope
 import PeelIO
 
@@ -166,13 +165,7 @@ extension RoutingConfig {
                 if endpoints.contains(where: { Self.sameEndpoint($0.url, url) }) {
                     throw ConfigError(option: urlAt, problem: "is already an endpoint of this group")
                 }
-                // What curl's URL parser refuses would fail every worker's reload: refused here.
-                do throws(PeelIOError) {
-                    _ = try UpstreamEndpoint(origin: url.origin)
-                } catch {
-                    throw ConfigError(option: urlAt, problem: "curl's URL parser refuses it")
-                }
-                endpoints.append(.init(url: url, weight: weight))
+                endpoints.append(.init(url: try ConfigLoader.curlAccepts(url, urlAt), weight: weight))
             case .failure(let e): throw ConfigError(option: urlAt, problem: e.reason)
             }
         }
@@ -188,14 +181,7 @@ extension RoutingConfig {
                 g.balance = b
             case "timeout": g.timeout = try seconds(m.value, at: here)
             case "connect_timeout": g.connectTimeout = try seconds(m.value, at: here)
-            case "ca_file":
-                let path = try string(m.value, at: here)
-                // As --ca-file: a bundle that cannot be read would fail every call as a TLS failure
-                // and take the group offline for Peel's own mistake.
-                guard !path.isEmpty, FileManager.default.isReadableFile(atPath: path) else {
-                    throw ConfigError(option: here, problem: "cannot read \(path)")
-                }
-                g.caFile = path
+            case "ca_file": g.caFile = try ConfigLoader.readableCAFile(string(m.value, at: here), here)
             case "probe": g.probe = try probe(m.value, at: here)
             case "eject": g.eject = try eject(m.value, at: here)
             default: break

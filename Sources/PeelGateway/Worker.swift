@@ -118,13 +118,25 @@ final class Worker: @unchecked Sendable {
         forwarder.apply(config, routes: routes, groups: groups)
     }
 
-    /// Makes this the worker that probes `groups`: one prober per group, started with the loop.
+    /// Makes this the worker that probes `groups`: one prober per endpoint, started with the loop.
     func probe(_ groups: UpstreamGroups) throws(PeelIOError) {
-        var built: [Prober] = []
+        probers = try probers(for: groups)
+    }
+
+    /// One prober per endpoint of `groups`: the running one where its endpoint and settings stay,
+    /// a new (not yet started) one otherwise.
+    private func probers(for groups: UpstreamGroups) throws(PeelIOError) -> [Prober] {
+        var next: [Prober] = []
         for (g, settings) in zip(groups.all, groups.probes) {
-            for (e, s) in zip(g.endpoints, settings) { built.append(try Prober(loop: loop, settings: s, endpoint: e)) }
+            for (e, s) in zip(g.endpoints, settings) {
+                if let kept = probers.first(where: { $0.endpoint === e && $0.settings == s }) {
+                    next.append(kept)
+                } else {
+                    next.append(try Prober(loop: loop, settings: s, endpoint: e))
+                }
+            }
         }
-        probers = built
+        return next
     }
 
     /// Probes a reloaded generation's endpoints; loop thread only, on the worker that probes. An
@@ -132,17 +144,9 @@ final class Worker: @unchecked Sendable {
     /// and probers of groups that went stop. When one cannot be set up, the old ones keep probing.
     func reprobe(_ groups: UpstreamGroups) {
         guard !probers.isEmpty else { return }
-        var next: [Prober] = []
+        let next: [Prober]
         do throws(PeelIOError) {
-            for (g, settings) in zip(groups.all, groups.probes) {
-                for (e, s) in zip(g.endpoints, settings) {
-                    if let kept = probers.first(where: { $0.endpoint === e && $0.settings == s }) {
-                        next.append(kept)
-                    } else {
-                        next.append(try Prober(loop: loop, settings: s, endpoint: e))
-                    }
-                }
-            }
+            next = try probers(for: groups)
         } catch {
             EventLog.emit("reload_failed", [("worker", "\(index)"), ("error", jsonEscaped(error.description))])
             return
