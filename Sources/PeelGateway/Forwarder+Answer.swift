@@ -142,8 +142,8 @@ extension Forwarder {
         call.endpoint?.liveAnswered()
         if call.exchange.isHead {
             // HEAD answers what GET would: the head is all of it, and the rest is not fetched.
-            stream.finish()
             record(call, status: status, kind: "passthrough", bytes: 0, code: nil)
+            stream.finish()
             return { _ in .abort }
         }
         stream.onDrained = { [weak transfer] in transfer?.resume() }
@@ -179,14 +179,15 @@ extension Forwarder {
         switch result {
         case .success(let response):
             call.upstreamDuration = response.duration
-            stream.finish()
+            // Counted before the last bytes leave, as a buffered answer is (`emit`).
             record(call, status: call.upstreamStatus ?? 200, kind: "passthrough", bytes: call.streamedBytes, code: nil)
+            stream.finish()
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
             call.reason = failure.message
-            stream.abort()
             record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil,
                    cut: failure.reason)
+            stream.abort()
         }
     }
 

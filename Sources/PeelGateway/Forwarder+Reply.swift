@@ -31,10 +31,12 @@ extension Forwarder {
             // Streams start in headArrived and answerReachability, never here.
             preconditionFailure("emit takes buffered answers only")
         }
+        // Counted and logged before the bytes leave: a client that has its answer finds it in
+        // /metrics and the access log (the write may hand the whole answer over at once).
+        record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
         call.exchange.respond(status: shaped.status, body: body, range: range, keeping: hold, closing: shaped.closing) { out in
             shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })
         }
-        record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
     }
 
     func refuse(_ call: Call, _ why: String) {

@@ -71,8 +71,8 @@ final class Forwarder {
             if let stream = call.stream {
                 // Already answering: the body is cut (the client can tell an unfinished one).
                 stream.onClientGone = nil
-                stream.abort()
                 record(call, status: call.upstreamStatus ?? 200, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil)
+                stream.abort()
             } else {
                 answer(call, .shuttingDown)
             }
