@@ -130,7 +130,7 @@ rc=0; body=$(curl -s --max-time 10 "http://127.0.0.1:$GW10/fault/stall-mid-strea
 took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 check "stalled upstream stream: cut short after the first chunk (curl exit 18)" "18 hello" "$rc $body"
 check "stalled upstream stream: cut after the idle timeout, not before" "yes" "$([ "$took_ms" -ge 450 ] && [ "$took_ms" -le 3000 ] && echo yes || echo "no ($took_ms ms)")"
-sleep 0.3
+wait_log "$WORK/idle.out" '"path":"/fault/stall-mid-stream"' 1
 check "stalled upstream stream: the access log says why" "passthrough-cut upstream_idle" "$(python3 -c '
 import json, sys
 for l in open(sys.argv[1]):
@@ -171,7 +171,8 @@ check "SIGTERM after reloads exits 0" "0" "$rc"
 
 # SIGTERM during a slow call: the call completes, then the process exits 0.
 curl -s -o "$WORK/slow.body" -w '%{http_code}' "$G/api/slow?ms=1500" >"$WORK/slow.code" & CURL_PID=$!
-sleep 0.4
+# SIGTERM once the call is in flight (a curl started late would find the listener closed).
+for _ in $(seq 1 100); do curl -s "http://127.0.0.1:$AD/metrics" | grep -qx 'peel_inflight_requests 1' && break; sleep 0.02; done
 kill -TERM $PEEL_PID
 wait $CURL_PID || true
 check "slow call in flight at SIGTERM completes" "200" "$(cat "$WORK/slow.code")"

@@ -414,7 +414,8 @@ except ssl.SSLError as e: print("closed", type(e).__name__)
 except OSError as e: print("closed", type(e).__name__)
 PY
 check "a TLS ClientHello on the plain port is closed without an HTTP answer" "closed SSLEOFError" "$(cat "$WORK/tls.txt")"
-sleep 0.3  # the access log is flushed every 100 ms
+wait_log "$WORK/peel.out" '"reason":"tls handshake on a plain-HTTP listener"' 1
+wait_log "$WORK/peel.out" 'HTTP/2 connection preface' 1
 check "the access log says tls handshake on a plain-HTTP listener" "1" \
   "$(grep -c '"reason":"tls handshake on a plain-HTTP listener"' "$WORK/peel.out")"
 check "the access log names the HTTP/2 preface" "1" "$(grep -c '"method":"PRI".*HTTP/2 connection preface' "$WORK/peel.out")"

@@ -13,7 +13,7 @@ final class LifecycleTests: XCTestCase {
         let port = h.port
         Thread.detachNewThread {
             let c = try? BlockingClient(host: "127.0.0.1", port: port, timeout: 10)
-            try? c?.send("GET /api/slow?ms=800 HTTP/1.1\r\nHost: x\r\n\r\n")
+            try? c?.send("GET /api/slow?ms=1500 HTTP/1.1\r\nHost: x\r\n\r\n")
             result.set(try? c?.readResponse())
             done.fulfill()
         }
@@ -24,7 +24,8 @@ final class LifecycleTests: XCTestCase {
             clean.set(h.gateway.shutdown())
             stopped.fulfill()
         }
-        XCTAssertTrue(h.eventually(0.25) { h.gateway.isDraining })
+        // The slow call keeps the gateway draining for about 1.5 s: room for a late thread.
+        XCTAssertTrue(h.eventually(1) { h.gateway.isDraining })
         XCTAssertEqual(try h.admin("/readyz").status, 503, "/readyz must turn 503 while draining")
         wait(for: [done, stopped], timeout: 10)
         XCTAssertEqual(result.get()?.status, 200)

@@ -43,6 +43,7 @@ final class RawUpstream: @unchecked Sendable {
     private let respond: @Sendable (Request) -> Reply
     private let seenRequests = Locked<[Request]>([])
     private let accepted = Locked(0)
+    private let closedNumbers = Locked<[Int]>([])
     /// The bound port.
     let port: Int
 
@@ -64,6 +65,8 @@ final class RawUpstream: @unchecked Sendable {
     var requests: [Request] { seenRequests.withLock { $0 } }
     /// Connections accepted so far.
     var connections: Int { accepted.withLock { $0 } }
+    /// The numbers of the connections closed so far (by either side), in order.
+    var closed: [Int] { closedNumbers.withLock { $0 } }
 
     /// Closes the listener and every connection, and keeps the loop: from now on every connect is
     /// refused, as when the upstream's process is gone (issue 17: a close without an answer no
@@ -113,7 +116,10 @@ final class RawUpstream: @unchecked Sendable {
         open[id] = conn
         var buffer: [UInt8] = []
         var served = 0
-        conn.onClose = { [weak self] in self?.open[id] = nil }
+        conn.onClose = { [weak self] in
+            self?.open[id] = nil
+            self?.closedNumbers.withLock { $0.append(number) }
+        }
         conn.onData = { [weak self, unowned conn] bytes in
             guard let self else { return }
             buffer += bytes

@@ -265,7 +265,9 @@ final class ReachabilityLiveTests: XCTestCase {
         // timeout. Before, three such probes made Peel answer every call 503 offline.
         let h = try RawHarness(configure: { c in
             c.probeInterval = 0.1
-            c.probeTimeout = 0.15
+            // Room for a loop held up on a busy machine: a probe that had not even connected by its
+            // timeout would be a connect timeout, not a busy one.
+            c.probeTimeout = 0.3
             c.fall = 2
             c.adminListen = HostPort(host: "127.0.0.1", port: 0)
         }) { r in
@@ -273,7 +275,7 @@ final class ReachabilityLiveTests: XCTestCase {
                 : .send(RawUpstream.envelope("1"))
         }
         defer { h.stop() }
-        let deadline = Date().addingTimeInterval(1.5)
+        let deadline = Date().addingTimeInterval(2)
         var everDown = false
         while Date() < deadline {
             if h.gateway.reachability.isDown { everDown = true }

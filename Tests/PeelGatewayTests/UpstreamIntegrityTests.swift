@@ -54,7 +54,7 @@ final class UpstreamIntegrityTests: XCTestCase {
         // refuses it. Either way the GET is sent at most twice.
         let h = try RawHarness { r in
             let ok = RawUpstream.envelope("{\"n\":\(r.number)}")
-            if r.path == "/slow-warm" { return .sendInTwoParts("", after: 0.2, ok) }
+            if r.path == "/slow-warm" { return .sendInTwoParts("", after: 1.0, ok) }
             return r.path == "/read" && r.number > 1 ? .close : .send(ok)
         }
         defer { h.stop() }
@@ -219,7 +219,11 @@ final class UpstreamHeadTests: XCTestCase {
     func testBytesArrivingAfterAChunkedAnswer_closeTheConnection() throws {
         let r = try h.request("GET", "/chunked-late")
         XCTAssertEqual(r.status, 200, r.text)
-        usleep(400_000)
+        // The forged bytes come 0.2 s after the answer; Peel's watch on the idle socket then closes it.
+        let served = try XCTUnwrap(h.seen("/chunked-late").first).connection
+        let deadline = Date().addingTimeInterval(5)
+        while !h.upstream.closed.contains(served), Date() < deadline { usleep(20_000) }
+        XCTAssertTrue(h.upstream.closed.contains(served), "the connection that sent bytes after its answer was kept")
         try assertNextCallOnAFreshConnection(after: "/chunked-late")
     }
 }

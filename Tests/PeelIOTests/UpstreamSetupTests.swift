@@ -146,9 +146,9 @@ final class UpstreamSetupTests: DemoTestCase {
     // call with the client's timeout again.
     func testACallsOwnTimeout_appliesToItAlone() throws {
         let endpoint = try UpstreamEndpoint(origin: upstream.baseURL)
-        let slow = UpstreamTarget.origin(endpoint, path: "/api/slow", query: "ms=600")
+        let slow = UpstreamTarget.origin(endpoint, path: "/api/slow", query: "ms=1200")
         let seen = try onLoop(UpstreamOptions()) { client, seen, done in
-            client.send(UpstreamRequest(method: "GET", target: slow, limits: TransferLimits(timeout: 0.2, connectTimeout: 0.2))) { first in
+            client.send(UpstreamRequest(method: "GET", target: slow, limits: TransferLimits(timeout: 0.5, connectTimeout: 0.5))) { first in
                 seen.results.append(first)
                 client.send(UpstreamRequest(method: "GET", target: slow)) { second in
                     seen.results.append(second)
@@ -158,7 +158,7 @@ final class UpstreamSetupTests: DemoTestCase {
             }
         }
         XCTAssertEqual(seen.results.count, 2)
-        guard case .failure(.timeout)? = seen.results.first else { return XCTFail("the first call's 0.2 s: \(seen.results)") }
+        guard case .failure(.timeout)? = seen.results.first else { return XCTFail("the first call's 0.5 s: \(seen.results)") }
         guard case .success(let r)? = seen.results.last else { return XCTFail("the client's 30 s again: \(seen.results)") }
         XCTAssertEqual(r.status, 200)
         XCTAssertEqual(seen.pooledAfterFailure, 1, "one handle carried both")
@@ -171,7 +171,9 @@ final class UpstreamSetupTests: DemoTestCase {
         var options = UpstreamOptions()
         options.timeout = 0.3
         let seen = try onLoop(options) { client, seen, done in
-            client.send(UpstreamRequest(method: "GET", target: .origin(endpoint, path: "/api/user", query: nil))) { first in
+            // The first call makes the connection, with room for a busy machine; the second reuses it.
+            let roomy = TransferLimits(timeout: 10, connectTimeout: 10)
+            client.send(UpstreamRequest(method: "GET", target: .origin(endpoint, path: "/api/user", query: nil), limits: roomy)) { first in
                 seen.results.append(first)
                 client.send(UpstreamRequest(method: "GET", target: .origin(endpoint, path: "/api/slow", query: "ms=1500"))) { second in
                     seen.results.append(second)
