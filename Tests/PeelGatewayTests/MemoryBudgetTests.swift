@@ -80,6 +80,9 @@ final class MemoryBudgetTests: XCTestCase {
         XCTAssertTrue(h.eventually { h.gateway.budget.clientCount == 0 && self.buffered(h) == 0 }, "a declared length was reserved")
         for _ in 0..<3 {
             XCTAssertEqual(try h.request("POST", "/api/echo", body: Array(repeating: 0x61, count: 1000)).status, 200)
+            // The budget this small fits one upload and its answer: the last answer's bytes are given
+            // back as its call unwinds, just after the client has them.
+            XCTAssertTrue(h.eventually { self.buffered(h) == 0 }, "an answer's bytes were not given back")
         }
         // A body that arrives is counted as it arrives, and given back when its answer is written.
         try heads[1].send(String(repeating: "x", count: 400))
