@@ -172,7 +172,9 @@ check "SIGTERM after reloads exits 0" "0" "$rc"
 # SIGTERM during a slow call: the call completes, then the process exits 0.
 curl -s -o "$WORK/slow.body" -w '%{http_code}' "$G/api/slow?ms=1500" >"$WORK/slow.code" & CURL_PID=$!
 # SIGTERM once the call is in flight (a curl started late would find the listener closed).
-for _ in $(seq 1 100); do curl -s "http://127.0.0.1:$AD/metrics" | grep -qx 'peel_inflight_requests 1' && break; sleep 0.02; done
+seen=no
+for _ in $(seq 1 100); do curl -s "http://127.0.0.1:$AD/metrics" | grep -qx 'peel_inflight_requests 1' && { seen=yes; break; }; sleep 0.02; done
+check "slow call in flight before SIGTERM" "yes" "$seen"
 kill -TERM $PEEL_PID
 wait $CURL_PID || true
 check "slow call in flight at SIGTERM completes" "200" "$(cat "$WORK/slow.code")"

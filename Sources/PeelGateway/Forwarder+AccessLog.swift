@@ -15,10 +15,11 @@ extension Forwarder {
         default: call.state = .answered
         }
         let duration = monotonicNow() - call.started
-        // Counted before it leaves the in-flight gauge: whoever sees the gauge drop sees the count.
+        // Counted before it leaves the in-flight gauge (released, read acquiring by /metrics):
+        // whoever sees the gauge drop sees the count.
         metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstreamDuration,
                               route: call.routed ? call.route.metricsPosition : nil)
-        metrics.inflight.subtract(1, ordering: .relaxed)
+        metrics.inflight.subtract(1, ordering: .releasing)
         guard call.route.accessLog, let accessLog = log else { return }
         var line = "{\"time\":\"\(rfc3339(wallNow()))\",\"request_id\":\(jsonEscaped(call.requestId))"
         line += ",\"method\":\(jsonEscaped(call.exchange.method)),\"path\":\(jsonEscaped(call.path.isEmpty ? call.exchange.target : call.path))"

@@ -179,7 +179,8 @@ extension Forwarder {
         switch result {
         case .success(let response):
             call.upstreamDuration = response.duration
-            // Counted before the last bytes leave, as a buffered answer is (`emit`).
+            // Counted before the end is written (a chunked body's last chunk), as a buffered answer
+            // is (`emit`); under a declared length the last bytes may already be out.
             record(call, status: call.upstreamStatus ?? 200, kind: "passthrough", bytes: call.streamedBytes, code: nil)
             stream.finish()
         case .failure(let failure):

@@ -31,8 +31,9 @@ extension Forwarder {
             // Streams start in headArrived and answerReachability, never here.
             preconditionFailure("emit takes buffered answers only")
         }
-        // Counted and logged before the bytes leave: a client that has its answer finds it in
-        // /metrics and the access log (the write may hand the whole answer over at once).
+        // Counted before the bytes leave: a client that has its answer finds it in /metrics (the
+        // write may hand the whole answer over at once). Its access-log line is queued here too,
+        // and reaches the sink with the worker's next flush.
         record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
         call.exchange.respond(status: shaped.status, body: body, range: range, keeping: hold, closing: shaped.closing) { out in
             shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })

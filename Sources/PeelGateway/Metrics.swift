@@ -141,6 +141,9 @@ enum MetricsRenderer {
         var merged = WorkerMetrics.Stats()
         var inflight = 0
         for w in workers {
+            // The gauge before the counts: a call is counted before it leaves the gauge
+            // (`Forwarder.record`), so a scrape never shows a call gone from both.
+            inflight += w.inflight.load(ordering: .acquiring)
             let s = w.stats.withLock { $0 }
             for (k, v) in s.requests { merged.requests[k, default: 0] += v }
             for (k, v) in s.upstreamErrors { merged.upstreamErrors[k, default: 0] += v }
@@ -151,7 +154,6 @@ enum MetricsRenderer {
             for (i, v) in s.routeCalls.enumerated() { merged.routeCalls[i] += v }
             merged.requestDuration.merge(s.requestDuration)
             merged.upstreamDuration.merge(s.upstreamDuration)
-            inflight += w.inflight.load(ordering: .relaxed)
         }
         var out = ""
         out += "# HELP peel_requests_total Requests answered, by outcome kind and HTTP status.\n"
