@@ -8,7 +8,8 @@ PEEL=${1:?usage: routes.sh PATH/TO/peel}
 source "$(dirname "$0")/lib.sh"
 
 # Logs are opened for appending, so truncating one (: >) starts it over cleanly.
-# A small upstream in Python: RuoYi's AjaxResult for every path (`{"code":200,"msg":…,"data":…}`),
+# A small upstream in Python: RuoYi's AjaxResult for every path (`{"msg":…,"code":200,"data":…}`: a
+# HashMap, which Jackson writes msg first),
 # or, with DELAY set, the peel envelope after DELAY seconds (a slow endpoint).
 cat >"$WORK/upstream.py" <<'PY'
 import json, os, sys, time
@@ -22,7 +23,7 @@ class H(BaseHTTPRequestHandler):
             time.sleep(delay)
             body = {"code": 0, "message": "ok", "data": {"slow": True}}
         else:
-            body = {"code": 200, "msg": "操作成功", "data": {"userId": 1, "userName": "admin", "path": self.path}}
+            body = {"msg": "操作成功", "code": 200, "data": {"userId": 1, "userName": "admin", "path": self.path}}
         raw = json.dumps(body, ensure_ascii=False).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json;charset=UTF-8")

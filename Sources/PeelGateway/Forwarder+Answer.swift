@@ -127,7 +127,7 @@ extension Forwarder {
         call.upstreamHeaders = headers
         let shaped = call.route.shaper.shape(Reply(status: status, kind: .relayed, upstream: headers, body: .stream(contentLength: declared)),
                                   context(call), encode: { _, _ in nil })
-        let rewrite = call.route.rewrite(answeredBy: call.answeringEndpoint)
+        let rewrite = call.rewrite
         guard let stream = call.exchange.startStream(status: status, contentLength: declared, headers: { out in
             shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })
         }) else {

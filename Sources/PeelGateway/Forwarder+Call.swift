@@ -57,8 +57,9 @@ extension Forwarder {
         /// The endpoint of the latest attempt, and its position in the group.
         private(set) var endpoint: EndpointState?
         private(set) var endpointIndex = 0
-        /// The position of the endpoint whose answer this call got; nil before an answer.
-        var answeringEndpoint: Int? { upstreamStatus == nil ? nil : endpointIndex }
+        /// The rewriting for what this call's live answer names: a bare path is read under the base
+        /// path of the endpoint that answered (before an answer, under any endpoint's).
+        var rewrite: ProxyRewrite { route.rewrite(answeredBy: upstreamStatus == nil ? nil : endpointIndex) }
         /// Whether the latest attempt still counts in its endpoint's calls in flight.
         private var holdsEndpoint = false
         /// Endpoints tried, a bit per position.

@@ -14,7 +14,7 @@ extension Forwarder {
         for token in [FieldToken.location, .contentLocation] {
             guard let value = headers.first(token) else { continue }
             // A path, or an absolute URL naming the upstream: as Peel's own target, without the base path.
-            let path = call.route.rewrite(answeredBy: call.answeringEndpoint).location(value, publicOrigin: nil)
+            let path = call.rewrite.location(value, publicOrigin: nil)
             if path.hasPrefix("/") && !path.hasPrefix("//") && !targets.contains(path) { targets.append(path) }
         }
         for target in targets {

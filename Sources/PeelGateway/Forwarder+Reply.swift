@@ -25,7 +25,7 @@ extension Forwarder {
         let rewrite: ProxyRewrite
         switch reply.kind {
         case .stale, .staleNotModified: rewrite = call.route.rewrite
-        default: rewrite = call.route.rewrite(answeredBy: call.answeringEndpoint)
+        default: rewrite = call.rewrite
         }
         guard case .bytes(let body, let range, let hold) = shaped.body else {
             // Streams start in headArrived and answerReachability, never here.

@@ -195,12 +195,10 @@ final class UpstreamGroupState: Sendable {
 
     func liveAnswered(_ endpoint: EndpointState) -> Bool {
         guard let i = index(endpoint) else { return true }
-        return book.withLock {
-            guard endpoint.isHeld(by: self) else { return false }
-            $0.ejection.liveAnswered(i)
+        return whileHeld(endpoint) { (b: inout Book) -> Void in
+            b.ejection.liveAnswered(i)
             endpoint.failing.store(false, ordering: .relaxed)
-            return true
-        }
+        } != nil
     }
 
     func probed(_ endpoint: EndpointState, passed: Bool) -> Bool {
@@ -210,11 +208,7 @@ final class UpstreamGroupState: Sendable {
                 $0.probePassed(i, at: monotonicNow())
             }
         }
-        return book.withLock {
-            guard endpoint.isHeld(by: self) else { return false }
-            $0.ejection.probeFailed(i)
-            return true
-        }
+        return whileHeld(endpoint) { $0.ejection.probeFailed(i) } != nil
     }
 
     /// An endpoint's machine moved: the group's state may follow.
@@ -228,13 +222,10 @@ final class UpstreamGroupState: Sendable {
     /// Applies `change` to the ejection book; when it reports a change, recomputes which endpoints
     /// are available and the group's state, and announces a move with `why`. False, with nothing
     /// changed, when `endpoint` was handed to a newer generation.
-    @discardableResult
     private func update(_ endpoint: EndpointState, _ why: FailureCause, at time: Double? = nil,
                         _ change: (inout EjectionBook) -> Bool) -> Bool {
         var moved: [(EndpointState, Bool)] = []
-        var held = true
-        let t = book.withLock { b -> ReachabilityTransition? in
-            guard endpoint.isHeld(by: self) else { held = false; return nil }
+        let held = whileHeld(endpoint) { b -> ReachabilityTransition? in
             // An endpoint a reload removed still reports to its old group: nothing that serves
             // reads that group's book any more, and its verdict must not touch shared flags.
             guard !b.retired, change(&b.ejection) else { return nil }
@@ -255,13 +246,20 @@ final class UpstreamGroupState: Sendable {
             published.store(next.rawValue, ordering: .relaxed)
             return t
         }
+        guard let t = held else { return false }
         // An endpoint entering or leaving the pool is the operator's to see, with the full reason.
         for (e, ok) in moved {
             EventLog.emit("endpoint", [("group", jsonEscaped(name)), ("endpoint", jsonEscaped(e.url.description)),
                                        ("in_pool", ok ? "true" : "false"), ("reason", jsonEscaped(why.detail))])
         }
         if let t { onTransition(self, t) }
-        return held
+        return true
+    }
+
+    /// `body` on the book, under its lock, while `endpoint` is this group's; nil, with nothing done,
+    /// when a reload handed it to a newer generation.
+    private func whileHeld<T>(_ endpoint: EndpointState, _ body: (inout Book) -> T) -> T? {
+        book.withLock { b in endpoint.isHeld(by: self) ? body(&b) : nil }
     }
 }
 
