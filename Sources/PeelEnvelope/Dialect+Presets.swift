@@ -64,8 +64,12 @@ extension Dialect {
         preset: "error-object", code: "error.code", success: .errorMember("error"), messages: ["error.message"],
         payload: .member("data"), extras: ["error"])
 
+    /// REST backends without an envelope: the HTTP status decides, a 2xx's JSON (arrays, strings,
+    /// numbers included) is the answer byte for byte, and failures are read by the well-known shapes.
+    public static let rest = Dialect(preset: "rest", code: nil, success: .httpStatus, messages: [], payload: .rest)
+
     /// Every preset, in the README's order.
-    public static let presets: [Dialect] = [peel, ruoyi, yudao, alibaba, wechat, jsend, antd, jeecg, alipay, errorObject]
+    public static let presets: [Dialect] = [peel, ruoyi, yudao, alibaba, wechat, jsend, antd, jeecg, alipay, errorObject, rest]
 
     /// The preset with this name.
     public static func preset(named name: String) -> Dialect? {
@@ -134,6 +138,13 @@ extension Dialect {
             return [DialectSample("success", #"{"data":{"id":"evt_1","items":[1,2]}}"#),
                     DialectSample("whole body", #"{"id":"ch_3MmlLrLkdIwHu7ix0snN0B15","object":"charge","amount":1099}"#),
                     DialectSample("business error", #"{"error":{"code":404,"message":"File not found"}}"#)]
+        case "rest":
+            return [DialectSample("list", #"[{"id":1,"name":"Ada"},{"id":2,"name":"Grace"}]"#),
+                    DialectSample("object", #"{"id":1,"name":"Ada","balance":12345678901234567890}"#, status: 201),
+                    DialectSample("validation", #"{"detail":[{"type":"missing","loc":["body","email"],"msg":"Field required","input":{}}]}"#, status: 422),
+                    DialectSample("not found", #"{"detail":"Not found."}"#, status: 404),
+                    DialectSample("auth error", #"{"error":"invalid_token","error_description":"The access token expired"}"#, status: 401),
+                    DialectSample("server error", #"{"message":"SQLSTATE[42S02]: Base table or view not found"}"#, status: 500)]
         default:
             return []
         }
@@ -154,6 +165,7 @@ extension Dialect {
         case "jeecg": "JeecgBoot Result: success flag decides, code reported, message, result; timestamp ignored; 401"
         case "alipay": "Alipay OpenAPI: the *_response member or error_response, code \"10000\", sub_msg then msg; \"20001\""
         case "error-object": "Google JSON style, Stripe, Strapi: an error object fails, else data, else the whole body"
+        case "rest": "REST without an envelope: the HTTP status decides, any JSON on a 2xx is the answer, failures read by their shape"
         default: ""
         }
     }

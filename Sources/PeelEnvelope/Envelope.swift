@@ -81,6 +81,8 @@ struct Envelope {
     var extras: [UpstreamMember]
     /// Success or failure.
     var judgement: Judgement
+    /// The envelope object's bounds in the body (an Alipay `*_response` object's, for a pattern).
+    var object: Range<Int>
 
     /// An envelope, or why the body is not one (nil: the scan refused it, and the slow walk says why).
     enum Reading {
@@ -216,7 +218,7 @@ struct EnvelopeReader {
         case false?: judgement = .failure
         case nil: judgement = .error
         }
-        return Envelope(code: code, message: message, extras: extras, judgement: judgement)
+        return Envelope(code: code, message: message, extras: extras, judgement: judgement, object: object)
     }
 
     /// The raw value at `path`, whose head is in `slot`; nil when absent. A step into a value that
@@ -276,6 +278,9 @@ struct EnvelopeReader {
         case .codeOrAbsent:
             guard let code else { return true }
             return dialect.successCodes.contains(code)
+        case .httpStatus:
+            // The judge reads an envelope under this rule only from a non-2xx, which fails whatever it says.
+            return true
         case .flag(let name):
             guard let r = try value(name, slot: compiled.rule) else {
                 throw EnvelopeFault(reason: "\(name) missing")

@@ -256,6 +256,8 @@ struct DialectReference {
             verdict = dialect.successCodes.contains(code)
         case .codeOrAbsent:
             verdict = code.map { dialect.successCodes.contains($0) } ?? true
+        case .httpStatus:
+            verdict = true
         case .flag(let name):
             guard case .bool(let v, _)? = try value(scope, name) else { throw Malformed() }
             verdict = v

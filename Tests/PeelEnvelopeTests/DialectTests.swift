@@ -301,7 +301,7 @@ final class DialectTests: XCTestCase {
 
     func testPresets_areValidAndTheirSamplesJudgeAsLabelled() {
         XCTAssertEqual(Dialect.presets.map(\.preset),
-                       ["peel", "ruoyi", "yudao", "alibaba", "wechat", "jsend", "antd", "jeecg", "alipay", "error-object"])
+                       ["peel", "ruoyi", "yudao", "alibaba", "wechat", "jsend", "antd", "jeecg", "alipay", "error-object", "rest"])
         for d in Dialect.presets {
             XCTAssertNil(d.problem(), d.preset)
             let samples = Dialect.samples(for: d.preset)
@@ -313,7 +313,7 @@ final class DialectTests: XCTestCase {
                     guard case .problem(let p) = v, p.kind == .authExpired else { return XCTFail("\(d.preset) \(s.label): \(v)") }
                 case "business error", "fail":
                     guard case .problem(let p) = v, p.kind == .businessError else { return XCTFail("\(d.preset) \(s.label): \(v)") }
-                case "error":
+                case "error", "validation", "not found", "server error":
                     guard case .problem(let p) = v, p.kind == .upstreamError else { return XCTFail("\(d.preset) \(s.label): \(v)") }
                 default:
                     switch v {
