@@ -19,6 +19,7 @@ if ! "$VENV/bin/python" -c 'import fastapi, uvicorn, flask, django, rest_framewo
     || { echo "frameworks: pip failed"; exit 1; }
 fi
 PY="$VENV/bin/python"
+export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ beside the apps
 "$PY" -c 'import importlib.metadata as m; print("versions:", ", ".join(f"{p} {m.version(p)}" for p in
   ("fastapi", "pydantic", "uvicorn", "flask", "werkzeug", "django", "djangorestframework")))'
 
