@@ -139,12 +139,11 @@ extension Dialect {
                     DialectSample("whole body", #"{"id":"ch_3MmlLrLkdIwHu7ix0snN0B15","object":"charge","amount":1099}"#),
                     DialectSample("business error", #"{"error":{"code":404,"message":"File not found"}}"#)]
         case "rest":
-            return [DialectSample("list", #"[{"id":1,"name":"Ada"},{"id":2,"name":"Grace"}]"#),
-                    DialectSample("object", #"{"id":1,"name":"Ada","balance":12345678901234567890}"#, status: 201),
-                    DialectSample("validation", #"{"detail":[{"type":"missing","loc":["body","email"],"msg":"Field required","input":{}}]}"#, status: 422),
-                    DialectSample("not found", #"{"detail":"Not found."}"#, status: 404),
-                    DialectSample("auth error", #"{"error":"invalid_token","error_description":"The access token expired"}"#, status: 401),
-                    DialectSample("server error", #"{"message":"SQLSTATE[42S02]: Base table or view not found"}"#, status: 500)]
+            return [DialectSample("list", ##"[{"id":1,"name":"Ada"},{"id":2,"name":"Grace"}]"##),
+                    DialectSample("object", ##"{"id":1,"name":"Ada","balance":12345678901234567890}"##, status: 201)]
+                + FailureShape.allCases.map(\.sample)
+                + [DialectSample("auth error", ##"{"error":"invalid_token","error_description":"The access token expired"}"##, status: 401),
+                   DialectSample("server error", ##"{"message":"SQLSTATE[42S02]: Base table or view not found"}"##, status: 500)]
         default:
             return []
         }

@@ -161,10 +161,11 @@ def read_shape(text):
     body = dict(pairs)
     kinds = {k: kind_of(v) for k, v in pairs}
     loads = json.loads
-    # Flask's documented JSON error: code (the HTTP status, an integer), name, description.
+    # Flask's documented JSON error: code (the HTTP status again, so Peel takes no code from it and
+    # leaves it out of `upstream`, as upstream_status says it), name, description.
     if kinds.get("code") == "scalar" and isinstance(loads(body["code"]), int) and \
             kinds.get("name") == "string" and kinds.get("description") == "string":
-        return "flask", loads(body["description"]), body["code"], [], {"code", "description"}
+        return "flask", loads(body["description"]), None, [], {"code", "description"}
     # FastAPI: detail is an array of {loc, msg}.
     if kinds.get("detail") == "array" and items(body["detail"]) and \
             all(kind_of(e) == "object" and {"loc", "msg"} <= dict(members(e)).keys() for e in items(body["detail"])):
@@ -220,10 +221,10 @@ def expected_problem(status, headers, raw):
     want["detail"] = detail or OWN_DETAIL[kind]
     want["code"] = json.loads(code) if shown and code is not None else (-104 if kind == "upstream-error" else None)
     if kind == "upstream-error":
-        # The wording rules are today's: with a code read from the body, it may be named instead of the type.
-        want["reason"] = f"upstream {status}" if code is not None else \
-            f"upstream {status} {media_type(headers) or 'without Content-Type'}"
-        want["reason is a prefix"] = code is not None
+        # The status and media type, then the shape that read the body (Peel's diagnosis, not the body).
+        want["reason"] = f"upstream {status} {media_type(headers) or 'without Content-Type'}" + \
+            (f", read as {shape[0]}" if shape else "")
+        want["reason is a prefix"] = False
     if shown and errors:
         want["errors"] = errors
     if shown and leftover:
