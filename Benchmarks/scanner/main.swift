@@ -140,8 +140,47 @@ func reportRest(iterations: Int) {
     print(String(format: "  ratio rest / member            %12.2fx (target at most 1.3x)", times[1] / times[0]))
 }
 
-report("small envelope", bytes: smallEnvelope(), iterations: 2_000)
-report("large envelope", bytes: largeEnvelope(), iterations: 20)
-report("bench /big envelope", bytes: benchListEnvelope(), iterations: 20)
-reportRest(iterations: 20)
+/// A validation failure as Laravel answers one (issue 33): about 100 KB holding 2,000 field errors,
+/// judged under the default dialect at 422, so the body is scanned, refused as an envelope, and
+/// read by the well-known shapes into RFC 9457 `errors`.
+func failureBody() -> [UInt8] {
+    var fields: [String] = []
+    for k in 0..<2_000 {
+        fields.append(#""items.\#(k).name":["The items.\#(k).name field is required."]"#)
+    }
+    return Array((#"{"message":"The items.0.name field is required. (and 1999 more errors)","errors":{"#
+        + fields.joined(separator: ",") + "}}").utf8)
+}
+
+func reportFailure(iterations: Int) {
+    let body = failureBody()
+    let answer = UpstreamAnswer(status: 422, contentType: "application/json", path: "/orders", isHead: false)
+    let config = EnvelopeConfig()
+    let first: String = ##"[{"detail":"The items.0.name field is required.","pointer":"#/items/0/name"},"##
+    guard case .problem(let p) = judge(answer, body: body, config: config), let errors = p.errors,
+          p.detail?.hasPrefix("The items.0.name field") == true,
+          String(decoding: errors.prefix(first.utf8.count), as: UTF8.self) == first
+    else { fatalError("failure benchmark body does not judge as expected") }
+    let times = measure([
+        (iterations, {
+            if case .problem(let p) = judge(answer, body: body, config: config) { return p.errors?.count ?? 0 }
+            return 0
+        }),
+        (iterations, { JSONScanner.validate(body) ? 1 : 0 }),
+    ])
+    let gbs = { (ns: Double) in Double(body.count) / ns }
+    print("failure body, 2,000 field errors (laravel, default dialect, 422): \(body.count) bytes")
+    print(String(format: "  judge() to problem with errors %12.0f ns/op  %6.2f GB/s (target at least 1 GB/s)", times[0], gbs(times[0])))
+    print(String(format: "  JSONScanner.validate()         %12.0f ns/op  %6.2f GB/s", times[1], gbs(times[1])))
+}
+
+// BENCH_ONLY=failure runs that part alone (for a profiler).
+let only = ProcessInfo.processInfo.environment["BENCH_ONLY"]
+if only == nil {
+    report("small envelope", bytes: smallEnvelope(), iterations: 2_000)
+    report("large envelope", bytes: largeEnvelope(), iterations: 20)
+    report("bench /big envelope", bytes: benchListEnvelope(), iterations: 20)
+    reportRest(iterations: 20)
+}
+if only == nil || only == "failure" { reportFailure(iterations: 20) }
 if sink == 42 { print("") }

@@ -91,12 +91,29 @@ public struct FailureWords: Sendable, Equatable {
     }
 }
 
+/// Whether `n` bytes at `a` and `b` are the same.
+@inline(__always)
+func memoryEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ n: Int) -> Bool {
+    var k = 0
+    while k < n {
+        if a[k] != b[k] { return false }
+        k &+= 1
+    }
+    return true
+}
+
 /// Reads a failure body by the well-known shapes.
 enum FailureShapes {
     /// The words of the object spanning `object` in a validated body, by the first shape it
     /// matches; nil when none does or a member a shape reads appears twice.
-    static func read(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, problemType: Bool) -> FailureWords? {
-        var top = TopMembers(base)
+    /// `checked`: the body already passed the strict scan (else it is scanned first).
+    static func read(_ body: UnsafeBufferPointer<UInt8>, _ object: Range<Int>, maxDepth: Int, checked: Bool,
+                     problemType: Bool) -> FailureWords? {
+        var top = TopMembers(body.baseAddress!)
+        if !checked {
+            var members = EnvelopeMembers()
+            guard ScanCore.run(body, maxDepth: maxDepth, names: nil, members: &members) else { return nil }
+        }
         guard top.collect(object) else { return nil }
         return top.read(object, problemType: problemType)
     }
@@ -106,8 +123,8 @@ enum FailureShapes {
 private struct TopMembers {
     /// The names shapes look for.
     enum Name: Int, CaseIterable {
-        case type, title, status, detail, instance, errors, error, errorDescription, message, msg, code, reason,
-             metadata, timestamp, path, name, description, statusCode
+        case type, title, status, detail, errors, error, errorDescription, message, msg, code, reason,
+             timestamp, path, name, description, statusCode
         var text: String {
             switch self {
             case .errorDescription: "error_description"
@@ -128,25 +145,55 @@ private struct TopMembers {
         reader = FieldErrorReader(base)
     }
 
-    static let names: [[UInt8]] = Name.allCases.map { Array($0.text.utf8) }
+    /// The names by length, for matching a member's name without decoding it.
+    static let byLength: [[(name: Name, bytes: [UInt8])]] = {
+        var table = [[(name: Name, bytes: [UInt8])]](repeating: [], count: 18)
+        for n in Name.allCases { table[n.text.utf8.count].append((n, Array(n.text.utf8))) }
+        return table
+    }()
 
-    /// Records the members; false when a named one appears twice (which one the backend meant is unknown).
-    mutating func collect(_ object: Range<Int>) -> Bool {
-        var ok = true
-        ValidJSON.walk(base, object) { nameStart, nameEnd, value in
-            let n = nameEnd &- nameStart
-            let name = UnsafeBufferPointer(start: self.base + nameStart, count: n)
-            for (k, candidate) in TopMembers.names.enumerated() where candidate.count == n && candidate.elementsEqual(name) {
-                guard self.slot[k] < 0 else {
-                    ok = false
-                    return false
-                }
-                self.slot[k] = self.all.count
-            }
-            self.all.append((nameStart..<nameEnd, value))
-            return true
+    /// The shape name a member's raw name (quotes excluded) spells exactly, if any.
+    func match(_ name: Range<Int>) -> Name? {
+        guard name.count < TopMembers.byLength.count else { return nil }
+        for candidate in TopMembers.byLength[name.count]
+        where candidate.bytes.withUnsafeBufferPointer({ memoryEqual($0.baseAddress!, base + name.lowerBound, name.count) }) {
+            return candidate.name
         }
-        return ok
+        return nil
+    }
+
+    /// The field-error map in an `errors` object, read as the walk passes it (Laravel, ASP.NET Core).
+    var errorsMap: FieldErrorReader?
+
+    /// Records the members in one walk over a checked body; false when a named one appears twice
+    /// (which one the backend meant is unknown). An `errors` object is read as a field-error map
+    /// on the way, since it may be most of the body and is walked once that way.
+    mutating func collect(_ object: Range<Int>) -> Bool {
+        let n = object.upperBound
+        var i = ScanCore.skipWhitespace(base, n, object.lowerBound &+ 1)
+        while base[i] == UInt8(ascii: "\"") {
+            let nameStart = i &+ 1
+            let afterName = ValidJSON.stringEnd(base, n, nameStart)
+            let name = nameStart..<(afterName &- 1)
+            let valueStart = ScanCore.skipWhitespace(base, n, ScanCore.skipWhitespace(base, n, afterName) &+ 1)
+            var valueEnd = -1
+            if let named = match(name) {
+                guard slot[named.rawValue] < 0 else { return false }
+                slot[named.rawValue] = all.count
+                if named == .errors && base[valueStart] == UInt8(ascii: "{") {
+                    var r = reader
+                    r.list.reserve(n &- valueStart)
+                    valueEnd = r.map(at: valueStart, n, dotted: true, nonField: false)
+                    errorsMap = r
+                }
+            }
+            if valueEnd < 0 { valueEnd = ValidJSON.end(base, n, valueStart) }
+            all.append((name, valueStart..<valueEnd))
+            i = ScanCore.skipWhitespace(base, n, valueEnd)
+            guard base[i] == UInt8(ascii: ",") else { break }
+            i = ScanCore.skipWhitespace(base, n, i &+ 1)
+        }
+        return true
     }
 
     func value(_ n: Name) -> Range<Int>? { slot[n.rawValue] < 0 ? nil : all[slot[n.rawValue]].value }
@@ -229,9 +276,7 @@ private struct TopMembers {
             r.list(d)
             return words(.fastapi, code: nil, message: nil, errors: r.list, errorsFrom: [.detail])
         }
-        if isObject(value(.errors)), let e = value(.errors) {
-            var r = reader
-            r.map(e, dotted: true, nonField: false)
+        if isObject(value(.errors)), let r = errorsMap {
             return words(.laravel, code: code(value(.code)), codeFrom: [.code], message: message(value(.message)),
                          messageFrom: [.message], errors: r.list, errorsFrom: [.errors])
         }
@@ -275,9 +320,7 @@ private struct TopMembers {
             if isArray(e) {
                 errors = Array(UnsafeBufferPointer(start: base + e.lowerBound, count: e.count))
                 taken.append(.errors)
-            } else if isObject(e) {
-                var r = reader
-                r.map(e, dotted: true, nonField: false)
+            } else if isObject(e), let r = errorsMap {
                 if let f = r.list.finished() {
                     errors = f
                     taken.append(.errors)

@@ -12,50 +12,231 @@ enum FieldPlace {
     case parameter(String)
 }
 
-/// The `errors` array under construction, and the JSON Pointer of the member being read.
+/// The `errors` array under construction, and the JSON Pointer of the member being read. Entries
+/// are noted as ranges while the body is walked and written out once, at their exact size: a
+/// validation answer may hold thousands, and a field map's key is encoded only as it is written.
 struct FieldErrorList {
-    /// `[{…},{…}` so far; `]` is added by `finished`.
-    private(set) var bytes: [UInt8] = []
+    /// One entry: its message's raw bytes in the body, and where it points.
+    private struct Entry {
+        var detail: Range<Int>
+        /// Bytes of `places`: the pointer's prefix (without `#`), or the parameter's JSON string.
+        var place: Range<Int>
+        /// A map key after the prefix, raw in the body (quotes excluded; no escapes), or empty.
+        var key: Range<Int>
+        var kind: UInt8
+        var dotted: Bool
+    }
+    private static let noPlace: UInt8 = 0, pointerPlace: UInt8 = 1, parameterPlace: UInt8 = 2, keyedPlace: UInt8 = 3
+
+    /// The body the entries' messages are in.
+    let base: UnsafePointer<UInt8>
+    private var entries: [Entry] = []
+    /// The pointers and parameter names the entries use, one after another.
+    private var places: [UInt8] = []
+    /// `pointer` changed since its last copy into `places` (else that copy is shared).
+    private var pointerChanged = true
+    private var lastPointer = 0..<0
     /// How many entries.
-    private(set) var count = 0
+    var count: Int { entries.count }
     /// The first entry's message, raw (quotes included), for a problem whose body has no message.
-    private(set) var firstDetail: Range<Int>?
+    var firstDetail: Range<Int>? { entries.first?.detail }
     /// The pointer of the member being read, percent-encoded for a URI fragment (RFC 6901 §6),
     /// without the leading `#`.
-    var pointer: [UInt8] = []
+    var pointer: [UInt8] = [] {
+        didSet { pointerChanged = true }
+    }
+    /// The map key being read, not yet in `pointer`: raw in the body, without escapes.
+    var key: (range: Range<Int>, dotted: Bool)?
+
+    init(_ base: UnsafePointer<UInt8>) { self.base = base }
 
     /// Appends one entry whose message is the raw JSON string at `detail` (quotes included), copied
     /// as the upstream wrote it; a value that is not a string is not a message and is skipped.
     mutating func add(_ base: UnsafePointer<UInt8>, detail: Range<Int>, place: FieldPlace) {
         // An empty message says nothing, like an envelope's (`""` is two bytes with its quotes).
         guard base[detail.lowerBound] == UInt8(ascii: "\""), detail.count > 2 else { return }
-        bytes.append(count == 0 ? UInt8(ascii: "[") : UInt8(ascii: ","))
-        append("{\"detail\":")
-        bytes.append(contentsOf: UnsafeBufferPointer(start: base + detail.lowerBound, count: detail.count))
         switch place {
-        case .none: break
+        case .none:
+            entries.append(Entry(detail: detail, place: 0..<0, key: 0..<0, kind: Self.noPlace, dotted: false))
         case .pointer:
-            append(",\"pointer\":\"#")
-            bytes.append(contentsOf: pointer)
-            bytes.append(UInt8(ascii: "\""))
+            if pointerChanged {
+                let start = places.count
+                places.append(contentsOf: pointer)
+                lastPointer = start..<places.count
+                pointerChanged = false
+            }
+            if let key {
+                entries.append(Entry(detail: detail, place: lastPointer, key: key.range, kind: Self.keyedPlace, dotted: key.dotted))
+            } else {
+                entries.append(Entry(detail: detail, place: lastPointer, key: 0..<0, kind: Self.pointerPlace, dotted: false))
+            }
         case .parameter(let name):
             var w = ProblemWriter()
             w.string(name)
-            append(",\"parameter\":")
-            bytes.append(contentsOf: w.bytes)
+            let start = places.count
+            places.append(contentsOf: w.bytes)
+            entries.append(Entry(detail: detail, place: start..<places.count, key: 0..<0, kind: Self.parameterPlace, dotted: false))
         }
-        bytes.append(UInt8(ascii: "}"))
-        if count == 0 { firstDetail = detail }
-        count &+= 1
     }
 
-    /// The finished array, or nil when no entry was added.
+    /// Moves the pending key into `pointer` (before reading below it); returns the mark to pop to.
+    mutating func settleKey() -> Int {
+        let mark = pointer.count
+        if let key {
+            let body = base
+            let bound = FieldErrorList.encodedBound(key.range.count)
+            pointer.append(contentsOf: repeatElement(0, count: bound))
+            let n = pointer.withUnsafeMutableBufferPointer { out in
+                FieldErrorList.encode(body, key.range, dotted: key.dotted, into: out.baseAddress! + mark)
+            }
+            pointer.removeSubrange((mark &+ n)...)
+            self.key = nil
+        }
+        return mark
+    }
+
+    /// The finished array, or nil when no entry was added. Keys are encoded as they are written,
+    /// into room for their longest encoding (the array is rendered into the problem and dropped).
     func finished() -> [UInt8]? {
-        count == 0 ? nil : bytes + [UInt8(ascii: "]")]
+        guard !entries.isEmpty else { return nil }
+        let detailKey: StaticString = "{\"detail\":"
+        let pointerKey: StaticString = ",\"pointer\":\"#"
+        let parameterKey: StaticString = ",\"parameter\":"
+        var total = 1
+        for e in entries {
+            total &+= detailKey.utf8CodeUnitCount &+ e.detail.count &+ 2
+            switch e.kind {
+            case Self.pointerPlace: total &+= pointerKey.utf8CodeUnitCount &+ e.place.count &+ 1
+            case Self.keyedPlace:
+                total &+= pointerKey.utf8CodeUnitCount &+ e.place.count &+ 1 &+ FieldErrorList.encodedBound(e.key.count)
+            case Self.parameterPlace: total &+= parameterKey.utf8CodeUnitCount &+ e.place.count
+            default: break
+            }
+        }
+        return places.withUnsafeBufferPointer { places in
+            [UInt8](unsafeUninitializedCapacity: total) { out, written in
+                var o = out.baseAddress!
+                func put(_ p: UnsafePointer<UInt8>, _ n: Int) {
+                    o.update(from: p, count: n)
+                    o += n
+                }
+                func put(_ s: StaticString) { put(s.utf8Start, s.utf8CodeUnitCount) }
+                o.pointee = UInt8(ascii: "[")
+                o += 1
+                for (k, e) in entries.enumerated() {
+                    if k > 0 {
+                        o.pointee = UInt8(ascii: ",")
+                        o += 1
+                    }
+                    put(detailKey)
+                    put(base + e.detail.lowerBound, e.detail.count)
+                    if e.kind == Self.pointerPlace || e.kind == Self.keyedPlace {
+                        put(pointerKey)
+                        if !e.place.isEmpty { put(places.baseAddress! + e.place.lowerBound, e.place.count) }
+                        if e.kind == Self.keyedPlace { o += FieldErrorList.encode(base, e.key, dotted: e.dotted, into: o) }
+                        o.pointee = UInt8(ascii: "\"")
+                        o += 1
+                    } else if e.kind == Self.parameterPlace {
+                        put(parameterKey)
+                        put(places.baseAddress! + e.place.lowerBound, e.place.count)
+                    }
+                    o.pointee = UInt8(ascii: "}")
+                    o += 1
+                }
+                o.pointee = UInt8(ascii: "]")
+                written = o + 1 - out.baseAddress!
+            }
+        }
     }
 
-    private mutating func append(_ s: StaticString) {
-        s.withUTF8Buffer { bytes.append(contentsOf: $0) }
+    /// The reference tokens of a raw key without escapes, `~`/`/` escaped and the rest
+    /// percent-encoded for a fragment; split on `.`, `[` and `]` when `dotted` (empty parts
+    /// skipped). Writes them at `out`, which has room for `encodedBound`; returns their length.
+    static func encode(_ base: UnsafePointer<UInt8>, _ key: Range<Int>, dotted: Bool, into out: UnsafeMutablePointer<UInt8>) -> Int {
+        var n = 0
+        var k = key.lowerBound
+        let end = key.upperBound
+        guard dotted else {
+            out[0] = UInt8(ascii: "/")
+            n = 1
+            while k < end {
+                n = escape(base[k], out, n)
+                k &+= 1
+            }
+            return n
+        }
+        while k < end {
+            var b = base[k]
+            if isSeparator(b) {
+                k &+= 1
+                continue
+            }
+            // One part: a `/`, then its bytes up to the next separator.
+            out[n] = UInt8(ascii: "/")
+            n &+= 1
+            while true {
+                if isPlain(b) {
+                    out[n] = b
+                    n &+= 1
+                } else if isSeparator(b) {
+                    break
+                } else {
+                    n = escape(b, out, n)
+                }
+                k &+= 1
+                if k == end { break }
+                b = base[k]
+            }
+        }
+        return n
+    }
+
+    /// A byte a dotted key splits on.
+    @inline(__always)
+    static func isSeparator(_ b: UInt8) -> Bool {
+        b == UInt8(ascii: ".") || b == UInt8(ascii: "[") || b == UInt8(ascii: "]")
+    }
+
+    /// `fragmentSafe` but for `.`, which a dotted key splits on.
+    @inline(__always)
+    static func isPlain(_ b: UInt8) -> Bool {
+        // One mask word chosen without a branch: digits and letters alternate unpredictably.
+        let word = b & 64 == 0 ? safeLow & ~(1 << 0x2E) : safeHigh
+        return b < 128 && word >> UInt64(b & 63) & 1 != 0
+    }
+
+    /// Writes one byte of a reference token at `out[n]`, escaped; returns the new length.
+    @inline(__always)
+    static func escape(_ b: UInt8, _ out: UnsafeMutablePointer<UInt8>, _ n: Int) -> Int {
+        if fragmentSafe(b) {
+            out[n] = b
+            return n &+ 1
+        }
+        switch b {
+        case UInt8(ascii: "~"):
+            out[n] = UInt8(ascii: "~")
+            out[n &+ 1] = UInt8(ascii: "0")
+            return n &+ 2
+        case UInt8(ascii: "/"):
+            out[n] = UInt8(ascii: "~")
+            out[n &+ 1] = UInt8(ascii: "1")
+            return n &+ 2
+        default:
+            out[n] = UInt8(ascii: "%")
+            out[n &+ 1] = hex(b >> 4)
+            out[n &+ 2] = hex(b & 0xF)
+            return n &+ 3
+        }
+    }
+
+    /// The most bytes `encode` may write for a key of `count` bytes: each byte percent-encoded,
+    /// and a `/` before each.
+    static func encodedBound(_ count: Int) -> Int { count &* 4 &+ 1 }
+
+    /// Room for about as many entries as a field-error source of `n` bytes may hold.
+    mutating func reserve(_ n: Int) {
+        entries.reserveCapacity(n / 40)
+        places.reserveCapacity(n / 4)
     }
 
     // MARK: Pointer segments
@@ -63,30 +244,45 @@ struct FieldErrorList {
     /// Appends one reference token: `~` and `/` escaped (RFC 6901 §3), then every byte a URI fragment
     /// may not hold percent-encoded (RFC 6901 §6, RFC 3986 §3.5). Returns the length to pop back to.
     @discardableResult
-    mutating func push<C: Collection>(segment: C) -> Int where C.Element == UInt8 {
+    mutating func push(segment: UnsafeBufferPointer<UInt8>) -> Int {
         let mark = pointer.count
         pointer.append(UInt8(ascii: "/"))
-        for b in segment {
+        append(token: segment)
+        return mark
+    }
+
+    /// Appends a token's bytes, escaped; runs of bytes that stand for themselves in one copy.
+    private mutating func append(token: UnsafeBufferPointer<UInt8>) {
+        var run = 0
+        var k = 0
+        while k < token.count {
+            let b = token[k]
+            if FieldErrorList.fragmentSafe(b) {
+                k &+= 1
+                continue
+            }
+            if k > run { pointer.append(contentsOf: UnsafeBufferPointer(rebasing: token[run..<k])) }
             switch b {
             case UInt8(ascii: "~"): pointer.append(UInt8(ascii: "~")); pointer.append(UInt8(ascii: "0"))
             case UInt8(ascii: "/"): pointer.append(UInt8(ascii: "~")); pointer.append(UInt8(ascii: "1"))
             default:
-                if FieldErrorList.fragmentSafe(b) {
-                    pointer.append(b)
-                } else {
-                    pointer.append(UInt8(ascii: "%"))
-                    pointer.append(FieldErrorList.hex(b >> 4))
-                    pointer.append(FieldErrorList.hex(b & 0xF))
-                }
+                pointer.append(UInt8(ascii: "%"))
+                pointer.append(FieldErrorList.hex(b >> 4))
+                pointer.append(FieldErrorList.hex(b & 0xF))
             }
+            k &+= 1
+            run = k
         }
-        return mark
+        if k > run { pointer.append(contentsOf: UnsafeBufferPointer(rebasing: token[run..<k])) }
     }
 
     /// Appends an array index as a reference token.
     @discardableResult
     mutating func push(index: Int) -> Int {
-        push(segment: Array(String(index).utf8))
+        let mark = pointer.count
+        pointer.append(UInt8(ascii: "/"))
+        pointer.append(contentsOf: String(index).utf8)
+        return mark
     }
 
     /// Appends the segments of a JSON string's content at `raw` (quotes excluded), unescaped first.
@@ -152,20 +348,17 @@ struct FieldErrorList {
 
     /// Whether a byte stands for itself in a URI fragment (RFC 3986 §3.5: pchar, `/` and `?`),
     /// leaving out `~` and `/`, which a reference token escapes, and `%`, which always is encoded.
+    @inline(__always)
     static func fragmentSafe(_ b: UInt8) -> Bool {
-        switch b {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-            return true
-        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"),
-             UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","),
-             UInt8(ascii: ";"), UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "?"):
-            return true
-        default:
-            return false
-        }
+        let word = b & 64 == 0 ? safeLow : safeHigh
+        return b < 128 && word >> UInt64(b & 63) & 1 != 0
     }
 
-    private static func hex(_ v: UInt8) -> UInt8 {
+    /// `fragmentSafe` for bytes 0–63 (`!$&'()*+,-.` `0-9` `:;=?`) and 64–127 (`@`, letters, `_`), as bits.
+    private static let safeLow: UInt64 = 0xAFFF7FD200000000
+    private static let safeHigh: UInt64 = 0x07FFFFFE87FFFFFF
+
+    static func hex(_ v: UInt8) -> UInt8 {
         v < 10 ? UInt8(ascii: "0") &+ v : UInt8(ascii: "A") &+ v &- 10
     }
 }
@@ -173,9 +366,12 @@ struct FieldErrorList {
 /// Readers for the field-error shapes of common frameworks, over a body the scan has validated.
 struct FieldErrorReader {
     let base: UnsafePointer<UInt8>
-    var list = FieldErrorList()
+    var list: FieldErrorList
 
-    init(_ base: UnsafePointer<UInt8>) { self.base = base }
+    init(_ base: UnsafePointer<UInt8>) {
+        self.base = base
+        list = FieldErrorList(base)
+    }
 
     /// The content of a raw string value (quotes excluded).
     func content(_ r: Range<Int>) -> Range<Int> { (r.lowerBound &+ 1)..<(r.upperBound &- 1) }
@@ -189,45 +385,93 @@ struct FieldErrorReader {
     /// `dotted` splits keys on `.` and brackets (Laravel's `items.0.name`); DRF nests instead.
     /// `nonField` names the key whose messages point at the map itself (`non_field_errors`).
     mutating func map(_ object: Range<Int>, dotted: Bool, nonField: Bool) {
+        if list.count == 0 { list.reserve(object.count) }
+        _ = map(at: object.lowerBound, object.upperBound, dotted: dotted, nonField: nonField)
+    }
+
+    /// `map` over the object that opens at `i`, in a buffer that ends at `n`; returns the index
+    /// just past it. Values are read as they are met, so each byte of a big map is walked once.
+    mutating func map(at i: Int, _ n: Int, dotted: Bool, nonField: Bool) -> Int {
         let atTop = list.pointer.isEmpty
-        ValidJSON.walk(base, object) { nameStart, nameEnd, value in
-            let name = nameStart..<nameEnd
-            if nonField && self.isNonField(name) {
-                self.messages(value, place: atTop ? .none : .pointer)
-                return true
+        var j = ScanCore.skipWhitespace(base, n, i &+ 1)
+        guard base[j] == UInt8(ascii: "\"") else { return j &+ 1 }
+        while true {
+            let nameStart = j &+ 1
+            var escaped = false
+            let afterName = ValidJSON.stringEnd(base, n, nameStart, escaped: &escaped)
+            let name = nameStart..<(afterName &- 1)
+            j = ScanCore.skipWhitespace(base, n, ScanCore.skipWhitespace(base, n, afterName) &+ 1)
+            if nonField && isNonField(name) {
+                let end = ValidJSON.end(base, n, j)
+                messages(j..<end, place: atTop ? .none : .pointer)
+                j = end
+            } else {
+                var key = name
+                // System.Text.Json names a member by its JSON path (`$.items[0].name`), and ASP.NET
+                // Core's validation problems carry it so.
+                if dotted && key.count > 0 && base[key.lowerBound] == UInt8(ascii: "$") { key = (key.lowerBound &+ 1)..<key.upperBound }
+                if escaped {
+                    let mark = list.push(base, name: key, dotted: dotted)
+                    j = nested(at: j, n, dotted: dotted)
+                    list.pointer.removeSubrange(mark...)
+                } else {
+                    // Encoded only as the entries are written, unless something nests below it.
+                    list.key = (key, dotted)
+                    j = nested(at: j, n, dotted: dotted)
+                    list.key = nil
+                }
             }
-            var key = name
-            // System.Text.Json names a member by its JSON path (`$.items[0].name`), ASP.NET Core's
-            // validation problems carry it so.
-            if dotted && key.count > 0 && self.base[key.lowerBound] == UInt8(ascii: "$") { key = (key.lowerBound &+ 1)..<key.upperBound }
-            let mark = self.list.push(self.base, name: key, dotted: dotted)
-            self.nested(value, dotted: dotted)
-            self.list.pointer.removeSubrange(mark...)
-            return true
+            j = ScanCore.skipWhitespace(base, n, j)
+            guard base[j] == UInt8(ascii: ",") else { return j &+ 1 }
+            j = ScanCore.skipWhitespace(base, n, j &+ 1)
         }
     }
 
-    /// One map value: messages, a nested map, or a list of nested maps (DRF's `many=True`).
-    private mutating func nested(_ value: Range<Int>, dotted: Bool) {
-        if isString(value) { return list.add(base, detail: value, place: .pointer) }
-        if isObject(value) { return map(value, dotted: dotted, nonField: true) }
-        guard isArray(value) else { return }
-        var index = 0
-        ValidJSON.elements(base, value) { item in
-            if self.isString(item) {
-                self.list.add(self.base, detail: item, place: .pointer)
-            } else if self.isObject(item) {
-                if let message = self.member(item, Self.messageKeys) {
-                    // DRF's `get_full_details()`: `{"message": …, "code": …}` per message.
-                    self.list.add(self.base, detail: message, place: .pointer)
-                } else {
-                    let mark = self.list.push(index: index)
-                    self.map(item, dotted: dotted, nonField: true)
-                    self.list.pointer.removeSubrange(mark...)
+    /// One map value at `i`: messages, a nested map, or a list of nested maps (DRF's `many=True`);
+    /// returns the index just past it.
+    private mutating func nested(at i: Int, _ n: Int, dotted: Bool) -> Int {
+        switch base[i] {
+        case UInt8(ascii: "\""):
+            let end = ValidJSON.stringEnd(base, n, i &+ 1)
+            list.add(base, detail: i..<end, place: .pointer)
+            return end
+        case UInt8(ascii: "{"):
+            let mark = list.settleKey()
+            defer { list.pointer.removeSubrange(mark...) }
+            return map(at: i, n, dotted: dotted, nonField: true)
+        case UInt8(ascii: "["):
+            var j = ScanCore.skipWhitespace(base, n, i &+ 1)
+            guard base[j] != UInt8(ascii: "]") else { return j &+ 1 }
+            var index = 0
+            while true {
+                let end: Int
+                switch base[j] {
+                case UInt8(ascii: "\""):
+                    end = ValidJSON.stringEnd(base, n, j &+ 1)
+                    list.add(base, detail: j..<end, place: .pointer)
+                case UInt8(ascii: "{"):
+                    end = ValidJSON.end(base, n, j)
+                    if let message = member(j..<end, Self.messageKeys) {
+                        // DRF's `get_full_details()`: `{"message": …, "code": …}` per message.
+                        list.add(base, detail: message, place: .pointer)
+                    } else {
+                        let pending = list.key
+                        let mark = list.settleKey()
+                        list.push(index: index)
+                        _ = map(at: j, n, dotted: dotted, nonField: true)
+                        list.pointer.removeSubrange(mark...)
+                        list.key = pending
+                    }
+                default:
+                    end = ValidJSON.end(base, n, j)
                 }
+                index &+= 1
+                j = ScanCore.skipWhitespace(base, n, end)
+                guard base[j] == UInt8(ascii: ",") else { return j &+ 1 }
+                j = ScanCore.skipWhitespace(base, n, j &+ 1)
             }
-            index &+= 1
-            return true
+        default:
+            return ValidJSON.end(base, n, i)
         }
     }
 
@@ -274,6 +518,7 @@ struct FieldErrorReader {
     /// that is a bare string is a message tied to no field.
     mutating func list(_ array: Range<Int>, messageKey: String? = nil, fieldKey: String? = nil, requirePlace: Bool = false) {
         let messageKeys = messageKey.map { [$0] } ?? Self.messageKeys
+        if list.count == 0 { list.reserve(array.count) }
         ValidJSON.elements(base, array) { item in
             if self.isString(item) {
                 if !requirePlace { self.list.add(self.base, detail: item, place: .none) }

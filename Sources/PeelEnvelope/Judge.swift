@@ -105,7 +105,7 @@ private func failure(_ answer: UpstreamAnswer, _ reading: Envelope.Reading?, _ b
             return (.problem(problem(for: .authCode(code, message: e.message, upstreamStatus: status, extras: e.extras,
                                                     errors: words.errors), config: config)), code)
         }
-    } else if let shaped = readShapes(answer, reading, body, config) {
+    } else if let shaped = readShapes(answer, body, config, checked: reading.map(scanned) ?? false) {
         words = shaped
         read = true
     } else if case .envelope(let e)? = reading {
@@ -126,26 +126,24 @@ private func failure(_ answer: UpstreamAnswer, _ reading: Envelope.Reading?, _ b
 }
 
 /// The words of a failure body by the well-known shapes: only a valid JSON object is read.
-private func readShapes(_ answer: UpstreamAnswer, _ reading: Envelope.Reading?, _ body: UnsafeBufferPointer<UInt8>,
-                        _ config: EnvelopeConfig) -> FailureWords? {
+private func readShapes(_ answer: UpstreamAnswer, _ body: UnsafeBufferPointer<UInt8>, _ config: EnvelopeConfig,
+                        checked: Bool) -> FailureWords? {
     guard let base = body.baseAddress else { return nil }
-    // A reading with a fault's reason came from a body the scan accepted as an object; otherwise
-    // the body has not been checked as JSON yet (a ScanCore refusal may be a duplicate envelope
-    // member, which plain JSON allows), and nothing unchecked is walked.
-    var checked = false
-    switch reading {
-    case .envelope?: checked = true
-    case .malformed(let why)?: checked = why != nil
-    case nil: break
-    }
-    if !checked {
-        var members = EnvelopeMembers()
-        guard ScanCore.run(body, maxDepth: config.maxDepth, names: nil, members: &members) else { return nil }
-    }
+    // A body the dialect's scan did not pass is checked before anything in it is walked; only its
+    // first byte is looked at here.
     let object = Envelope.topObject(base, body.count)
-    guard base[object.lowerBound] == UInt8(ascii: "{") else { return nil }
+    guard !object.isEmpty, base[object.lowerBound] == UInt8(ascii: "{") else { return nil }
     let problemType = answer.contentType.map(MediaType.isProblem) ?? false
-    return FailureShapes.read(base, object, problemType: problemType)
+    return FailureShapes.read(body, object, maxDepth: config.maxDepth, checked: checked, problemType: problemType)
+}
+
+/// Whether a reading came from a body the strict scan passed as an object: an envelope, or a fault
+/// found after the scan (one with a reason; a scan refusal has none until diagnosed).
+private func scanned(_ reading: Envelope.Reading) -> Bool {
+    switch reading {
+    case .envelope: true
+    case .malformed(let why): why != nil
+    }
 }
 
 /// The field errors at the dialect's `field_errors` path in an envelope, as RFC 9457's `errors`.

@@ -13,14 +13,33 @@ enum ValidJSON {
     /// The index just past the value that starts at `i` (no whitespace before it).
     static func end(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> Int {
         let c = base[i]
-        if c == UInt8(ascii: "\"") { return stringEnd(base, i &+ 1) }
+        if c == UInt8(ascii: "\"") { return stringEnd(base, n, i &+ 1) }
         if c == UInt8(ascii: "{") || c == UInt8(ascii: "[") {
             var depth = 0
             var j = i
+            let quote = SIMD16<UInt8>(repeating: 0x22)
+            // `{` `}` `[` `]` are 0x7B 0x7D 0x5B 0x5D: with bit 5 cleared, 0x5B or 0x5D.
+            let fold = SIMD16<UInt8>(repeating: 0xDF)
+            let open = SIMD16<UInt8>(repeating: 0x5B)
+            let close = SIMD16<UInt8>(repeating: 0x5D)
             while true {
+                // Skip 16 bytes at a time to the next quote or bracket.
+                while n &- j >= 16 {
+                    let v = UnsafeRawPointer(base + j).loadUnaligned(as: SIMD16<UInt8>.self)
+                    let f = v & fold
+                    let halves = unsafeBitCast((v .== quote) .| (f .== open) .| (f .== close), to: SIMD2<UInt64>.self)
+                    let low = UInt64(littleEndian: halves[0])
+                    let high = UInt64(littleEndian: halves[1])
+                    if low | high == 0 {
+                        j &+= 16
+                        continue
+                    }
+                    j &+= low != 0 ? low.trailingZeroBitCount >> 3 : 8 &+ high.trailingZeroBitCount >> 3
+                    break
+                }
                 let b = base[j]
                 if b == UInt8(ascii: "\"") {
-                    j = stringEnd(base, j &+ 1)
+                    j = stringEnd(base, n, j &+ 1)
                     continue
                 }
                 if b == UInt8(ascii: "{") || b == UInt8(ascii: "[") {
@@ -39,6 +58,62 @@ enum ValidJSON {
             j &+= 1
         }
         return j
+    }
+
+    /// `stringEnd`, and whether the string holds an escape (a name that must be decoded first).
+    @inline(__always)
+    static func stringEnd(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int, escaped: inout Bool) -> Int {
+        var j = i
+        let quote = SIMD16<UInt8>(repeating: 0x22)
+        let backslash = SIMD16<UInt8>(repeating: 0x5C)
+        while n &- j >= 16 {
+            let v = UnsafeRawPointer(base + j).loadUnaligned(as: SIMD16<UInt8>.self)
+            let halves = unsafeBitCast((v .== quote) .| (v .== backslash), to: SIMD2<UInt64>.self)
+            let low = UInt64(littleEndian: halves[0])
+            let high = UInt64(littleEndian: halves[1])
+            guard low | high != 0 else {
+                j &+= 16
+                continue
+            }
+            j &+= low != 0 ? low.trailingZeroBitCount >> 3 : 8 &+ high.trailingZeroBitCount >> 3
+            if base[j] == UInt8(ascii: "\"") { return j &+ 1 }
+            escaped = true
+            return stringEnd(base, n, j)
+        }
+        while true {
+            let b = base[j]
+            if b == UInt8(ascii: "\"") { return j &+ 1 }
+            if b == UInt8(ascii: "\\") {
+                escaped = true
+                j &+= 2
+            } else {
+                j &+= 1
+            }
+        }
+    }
+
+    /// The index just past the closing quote of a string whose content starts at `i`, in a buffer
+    /// of `n` bytes: 16 bytes a step while that many are left (a failure body's field errors are
+    /// mostly string bytes, walked more than once).
+    @inline(__always)
+    static func stringEnd(_ base: UnsafePointer<UInt8>, _ n: Int, _ i: Int) -> Int {
+        var j = i
+        let quote = SIMD16<UInt8>(repeating: 0x22)
+        let backslash = SIMD16<UInt8>(repeating: 0x5C)
+        while n &- j >= 16 {
+            let v = UnsafeRawPointer(base + j).loadUnaligned(as: SIMD16<UInt8>.self)
+            let halves = unsafeBitCast((v .== quote) .| (v .== backslash), to: SIMD2<UInt64>.self)
+            let low = UInt64(littleEndian: halves[0])
+            let high = UInt64(littleEndian: halves[1])
+            guard low | high != 0 else {
+                j &+= 16
+                continue
+            }
+            j &+= low != 0 ? low.trailingZeroBitCount >> 3 : 8 &+ high.trailingZeroBitCount >> 3
+            if base[j] == UInt8(ascii: "\"") { return j &+ 1 }
+            j &+= 2
+        }
+        return stringEnd(base, j)
     }
 
     /// The index just past the closing quote of a string whose content starts at `i`.
@@ -81,7 +156,7 @@ enum ValidJSON {
         var i = ScanCore.skipWhitespace(base, n, object.lowerBound &+ 1)
         while base[i] == UInt8(ascii: "\"") {
             let nameStart = i &+ 1
-            let afterName = stringEnd(base, nameStart)
+            let afterName = stringEnd(base, n, nameStart)
             // Past the name, its colon and the whitespace around it.
             i = ScanCore.skipWhitespace(base, n, ScanCore.skipWhitespace(base, n, afterName) &+ 1)
             let valueEnd = end(base, n, i)

@@ -313,7 +313,7 @@ final class DialectTests: XCTestCase {
                     guard case .problem(let p) = v, p.kind == .authExpired else { return XCTFail("\(d.preset) \(s.label): \(v)") }
                 case "business error", "fail":
                     guard case .problem(let p) = v, p.kind == .businessError else { return XCTFail("\(d.preset) \(s.label): \(v)") }
-                case let shape where FailureShape(rawValue: shape) != nil:
+                case let shape where d.preset == "rest" && FailureShape(rawValue: shape) != nil:
                     // Each well-known failure shape is read by that shape, and says so in the reason.
                     guard case .problem(let p) = v, p.reason?.hasSuffix("read as " + shape) == true, p.detail != nil else {
                         return XCTFail("\(d.preset) \(s.label): \(v)")
