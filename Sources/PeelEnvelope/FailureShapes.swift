@@ -303,7 +303,9 @@ private struct TopMembers {
                                            raw: Array(UnsafeBufferPointer(start: base + m.value.lowerBound, count: m.value.count))))
         }
         upstream += kept(except: [.error])
-        return FailureWords(code: code, message: text, errors: r.list.finished(), upstream: upstream, shape: .errorObject)
+        // Google's BadRequest often has no `message` of its own: its first violation says what is wrong.
+        let said = text ?? r.list.firstDetail.map { Envelope.string(base, $0) }
+        return FailureWords(code: code, message: said, errors: r.list.finished(), upstream: upstream, shape: .errorObject)
     }
 
     /// Spring Boot: `message` when the application includes it, else the reason phrase in `error`;
@@ -329,6 +331,8 @@ private struct TopMembers {
         if code == nil, let ext = r.member(first, ["extensions"]), isObject(ext) { code = r.member(ext, ["code"]).flatMap(self.code) }
         var w = words(.errorsArray, code: code, message: text, mirrors: [.errors])
         w.errors = r.list.finished()
+        // A first error without words of its own: the first field error's message, as for every shape.
+        if w.message == nil, let first = r.list.firstDetail { w.message = Envelope.string(base, first) }
         return w
     }
 
