@@ -100,9 +100,11 @@ private struct TopMembers {
     mutating func collect(_ object: Range<Int>) -> Bool {
         var ok = true
         ValidJSON.walk(base, object) { nameStart, nameEnd, value in
-            let n = nameEnd &- nameStart
-            let name = UnsafeBufferPointer(start: self.base + nameStart, count: n)
-            for (k, candidate) in TopMembers.names.enumerated() where candidate.count == n && candidate.elementsEqual(name) {
+            // Compared as text: `"co\u0064e"` is `code` (RFC 8259 §8.3), a duplicate of it too.
+            let k = FieldErrorList.withUnescaped(self.base, nameStart..<nameEnd) { name in
+                TopMembers.names.firstIndex { $0.count == name.count && $0.elementsEqual(name) }
+            }
+            if let k {
                 guard self.slot[k] < 0 else {
                     ok = false
                     return false
@@ -266,7 +268,7 @@ private struct TopMembers {
             return true
         }
         func find(_ name: String) -> Int? {
-            inner.firstIndex { name.utf8.elementsEqual(UnsafeBufferPointer(start: base + $0.name.lowerBound, count: $0.name.count)) }
+            inner.firstIndex { FieldErrorList.withUnescaped(base, $0.name) { name.utf8.elementsEqual($0) } }
         }
         var taken: Set<Int> = []
         let messageAt = find("message")

@@ -370,9 +370,11 @@ struct FieldErrorReader {
     func member(_ object: Range<Int>, _ names: [String]) -> Range<Int>? {
         var found: [Range<Int>?] = Array(repeating: nil, count: names.count)
         ValidJSON.walk(base, object) { nameStart, nameEnd, value in
-            let n = nameEnd &- nameStart
-            for (k, name) in names.enumerated() where found[k] == nil && name.utf8.count == n {
-                if name.utf8.elementsEqual(UnsafeBufferPointer(start: self.base + nameStart, count: n)) { found[k] = value }
+            // Names compared as text, escapes decoded (`"m\u0073g"` is `msg`).
+            FieldErrorList.withUnescaped(self.base, nameStart..<nameEnd) { text in
+                for (k, name) in names.enumerated() where found[k] == nil && name.utf8.count == text.count {
+                    if name.utf8.elementsEqual(text) { found[k] = value }
+                }
             }
             return true
         }
@@ -384,7 +386,7 @@ struct FieldErrorReader {
 
     /// Whether a member name is DRF's `non_field_errors`.
     private func isNonField(_ name: Range<Int>) -> Bool {
-        "non_field_errors".utf8.elementsEqual(UnsafeBufferPointer(start: base + name.lowerBound, count: name.count))
+        FieldErrorList.withUnescaped(base, name) { "non_field_errors".utf8.elementsEqual($0) }
     }
 
     /// The text of a raw string value.

@@ -32,3 +32,39 @@ final class FailureShapeReferenceFixTests: XCTestCase {
     }
 }
 
+/// Member names in failure bodies are JSON strings: an escape spells the same name.
+final class FailureShapeEscapedNameTests: XCTestCase {
+    private func judged(_ body: String, status: Int = 404, dialect: Dialect = .rest) -> Problem? {
+        var config = EnvelopeConfig()
+        config.dialect = dialect
+        let answer = UpstreamAnswer(status: status, contentType: "application/json", path: "/", isHead: false)
+        guard case .problem(let p) = judge(answer, body: Array(body.utf8), config: config) else { return nil }
+        return p
+    }
+
+    /// `"m\u0065ssage"` is `message`: its words reach the app.
+    func testEscapedMessageName_isTheMessage() {
+        let p = judged(#"{"m\u0065ssage":"No such order","c\u006fde":"E404"}"#)
+        XCTAssertEqual(p?.detail, "No such order")
+        XCTAssertEqual(p?.code, "E404")
+        XCTAssertEqual(p?.upstream, [])
+    }
+
+    /// `code` twice, once escaped: which one the backend meant is unknown, so no shape reads the body.
+    func testEscapedDuplicateName_isADuplicate() {
+        let p = judged(#"{"message":"ok","code":401,"co\u0064e":{}}"#)
+        XCTAssertNil(p?.detail)
+        XCTAssertEqual(p?.code, -104)
+        XCTAssertNil(judged(#"{"message":"ok","code":401,"co\u0064e":{}}"#, status: 500)?.privateMessage)
+    }
+
+    /// Inside field errors too: DRF's escaped `non_field_errors` points nowhere, an escaped `msg` is read.
+    func testEscapedNamesInsideFieldErrors() {
+        let drf = judged(#"{"non_field_err\u006frs":["Passwords differ."],"email":["Taken."]}"#, status: 400)
+        XCTAssertEqual(drf?.errors.map { String(decoding: $0, as: UTF8.self) },
+                       ##"[{"detail":"Passwords differ."},{"detail":"Taken.","pointer":"#/email"}]"##)
+        let express = judged(#"{"errors":[{"type":"field","m\u0073g":"Invalid value","path":"email","location":"body"}]}"#, status: 400)
+        XCTAssertEqual(express?.errors.map { String(decoding: $0, as: UTF8.self) }, ##"[{"detail":"Invalid value","pointer":"#/email"}]"##)
+    }
+}
+
