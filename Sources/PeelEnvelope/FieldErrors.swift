@@ -114,17 +114,20 @@ struct FieldErrorList {
 
     /// Appends a JSON Pointer the upstream already wrote (`/data/attributes/email`, JSON:API's
     /// `source.pointer`; `#/age`, RFC 9457's): its tokens are kept, bytes a fragment may not hold
-    /// are percent-encoded.
+    /// are percent-encoded. A pointer behind `#` is already a fragment (RFC 6901 §6): its
+    /// `%XX` escapes stay; in a bare pointer (§5) a `%` is a percent sign like any other.
     mutating func pushPointer(_ base: UnsafePointer<UInt8>, _ raw: Range<Int>) {
         FieldErrorList.withUnescaped(base, raw) { text in
             var k = 0
-            if k < text.count && text[k] == UInt8(ascii: "#") { k = 1 }
+            let fragment = k < text.count && text[k] == UInt8(ascii: "#")
+            if fragment { k = 1 }
             while k < text.count {
                 let b = text[k]
                 if FieldErrorList.fragmentSafe(b) || b == UInt8(ascii: "~") || b == UInt8(ascii: "/") {
                     pointer.append(b)
-                } else if b == UInt8(ascii: "%") && k &+ 2 < text.count {
-                    // Already percent-encoded (a `#/…` pointer is a fragment): kept as written.
+                } else if fragment && b == UInt8(ascii: "%") && k &+ 2 < text.count && FieldErrorList.isHex(text[k &+ 1])
+                            && FieldErrorList.isHex(text[k &+ 2]) {
+                    // Already percent-encoded: kept as written.
                     pointer.append(b)
                 } else {
                     pointer.append(UInt8(ascii: "%"))
@@ -163,6 +166,11 @@ struct FieldErrorList {
         default:
             return false
         }
+    }
+
+    /// Whether a byte is a hex digit (RFC 3986 §2.1's HEXDIG, either case).
+    static func isHex(_ b: UInt8) -> Bool {
+        b &- UInt8(ascii: "0") < 10 || (b | 0x20) &- UInt8(ascii: "a") < 6
     }
 
     private static func hex(_ v: UInt8) -> UInt8 {

@@ -68,3 +68,25 @@ final class FailureShapeEscapedNameTests: XCTestCase {
     }
 }
 
+/// A pointer the upstream wrote becomes a URI fragment per RFC 6901 §6.
+final class FailureShapeWrittenPointerTests: XCTestCase {
+    private func errors(_ pointer: String) -> String? {
+        var config = EnvelopeConfig()
+        config.dialect = .rest
+        let body = #"{"errors":[{"detail":"bad","source":{"pointer":""# + pointer + #""}}]}"#
+        let answer = UpstreamAnswer(status: 422, contentType: "application/json", path: "/", isHead: false)
+        guard case .problem(let p) = judge(answer, body: Array(body.utf8), config: config) else { return nil }
+        return p.errors.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    func testFragmentPointer_keepsOnlyRealPercentEscapes() {
+        XCTAssertEqual(errors("#/a%20b"), ##"[{"detail":"bad","pointer":"#/a%20b"}]"##)
+        // `%zz` is no escape: a fragment cannot hold it as it is.
+        XCTAssertEqual(errors("#/100%zz"), ##"[{"detail":"bad","pointer":"#/100%25zz"}]"##)
+    }
+
+    func testBarePointer_percentIsAPercentSign() {
+        // JSON:API's `source.pointer` is a JSON Pointer in its string form (§5): `%20` is three characters.
+        XCTAssertEqual(errors("/data/a%20b"), ##"[{"detail":"bad","pointer":"#/data/a%2520b"}]"##)
+    }
+}
