@@ -1067,13 +1067,13 @@ extension EnvelopeGenerator {
     mutating func words() -> String {
         pick(["\"The email field is required.\"", "\"余额不足\"", "\"caf\\u00e9 \\\"quoted\\\" \\\\ back\\/slash\"", "\"line\\nbreak\\t\"",
               "\"\\ud83d\\ude00 emoji\"", "\"\"", "\"Ünïcödé ✓\"", "\"must not be blank\"", "\"Your current balance is 30, but that costs 50.\"",
-              "\"\\u0000nul\""])
+              "\"\\u0000nul\"", "\"lone \\ud800 surrogate\""])
     }
 
     /// Field names and property paths, some of which a pointer must escape.
     mutating func field() -> String {
         pick(["\"email\"", "\"items.0.name\"", "\"a/b\"", "\"m~n\"", "\"weird key\"", "\"größe\"", "\"$.items[0].name\"", "\"card[number]\"",
-              "\"100%\"", "\"q\\\"x\"", "\"\"", "\"a..b\"", "\"x?y#z\"", "\"user.address.zip\"", "\"non_field_errors\"", "\"\\u002Fslash\""])
+              "\"100%\"", "\"q\\\"x\"", "\"\"", "\"a..b\"", "\"x?y#z\"", "\"user.address.zip\"", "\"non_field_errors\"", "\"\\u002Fslash\"", "\"\\udc00x\""])
     }
 
     mutating func someCode() -> String {
@@ -1230,6 +1230,28 @@ extension EnvelopeGenerator {
         if next(8) == 0 { members.reverse() }
         let ws = pick(["", "", " ", "\n  "])
         var body = "{" + ws + members.joined(separator: "," + ws) + ws + "}"
+        // A name the shapes read, spelled with an escape: still the same name.
+        if next(5) == 0 {
+            let name = pick(["message", "code", "detail", "errors", "error", "msg", "field", "loc", "non_field_errors", "pointer", "status",
+                             "error_description", "statusCode", "defaultMessage", "source"])
+            let escaped = "\"" + String(name.dropLast()) + "\\u00" + String(name.utf8.last!, radix: 16) + "\":"
+            if let r = body.firstRange(of: "\"" + name + "\":") { body.replaceSubrange(r, with: escaped) }
+        }
+        // Whitespace deep inside too (in strings it only changes their text): the nested walks must skip it.
+        if next(4) == 0 {
+            let comma = pick([" ,\t", ",\n   "])
+            var spaced = ""
+            for c in body {
+                switch c {
+                case ",": spaced += comma
+                case ":": spaced += " : "
+                case "[": spaced += "[ "
+                case "{": spaced += "{\r\n"
+                default: spaced.append(c)
+                }
+            }
+            body = spaced
+        }
         if next(16) == 0 { body = "\u{FEFF}" + body }
         return (shape, Array(body.utf8), problemType)
     }
