@@ -2,8 +2,9 @@
 # libFuzzer + AddressSanitizer targets, each checked against an independent reference:
 #   scanner  PeelEnvelope's scanner against a reference JSON reader, every scan kernel the CPU runs
 #            (SSE2, AVX2, AVX-512) against the token scanner and each other, and judge() under every
-#            dialect preset against a tree-building reference, on the input and on an envelope
-#            generated from it;
+#            dialect preset (and the reference's custom dialects) against a tree-building reference,
+#            at 200, 401, 404, 422 and 500, on the input, on an envelope and on a framework's failure
+#            body generated from it;
 #   http     PeelIO's HTTP/1.1 request parser and ConnectionMachine, against the demo's request parser.
 # FUZZ_TARGET picks one (default: all, scanner first); FUZZ_SECONDS bounds each run (default 60).
 # Everything lands in .build-fuzz/.
@@ -39,7 +40,7 @@ fuzz_scanner() {
   mkdir -p "$scan"
   for c in "$root"/Sources/CPeelScan/*.c; do
     "$clang" -fsanitize=fuzzer-no-link,address -O2 -g -I "$root/Sources/CPeelScan/include" -c "$c" \
-      -o "$scan/$(basename "$c" .c).o"
+      -o "$scan/$(basename "$c" .c).o" || return
   done
   # One module from the library sources plus the entry point, so the oracle can see internals.
   # Compiled from inside $out: with -g, swiftc writes module files to the working directory.
@@ -47,7 +48,7 @@ fuzz_scanner() {
     -module-name ScannerFuzz -I "$root/Sources/CPeelScan/include" \
     -D PEEL_FUZZ "$root"/Sources/PeelEnvelope/*.swift "$root"/Fuzz/ScannerFuzz/*.swift \
     "$root"/Tests/PeelEnvelopeTests/DialectReference.swift "$scan"/*.o \
-    -o "$out/scanner-fuzz")
+    -o "$out/scanner-fuzz") || return
 
   # Seed from the shared JSONTestSuite files when present, plus Peel's own envelope seeds.
   local seeds=("$root/Fuzz/ScannerFuzz/seeds")
@@ -81,12 +82,12 @@ fuzz_http() {
   (cd "$build" && "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -wmo -g -enable-testing \
     -module-name DemoParser -emit-module -emit-library -static \
     "$root"/Sources/PeelDemo/{RequestParser,HTTPGrammar,ParsedRequest}.swift \
-    -o "$build/libDemoParser.a")
+    -o "$build/libDemoParser.a") || return
   (cd "$build" && "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -wmo -g \
     -module-name HTTPParserFuzz -I "$build" -L "$build" -lDemoParser \
     "$root"/Sources/PeelIO/HTTP1/{HTTP1Parser,RequestBuffer,RequestError,ConnectionMachine}.swift \
     "$root"/Sources/PeelIO/HeaderFields.swift "$root"/Sources/PeelIO/MemoryBudget.swift "$root"/Fuzz/HTTPParserFuzz/*.swift \
-    -o "$out/http-parser-fuzz")
+    -o "$out/http-parser-fuzz") || return
 
   echo "fuzz: http for ${seconds}s; corpus $out/http-corpus, crashes in $out/artifacts/http-*" >&2
   "$out/http-parser-fuzz" \
@@ -99,6 +100,8 @@ fuzz_http() {
 }
 
 # Both targets run even when the first finds something; the exit status says whether either did.
+# Called in an || list, a function runs without set -e: each build step returns on failure itself,
+# so a failed compile never fuzzes a binary left from an earlier build.
 status=0
 if [ "$target" = all ] || [ "$target" = scanner ]; then fuzz_scanner || status=$?; fi
 if [ "$target" = all ] || [ "$target" = http ]; then fuzz_http || status=$?; fi

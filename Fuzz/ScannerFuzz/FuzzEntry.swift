@@ -67,19 +67,25 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         }
     }
 
-    // The dialect target: the raw input, and an envelope built from it for each preset, judged in
-    // one pass and by the tree-building reference (Tests/PeelEnvelopeTests/DialectReference.swift).
+    // The dialect target: the raw input, an envelope built from it for each dialect, and a failure
+    // body in one of the well-known shapes, judged in one pass and by the tree-building reference
+    // (Tests/PeelEnvelopeTests/DialectReference.swift), under every preset (`rest` included) and
+    // the reference's custom dialects (field errors, 5xx messages shown), at a success, an expired
+    // sign-in, a client error, a validation failure and a server error.
     var generator = EnvelopeGenerator(bytes: bytes)
-    for dialect in Dialect.presets {
+    let shaped = generator.failureBody()
+    for dialect in DialectReference.allDialects {
         var config = EnvelopeConfig()
         config.maxDepth = depth
         config.dialect = dialect
-        for body in [bytes, generator.envelope(for: dialect)] {
-            for status in [200, 404, 500] {
-                if let d = DialectReference(bytes: body, dialect: dialect, config: config).disagreement(status: status) {
+        let bodies: [([UInt8], String?)] = [(bytes, "application/json"), (generator.envelope(for: dialect), "application/json"),
+                                            (shaped.body, shaped.problemType ? "application/problem+json" : nil)]
+        for (body, type) in bodies {
+            for status in [200, 401, 404, 422, 500] {
+                if let d = DialectReference(bytes: body, dialect: dialect, config: config, contentType: type).disagreement(status: status) {
                     disagree(d, body)
                 }
-                let answer = UpstreamAnswer(status: status, contentType: "application/json", path: "/", isHead: false)
+                let answer = UpstreamAnswer(status: status, contentType: type, path: "/", isHead: false)
                 let verdict = judge(answer, body: body, config: config)
                 switch verdict {
                 case .problem(let problem):

@@ -123,8 +123,8 @@ enum FailureShapes {
 private struct TopMembers {
     /// The names shapes look for.
     enum Name: Int, CaseIterable {
-        case type, title, status, detail, errors, error, errorDescription, message, msg, code, reason,
-             timestamp, path, name, description, statusCode
+        case type, title, status, detail, instance, errors, error, errorDescription, message, msg, code, reason,
+             metadata, timestamp, path, name, description, statusCode
         var text: String {
             switch self {
             case .errorDescription: "error_description"
@@ -152,11 +152,11 @@ private struct TopMembers {
         return table
     }()
 
-    /// The shape name a member's raw name (quotes excluded) spells exactly, if any.
-    func match(_ name: Range<Int>) -> Name? {
-        guard name.count < TopMembers.byLength.count else { return nil }
-        for candidate in TopMembers.byLength[name.count]
-        where candidate.bytes.withUnsafeBufferPointer({ memoryEqual($0.baseAddress!, base + name.lowerBound, name.count) }) {
+    /// The shape name a member's name (unescaped) spells exactly, if any.
+    static func match(_ name: UnsafeBufferPointer<UInt8>) -> Name? {
+        guard name.count < byLength.count else { return nil }
+        for candidate in byLength[name.count]
+        where candidate.bytes.withUnsafeBufferPointer({ memoryEqual($0.baseAddress!, name.baseAddress!, name.count) }) {
             return candidate.name
         }
         return nil
@@ -173,11 +173,15 @@ private struct TopMembers {
         var i = ScanCore.skipWhitespace(base, n, object.lowerBound &+ 1)
         while base[i] == UInt8(ascii: "\"") {
             let nameStart = i &+ 1
-            let afterName = ValidJSON.stringEnd(base, n, nameStart)
+            var escaped = false
+            let afterName = ValidJSON.stringEnd(base, n, nameStart, escaped: &escaped)
             let name = nameStart..<(afterName &- 1)
             let valueStart = ScanCore.skipWhitespace(base, n, ScanCore.skipWhitespace(base, n, afterName) &+ 1)
             var valueEnd = -1
-            if let named = match(name) {
+            // Compared as text: `"co\u0064e"` is `code` (RFC 8259 §8.3), and a duplicate of it too.
+            let named = escaped ? FieldErrorList.withUnescaped(base, name) { TopMembers.match($0) }
+                                : TopMembers.match(UnsafeBufferPointer(start: base + name.lowerBound, count: name.count))
+            if let named {
                 guard slot[named.rawValue] < 0 else { return false }
                 slot[named.rawValue] = all.count
                 if named == .errors && base[valueStart] == UInt8(ascii: "{") {
@@ -203,6 +207,14 @@ private struct TopMembers {
     }
     func isObject(_ r: Range<Int>?) -> Bool { r.map { base[$0.lowerBound] == UInt8(ascii: "{") } ?? false }
     func isArray(_ r: Range<Int>?) -> Bool { r.map { base[$0.lowerBound] == UInt8(ascii: "[") } ?? false }
+    /// Whether a `type` member is a URI reference, as a problem's is (RFC 9457 §3.1.1): it has a
+    /// scheme's `:` or starts with `/`; `"error"` or `"validation"` is some other body's word.
+    func typeIsURI(_ r: Range<Int>?) -> Bool {
+        guard let r, isString(r) else { return false }
+        let text = Envelope.string(base, r)
+        return text.contains(":") || text.hasPrefix("/")
+    }
+
     /// A non-empty string's text.
     func message(_ r: Range<Int>?) -> String? {
         guard let r, isString(r), r.count > 2 else { return nil }
@@ -251,7 +263,8 @@ private struct TopMembers {
     mutating func read(_ object: Range<Int>, problemType: Bool) -> FailureWords? {
         // RFC 9457 §3: `type` and `title` identify a problem; `status` and `detail` accompany them.
         let type = value(.type), title = value(.title), detail = value(.detail), status = value(.status)
-        if problemType || (isString(type) && (isString(title) || isString(detail))) || (isString(title) && isNumber(status)) {
+        if problemType || (isString(type) && (isString(title) || isString(detail))) || (isString(title) && isNumber(status))
+            || (isNumber(status) && typeIsURI(type)) {
             return problem()
         }
         let error = value(.error)
@@ -343,7 +356,7 @@ private struct TopMembers {
             return true
         }
         func find(_ name: String) -> Int? {
-            inner.firstIndex { name.utf8.elementsEqual(UnsafeBufferPointer(start: base + $0.name.lowerBound, count: $0.name.count)) }
+            inner.firstIndex { FieldErrorList.withUnescaped(base, $0.name) { name.utf8.elementsEqual($0) } }
         }
         var taken: Set<Int> = []
         let messageAt = find("message")
@@ -380,7 +393,9 @@ private struct TopMembers {
                                            raw: Array(UnsafeBufferPointer(start: base + m.value.lowerBound, count: m.value.count))))
         }
         upstream += kept(except: [.error])
-        return FailureWords(code: code, message: text, errors: r.list.finished(), upstream: upstream, shape: .errorObject)
+        // Google's BadRequest often has no `message` of its own: its first violation says what is wrong.
+        let said = text ?? r.list.firstDetail.map { Envelope.string(base, $0) }
+        return FailureWords(code: code, message: said, errors: r.list.finished(), upstream: upstream, shape: .errorObject)
     }
 
     /// Spring Boot: `message` when the application includes it, else the reason phrase in `error`;
@@ -406,6 +421,8 @@ private struct TopMembers {
         if code == nil, let ext = r.member(first, ["extensions"]), isObject(ext) { code = r.member(ext, ["code"]).flatMap(self.code) }
         var w = words(.errorsArray, code: code, message: text, mirrors: [.errors])
         w.errors = r.list.finished()
+        // A first error without words of its own: the first field error's message, as for every shape.
+        if w.message == nil, let first = r.list.firstDetail { w.message = Envelope.string(base, first) }
         return w
     }
 

@@ -310,17 +310,20 @@ struct FieldErrorList {
 
     /// Appends a JSON Pointer the upstream already wrote (`/data/attributes/email`, JSON:API's
     /// `source.pointer`; `#/age`, RFC 9457's): its tokens are kept, bytes a fragment may not hold
-    /// are percent-encoded.
+    /// are percent-encoded. A pointer behind `#` is already a fragment (RFC 6901 §6): its
+    /// `%XX` escapes stay; in a bare pointer (§5) a `%` is a percent sign like any other.
     mutating func pushPointer(_ base: UnsafePointer<UInt8>, _ raw: Range<Int>) {
         FieldErrorList.withUnescaped(base, raw) { text in
             var k = 0
-            if k < text.count && text[k] == UInt8(ascii: "#") { k = 1 }
+            let fragment = k < text.count && text[k] == UInt8(ascii: "#")
+            if fragment { k = 1 }
             while k < text.count {
                 let b = text[k]
                 if FieldErrorList.fragmentSafe(b) || b == UInt8(ascii: "~") || b == UInt8(ascii: "/") {
                     pointer.append(b)
-                } else if b == UInt8(ascii: "%") && k &+ 2 < text.count {
-                    // Already percent-encoded (a `#/…` pointer is a fragment): kept as written.
+                } else if fragment && b == UInt8(ascii: "%") && k &+ 2 < text.count && FieldErrorList.isHex(text[k &+ 1])
+                            && FieldErrorList.isHex(text[k &+ 2]) {
+                    // Already percent-encoded: kept as written.
                     pointer.append(b)
                 } else {
                     pointer.append(UInt8(ascii: "%"))
@@ -357,6 +360,11 @@ struct FieldErrorList {
     /// `fragmentSafe` for bytes 0–63 (`!$&'()*+,-.` `0-9` `:;=?`) and 64–127 (`@`, letters, `_`), as bits.
     private static let safeLow: UInt64 = 0xAFFF7FD200000000
     private static let safeHigh: UInt64 = 0x07FFFFFE87FFFFFF
+
+    /// Whether a byte is a hex digit (RFC 3986 §2.1's HEXDIG, either case).
+    static func isHex(_ b: UInt8) -> Bool {
+        b &- UInt8(ascii: "0") < 10 || (b | 0x20) &- UInt8(ascii: "a") < 6
+    }
 
     static func hex(_ v: UInt8) -> UInt8 {
         v < 10 ? UInt8(ascii: "0") &+ v : UInt8(ascii: "A") &+ v &- 10
@@ -615,9 +623,11 @@ struct FieldErrorReader {
     func member(_ object: Range<Int>, _ names: [String]) -> Range<Int>? {
         var found: [Range<Int>?] = Array(repeating: nil, count: names.count)
         ValidJSON.walk(base, object) { nameStart, nameEnd, value in
-            let n = nameEnd &- nameStart
-            for (k, name) in names.enumerated() where found[k] == nil && name.utf8.count == n {
-                if name.utf8.elementsEqual(UnsafeBufferPointer(start: self.base + nameStart, count: n)) { found[k] = value }
+            // Names compared as text, escapes decoded (`"m\u0073g"` is `msg`).
+            FieldErrorList.withUnescaped(self.base, nameStart..<nameEnd) { text in
+                for (k, name) in names.enumerated() where found[k] == nil && name.utf8.count == text.count {
+                    if name.utf8.elementsEqual(text) { found[k] = value }
+                }
             }
             return true
         }
@@ -629,7 +639,7 @@ struct FieldErrorReader {
 
     /// Whether a member name is DRF's `non_field_errors`.
     private func isNonField(_ name: Range<Int>) -> Bool {
-        "non_field_errors".utf8.elementsEqual(UnsafeBufferPointer(start: base + name.lowerBound, count: name.count))
+        FieldErrorList.withUnescaped(base, name) { "non_field_errors".utf8.elementsEqual($0) }
     }
 
     /// The text of a raw string value.

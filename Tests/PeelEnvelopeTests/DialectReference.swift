@@ -1,5 +1,8 @@
 // A small tree-building reference for the one-pass dialect judge, and a generator of envelopes
-// shaped like the presets' backends. Shared by DialectReferenceTests and the fuzzer (Fuzz/ScannerFuzz,
+// shaped like the presets' backends and of failure bodies shaped like common frameworks' (issue 33:
+// the well-known failure shapes, RFC 9457 field errors, 401 and 5xx rules, the `status` success
+// rule). The failure rules are a second implementation, written from the contract over the tree,
+// so a slip in FailureShapes.swift or FieldErrors.swift shows up as a disagreement. Shared by DialectReferenceTests and the fuzzer (Fuzz/ScannerFuzz,
 // built as one module with the library, hence the conditional import). It uses only the public API
 // and shares no code with the scanner: the tree is built by plain recursive descent.
 #if !PEEL_FUZZ
@@ -9,7 +12,7 @@ import PeelEnvelope
 /// A parsed JSON value with the byte range it came from.
 indirect enum RefNode {
     case object([RefMember], Range<Int>)
-    case array(Range<Int>)
+    case array([RefNode], Range<Int>)
     case string(String, Range<Int>)
     case number(String, Range<Int>)
     case bool(Bool, Range<Int>)
@@ -17,7 +20,7 @@ indirect enum RefNode {
 
     var range: Range<Int> {
         switch self {
-        case .object(_, let r), .array(let r), .string(_, let r), .number(_, let r), .bool(_, let r), .null(let r): r
+        case .object(_, let r), .array(_, let r), .string(_, let r), .number(_, let r), .bool(_, let r), .null(let r): r
         }
     }
 
@@ -83,18 +86,20 @@ struct RefTree {
             space()
             if b[i] == UInt8(ascii: "]") {
                 i += 1
-                return .array(start..<i)
+                return .array([], start..<i)
             }
+            var items: [RefNode] = []
             while true {
                 space()
-                guard value() != nil else { return nil }
+                guard let item = value() else { return nil }
+                items.append(item)
                 space()
                 if b[i] == UInt8(ascii: ",") {
                     i += 1
                     continue
                 }
                 i += 1
-                return .array(start..<i)
+                return .array(items, start..<i)
             }
         case UInt8(ascii: "\""):
             i += 1
@@ -164,6 +169,8 @@ struct DialectReference {
     let bytes: [UInt8]
     let dialect: Dialect
     let config: EnvelopeConfig
+    /// The upstream's Content-Type: `application/problem+json` marks an RFC 9457 problem.
+    var contentType: String? = "application/json"
 
     func raw(_ n: RefNode) -> String { String(decoding: bytes[n.range], as: UTF8.self) }
 
@@ -274,7 +281,7 @@ struct DialectReference {
             case nil, .null?, .bool(false, _)?: verdict = true
             case .string(let s, _)?: verdict = s.isEmpty
             case .object(let m, _)?: verdict = m.isEmpty
-            case .array(let r)?: verdict = bytes[r].filter { $0 > 0x20 }.count == 2
+            case .array(let items, _)?: verdict = items.isEmpty
             default: verdict = false
             }
         }
@@ -290,22 +297,29 @@ struct DialectReference {
         return scope.filter { !cut.contains($0.name) }.map { "\($0.name)=\(raw($0.value))" }
     }
 
-    func expectation(status: Int) -> RefExpectation {
+    func expectation(status: Int) -> RefExpectation { explain(status: status).expected }
+
+    /// The expected answer, and the well-known failure shape that read the body, if one did.
+    func explain(status: Int) -> (expected: RefExpectation, shape: String?) {
         let valid = JSONScanner.validate(bytes, maxDepth: config.maxDepth)
         let root = valid ? RefTree.parse(bytes) : nil
         var reading: Read?
         if let root { reading = try? read(root) }
         guard (200...299).contains(status) else {
-            guard let r = reading else {
-                return .verdict(.problem(Problem(kind: .upstreamError, status: (400...499).contains(status) ? status : 502,
-                                                 upstreamStatus: status)))
-            }
-            if let code = r.code, dialect.authCodes.contains(code) {
-                return .verdict(.problem(Problem(kind: .authExpired, code: code, detail: r.message, upstreamStatus: status, upstream: r.extras)))
-            }
-            return .verdict(.problem(Problem(kind: .upstreamError, status: (400...499).contains(status) ? status : 502,
-                                             code: r.code ?? -104, detail: r.message, upstreamStatus: status, upstream: r.extras)))
+            let (p, shape) = failure(root, reading, status: status)
+            return (.verdict(.problem(p)), shape)
         }
+        if case .httpStatus = dialect.success {
+            // The status decides: any JSON text is the answer as it is (after a BOM), nothing is relayed as nothing.
+            if bytes.isEmpty { return (.verdict(.passthrough), nil) }
+            guard valid else { return (.verdict(.problem(Problem(kind: .badUpstreamFormat, upstreamStatus: status))), nil) }
+            return (.verdict(.unwrap(status: status, data: (bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0)..<bytes.count)), nil)
+        }
+        return (success(reading, status: status), nil)
+    }
+
+    /// A 2xx under a dialect that reads an envelope.
+    func success(_ reading: Read?, status: Int) -> RefExpectation {
         guard let r = reading else { return .verdict(.problem(Problem(kind: .badUpstreamFormat, upstreamStatus: status))) }
         switch r.verdict {
         case true?:
@@ -335,25 +349,29 @@ struct DialectReference {
             }
             return members.isEmpty ? .verdict(.unwrap(status: 204, data: nil)) : .members(status: status, members)
         case false?:
+            let errors = dialectFieldErrors(r.scope)
             if let code = r.code, dialect.authCodes.contains(code) {
-                return .verdict(.problem(Problem(kind: .authExpired, code: code, detail: r.message, upstreamStatus: status, upstream: r.extras)))
+                return .verdict(.problem(Problem(kind: .authExpired, code: code, detail: r.message, upstreamStatus: status, upstream: r.extras,
+                                                 errors: errors)))
             }
             let st = r.code.flatMap { dialect.codeStatus.status(for: $0) } ?? config.businessStatus
             return .verdict(.problem(Problem(kind: .businessError, status: st, code: r.code, detail: r.message, upstreamStatus: status,
-                                             upstream: r.extras)))
+                                             upstream: r.extras, errors: errors)))
         case nil:
+            let errors = dialectFieldErrors(r.scope)
             if let code = r.code, dialect.authCodes.contains(code) {
-                return .verdict(.problem(Problem(kind: .authExpired, code: code, detail: r.message, upstreamStatus: status, upstream: r.extras)))
+                return .verdict(.problem(Problem(kind: .authExpired, code: code, detail: r.message, upstreamStatus: status, upstream: r.extras,
+                                                 errors: errors)))
             }
             return .verdict(.problem(Problem(kind: .upstreamError, status: 502, code: r.code ?? -104, detail: r.message,
-                                             upstreamStatus: status, upstream: r.extras)))
+                                             upstreamStatus: status, upstream: r.extras, errors: errors)))
         }
     }
 
     /// What the one-pass judge did, in the reference's terms; nil when its rest-of-object answer is
     /// not one JSON object.
     func actual(status: Int) -> RefExpectation? {
-        let v = judge(UpstreamAnswer(status: status, contentType: "application/json", path: "/", isHead: false), body: bytes, config: config)
+        let v = judge(UpstreamAnswer(status: status, contentType: contentType, path: "/", isHead: false), body: bytes, config: config)
         switch v {
         case .unwrapRest(let s, let body):
             guard JSONScanner.validate(body), let members = RefTree.parse(body)?.members else { return nil }
@@ -377,7 +395,21 @@ struct DialectReference {
                 got = .members(status: s, m.map { "\($0.name)=\(String(decoding: sub[$0.value.range], as: UTF8.self))" })
             }
         }
-        return expected == got ? nil : "\(dialect.preset) status \(status): judge \(got), reference \(expected)"
+        return expected == got ? nil : "\(dialect.preset) status \(status): judge \(Self.describe(got)), reference \(Self.describe(expected))"
+    }
+
+    /// An expectation in few words, with raw bytes as text.
+    static func describe(_ e: RefExpectation) -> String {
+        guard case .verdict(.problem(let p)) = e else { return "\(e)" }
+        var parts = ["\(p.kind.rawValue) \(p.status)", "code \(p.code.map(\.json) ?? "null")"]
+        if let d = p.detail { parts.append("detail \(d.debugDescription)") }
+        if let u = p.upstreamStatus { parts.append("upstream_status \(u)") }
+        if !p.upstream.isEmpty {
+            parts.append("upstream {" + p.upstream.map { "\($0.name)=\(String(decoding: $0.raw, as: UTF8.self))" }.joined(separator: ", ") + "}")
+        }
+        if let e = p.errors { parts.append("errors " + String(decoding: e, as: UTF8.self)) }
+        if let m = p.privateMessage { parts.append("private \(m.debugDescription)") }
+        return parts.joined(separator: "; ")
     }
 }
 
@@ -443,7 +475,29 @@ struct EnvelopeGenerator {
         }
         for e in d.extras where next(3) == 0 { members.append("\"\(e.steps.last!)\":" + value(depth: 1)) }
         for i in d.ignore where next(3) == 0 { members.append("\"\(i)\":" + scalar()) }
-        if case .member(let p) = d.payload, next(3) > 0 { members.append("\"\(p.head)\":" + value(depth: 1)) }
+        var payloadTaken = false
+        if let rule = d.fieldErrors, next(2) == 0 {
+            // The dialect's own field-error location, holding a map, a list, one message or null.
+            let message = rule.message ?? pick(["message", "msg", "defaultMessage"])
+            let fieldName = rule.field ?? pick(["field", "path", "param"])
+            let item = { (g: inout EnvelopeGenerator) -> String in
+                "{\"\(fieldName)\":\(g.field()),\"\(message)\":\(g.words())}"
+            }
+            var value: String
+            switch next(5) {
+            case 0: value = fieldMap(depth: 1, nonField: true)
+            case 1: value = words()
+            case 2: value = "null"
+            default:
+                var items: [String] = []
+                for _ in 0..<next(4) { items.append(next(5) == 0 ? words() : item(&self)) }
+                value = Self.jsonList(items)
+            }
+            for step in rule.path.steps.dropFirst().reversed() { value = "{\"\(step)\":\(value)}" }
+            members.append("\"\(rule.path.head)\":" + value)
+            if case .member(let p) = d.payload, p.head == rule.path.head { payloadTaken = true }
+        }
+        if case .member(let p) = d.payload, !payloadTaken, next(3) > 0 { members.append("\"\(p.head)\":" + value(depth: 1)) }
         for _ in 0..<next(3) { members.append("\"\(pick(Self.names))\":" + value(depth: 1)) }
         // Shuffle: envelope members first, last, or between the others.
         for k in stride(from: members.count - 1, to: 0, by: -1) { members.swapAt(k, next(k + 1)) }
@@ -458,5 +512,756 @@ struct EnvelopeGenerator {
             body = "{\"\(name)\":\(body)" + (next(2) == 0 ? ",\"sign\":\"s\"" : "") + "}"
         }
         return Array(body.utf8)
+    }
+}
+
+// MARK: Failure bodies, field errors and the status rule
+
+/// One field error the reference expects in RFC 9457's `errors`: the message's raw JSON string
+/// (quotes included, as the upstream wrote it) and what it is about.
+struct RefFieldError: Equatable {
+    enum About: Equatable {
+        /// Tied to no field.
+        case nothing
+        /// A member of the request body, as unescaped reference tokens from the root.
+        case tokens([[UInt8]])
+        /// A pointer the upstream wrote itself (JSON:API `source.pointer`, an RFC 9457 `pointer`).
+        case written([UInt8])
+        /// A query, path, header or cookie parameter.
+        case parameter(String)
+    }
+
+    var raw: [UInt8]
+    var about: About
+
+    /// Bytes a URI fragment holds as they are (RFC 3986 §3.5: pchar, `/`, `?`).
+    static func plainInFragment(_ c: UInt8) -> Bool {
+        if (0x30...0x39).contains(c) || (0x41...0x5A).contains(c) || (0x61...0x7A).contains(c) { return true }
+        return Array("-._~!$&'()*+,;=:@/?".utf8).contains(c)
+    }
+
+    static func percent(_ c: UInt8) -> [UInt8] {
+        let digits = Array("0123456789ABCDEF".utf8)
+        return [UInt8(ascii: "%"), digits[Int(c >> 4)], digits[Int(c & 15)]]
+    }
+
+    static func isHex(_ c: UInt8) -> Bool {
+        (0x30...0x39).contains(c) || (0x41...0x46).contains(c) || (0x61...0x66).contains(c)
+    }
+
+    /// `#` and the pointer in URI fragment form (RFC 6901 §6).
+    static func fragment(_ about: About) -> [UInt8]? {
+        switch about {
+        case .nothing, .parameter: return nil
+        case .tokens(let tokens):
+            var out: [UInt8] = [UInt8(ascii: "#")]
+            for token in tokens {
+                out.append(UInt8(ascii: "/"))
+                // §3 first: `~` and `/` become `~0` and `~1`; then whatever a fragment may not hold.
+                var escaped: [UInt8] = []
+                for c in token {
+                    if c == UInt8(ascii: "~") { escaped += Array("~0".utf8) } else if c == UInt8(ascii: "/") { escaped += Array("~1".utf8) } else { escaped.append(c) }
+                }
+                for c in escaped { out += plainInFragment(c) ? [c] : percent(c) }
+            }
+            return out
+        case .written(let text):
+            // A pointer behind `#` is already a fragment: its valid percent-escapes stay. A bare JSON
+            // Pointer is plain text: its `%` is a percent sign like any other.
+            let isFragment = text.first == UInt8(ascii: "#")
+            let t = Array(isFragment ? text.dropFirst() : text[...])
+            var out: [UInt8] = [UInt8(ascii: "#")]
+            var k = 0
+            while k < t.count {
+                let c = t[k]
+                if plainInFragment(c) {
+                    out.append(c)
+                } else if isFragment && c == UInt8(ascii: "%") && k + 2 < t.count && isHex(t[k + 1]) && isHex(t[k + 2]) {
+                    out.append(c)
+                } else {
+                    out += percent(c)
+                }
+                k += 1
+            }
+            return out
+        }
+    }
+
+    /// A JSON string as Peel writes one: the escapes RFC 8259 requires, lowercase hex, UTF-8 raw.
+    static func jsonString(_ s: String) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "\"")]
+        for c in s.utf8 {
+            switch c {
+            case UInt8(ascii: "\""): out += Array("\\\"".utf8)
+            case UInt8(ascii: "\\"): out += Array("\\\\".utf8)
+            case 0x08: out += Array("\\b".utf8)
+            case 0x09: out += Array("\\t".utf8)
+            case 0x0A: out += Array("\\n".utf8)
+            case 0x0C: out += Array("\\f".utf8)
+            case 0x0D: out += Array("\\r".utf8)
+            case 0..<0x20:
+                let digits = Array("0123456789abcdef".utf8)
+                out += Array("\\u00".utf8) + [digits[Int(c >> 4)], digits[Int(c & 15)]]
+            default: out.append(c)
+            }
+        }
+        return out + [UInt8(ascii: "\"")]
+    }
+
+    var json: [UInt8] {
+        var out = Array("{\"detail\":".utf8) + raw
+        if let f = Self.fragment(about) {
+            out += Array(",\"pointer\":\"".utf8) + f + [UInt8(ascii: "\"")]
+        } else if case .parameter(let name) = about {
+            out += Array(",\"parameter\":".utf8) + Self.jsonString(name)
+        }
+        return out + [UInt8(ascii: "}")]
+    }
+
+    static func array(_ list: [RefFieldError]) -> [UInt8]? {
+        guard !list.isEmpty else { return nil }
+        return [UInt8(ascii: "[")] + Array(list.map(\.json).joined(separator: [UInt8(ascii: ",")])) + [UInt8(ascii: "]")]
+    }
+}
+
+/// What the reference read from a failure body.
+struct RefWords {
+    var shape: String?
+    var code: EnvelopeCode?
+    var message: String?
+    var fieldErrors: [RefFieldError] = []
+    /// An upstream problem's own `errors` array, copied as it is.
+    var ownErrors: [UInt8]?
+    var upstream: [UpstreamMember] = []
+
+    var errors: [UInt8]? { ownErrors ?? RefFieldError.array(fieldErrors) }
+}
+
+extension RefNode {
+    var text: String? {
+        if case .string(let s, _) = self { return s }
+        return nil
+    }
+    var isString: Bool { text != nil }
+    var isNumber: Bool {
+        if case .number = self { return true }
+        return false
+    }
+    var items: [RefNode]? {
+        if case .array(let a, _) = self { return a }
+        return nil
+    }
+    var isEmptyString: Bool { text == "" }
+    /// A string that says something.
+    var words: String? { text.flatMap { $0.isEmpty ? nil : $0 } }
+}
+
+/// Field errors, read from a tree the way each framework writes them.
+struct RefFieldErrorReading {
+    let raw: (RefNode) -> [UInt8]
+    var found: [RefFieldError] = []
+
+    static let messageNames = ["message", "msg", "defaultMessage", "description", "detail", "title"]
+
+    /// The first of `names`, in that order, whose first occurrence is present and not `""`.
+    static func first(_ members: [RefMember], _ names: [String]) -> RefNode? {
+        for n in names {
+            if let m = members.first(where: { $0.name == n }), !m.value.isEmptyString { return m.value }
+        }
+        return nil
+    }
+
+    mutating func note(_ n: RefNode, _ about: RefFieldError.About) {
+        guard let w = n.text, !w.isEmpty else { return }
+        found.append(RefFieldError(raw: raw(n), about: about))
+    }
+
+    /// A property path: parts between `.`, `[` and `]`, empty parts dropped.
+    static func pathTokens(_ s: String) -> [[UInt8]] {
+        var tokens: [[UInt8]] = []
+        var part: [UInt8] = []
+        for c in s.utf8 {
+            if c == UInt8(ascii: ".") || c == UInt8(ascii: "[") || c == UInt8(ascii: "]") {
+                if !part.isEmpty { tokens.append(part) }
+                part = []
+            } else {
+                part.append(c)
+            }
+        }
+        if !part.isEmpty { tokens.append(part) }
+        return tokens
+    }
+
+    /// A field map (Laravel, Rails, ASP.NET Core, DRF) under the tokens `at`.
+    mutating func fieldMap(_ members: [RefMember], at: [[UInt8]], split: Bool, nonField: Bool) {
+        for m in members {
+            if nonField && m.name == "non_field_errors" {
+                let about: RefFieldError.About = at.isEmpty ? .nothing : .tokens(at)
+                if let list = m.value.items { for item in list { note(item, about) } } else { note(m.value, about) }
+                continue
+            }
+            var here = at
+            if split {
+                var name = m.name
+                if name.hasPrefix("$") { name.removeFirst() }
+                here += Self.pathTokens(name)
+            } else {
+                here.append(Array(m.name.utf8))
+            }
+            fieldValue(m.value, at: here, split: split)
+        }
+    }
+
+    mutating func fieldValue(_ v: RefNode, at: [[UInt8]], split: Bool) {
+        switch v {
+        case .string: note(v, .tokens(at))
+        case .object(let inner, _): fieldMap(inner, at: at, split: split, nonField: true)
+        case .array(let list, _):
+            for (k, item) in list.enumerated() {
+                if item.isString {
+                    note(item, .tokens(at))
+                } else if let inner = item.members {
+                    if let m = Self.first(inner, Self.messageNames) {
+                        note(m, .tokens(at))
+                    } else {
+                        fieldMap(inner, at: at + [Array(String(k).utf8)], split: split, nonField: true)
+                    }
+                }
+            }
+        default: break
+        }
+    }
+
+    /// Whether an object is a DRF serializer's error map all the way down.
+    static func isDRFMap(_ members: [RefMember], depth: Int = 0) -> Bool {
+        guard depth < 32, !members.isEmpty else { return false }
+        return members.allSatisfy { m in
+            if let inner = m.value.members { return isDRFMap(inner, depth: depth + 1) }
+            guard let list = m.value.items else { return false }
+            return list.allSatisfy { item in
+                if item.isString { return true }
+                guard let inner = item.members else { return false }
+                return inner.isEmpty || isDRFMap(inner, depth: depth + 1)
+            }
+        }
+    }
+
+    /// A list of error objects (or bare messages): each object's message under `messageNames`
+    /// and its place, found the usual ways unless `fieldName` says where.
+    mutating func errorList(_ list: [RefNode], messageNames: [String] = messageNames, fieldName: String? = nil, placed: Bool = false) {
+        for item in list {
+            if item.isString {
+                if !placed { note(item, .nothing) }
+                continue
+            }
+            guard let inner = item.members, let message = Self.first(inner, messageNames) else { continue }
+            let about = place(inner, fieldName: fieldName)
+            if placed && about == .nothing { continue }
+            note(message, about)
+        }
+    }
+
+    func place(_ inner: [RefMember], fieldName: String?) -> RefFieldError.About {
+        func property(_ n: RefNode) -> RefFieldError.About {
+            guard let s = n.text else { return .nothing }
+            return .tokens(Self.pathTokens(s))
+        }
+        if let fieldName {
+            return Self.first(inner, [fieldName]).map(property) ?? .nothing
+        }
+        if let loc = Self.first(inner, ["loc"])?.items { return fastAPI(loc) }
+        if let source = Self.first(inner, ["source"])?.members {
+            if let p = Self.first(source, ["pointer"]), let s = p.text { return .written(Array(s.utf8)) }
+            if let p = Self.first(source, ["parameter"]), let s = p.text { return .parameter(s) }
+            return .nothing
+        }
+        if let p = Self.first(inner, ["pointer"]), let s = p.text { return .written(Array(s.utf8)) }
+        if let list = Self.first(inner, ["members"])?.items {
+            return list.first.map(property) ?? .nothing
+        }
+        guard let f = Self.first(inner, ["field", "path", "target", "param", "property"]) else { return .nothing }
+        if let location = Self.first(inner, ["location"])?.text, ["query", "params", "headers", "cookies"].contains(location) {
+            return f.text.map { .parameter($0) } ?? .nothing
+        }
+        return property(f)
+    }
+
+    /// FastAPI's `loc`: where in the request the error is.
+    func fastAPI(_ loc: [RefNode]) -> RefFieldError.About {
+        guard let head = loc.first?.text else { return .nothing }
+        let rest = loc.dropFirst().map { $0.text ?? String(decoding: raw($0), as: UTF8.self) }
+        switch head {
+        case "body": return .tokens(rest.map { Array($0.utf8) })
+        case "query", "path", "header", "cookie": return rest.isEmpty ? .nothing : .parameter(rest.joined(separator: "."))
+        default: return .nothing
+        }
+    }
+}
+
+extension DialectReference {
+    /// Custom dialects the reference and the fuzzer judge under besides the presets: the seed's
+    /// envelope with a field-error location and 5xx words shown, and `rest` with 5xx words shown.
+    static let customDialects: [Dialect] = {
+        var fields = Dialect.peel
+        fields.preset = "peel+field_errors"
+        fields.fieldErrors = FieldErrorRule(path: "errors")
+        fields.exposes5xxMessages = true
+        var exposed = Dialect.rest
+        exposed.preset = "rest+expose_5xx_messages"
+        exposed.exposes5xxMessages = true
+        var listed = Dialect.jsend
+        listed.preset = "jsend+field_errors"
+        listed.fieldErrors = FieldErrorRule(path: "data.errors", message: "reason", field: "name")
+        return [fields, exposed, listed]
+    }()
+
+    static var allDialects: [Dialect] { Dialect.presets + customDialects }
+
+    func reading() -> RefFieldErrorReading { RefFieldErrorReading(raw: { Array(self.bytes[$0.range]) }) }
+
+    func text(_ n: RefNode) -> String? { n.words }
+
+    /// A code as the upstream wrote it: a string, or an integer that fits in 64 bits.
+    func code(_ n: RefNode?) -> EnvelopeCode? {
+        switch n {
+        case .string(let s, _)?: return .string(s)
+        case .number(let t, _)?:
+            let digits = t.hasPrefix("-") ? String(t.dropFirst()) : t
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits == "0" || !digits.hasPrefix("0"),
+                  let v = Int64(t) else { return nil }
+            return .integer(v)
+        default: return nil
+        }
+    }
+
+    /// The dialect's own field errors in an envelope it read.
+    func dialectFieldErrors(_ scope: [RefMember]) -> [UInt8]? {
+        guard let rule = dialect.fieldErrors else { return nil }
+        var node: RefNode = .object(scope, 0..<0)
+        for step in rule.path.steps {
+            // A member named twice on the way: which one the backend meant is unknown.
+            if let m = node.members, let found = m.first(where: { $0.name == step }) {
+                guard m.filter({ $0.name == step }).count == 1 else { return nil }
+                node = found.value
+            } else if let list = node.items, let k = Int(step), k >= 0, k < list.count {
+                node = list[k]
+            } else {
+                return nil
+            }
+        }
+        var r = reading()
+        switch node {
+        case .object(let m, _): r.fieldMap(m, at: [], split: true, nonField: true)
+        case .array(let list, _): r.errorList(list, messageNames: rule.message.map { [$0] } ?? RefFieldErrorReading.messageNames, fieldName: rule.field)
+        case .string: r.note(node, .nothing)
+        default: return nil
+        }
+        return RefFieldError.array(r.found)
+    }
+
+    /// The names the well-known shapes read at the top level; one of them twice and no shape reads the body.
+    static let shapeNames: Set<String> = ["type", "title", "status", "detail", "instance", "errors", "error", "error_description",
+                                          "message", "msg", "code", "reason", "metadata", "timestamp", "path", "name",
+                                          "description", "statusCode"]
+
+    static let oauthErrors: Set<String> = ["invalid_request", "invalid_client", "invalid_grant", "unauthorized_client",
+                                           "unsupported_grant_type", "invalid_scope", "access_denied", "unsupported_response_type",
+                                           "server_error", "temporarily_unavailable", "invalid_token", "insufficient_scope"]
+
+    /// The body's members other than `taken`, byte for byte.
+    func others(_ members: [RefMember], _ taken: Set<String>) -> [UpstreamMember] {
+        members.filter { !taken.contains($0.name) }.map { UpstreamMember(name: $0.name, raw: Array(bytes[$0.value.range])) }
+    }
+
+    /// The words of a failure body by the first well-known shape it matches, most specific first.
+    func shapes(_ top: [RefMember], problemType: Bool) -> RefWords? {
+        for name in Self.shapeNames where top.filter({ $0.name == name }).count > 1 { return nil }
+        func get(_ name: String) -> RefNode? { top.first { $0.name == name }?.value }
+        // A message of the shape's own, else the first field error's.
+        func finish(_ shape: String, code: (String, EnvelopeCode?)? = nil, message: (String, String?)? = nil,
+                    fields: (String, RefFieldErrorReading)? = nil, drop: [String] = []) -> RefWords {
+            var taken = Set(drop)
+            var w = RefWords(shape: shape)
+            if let code, let c = code.1 {
+                w.code = c
+                taken.insert(code.0)
+            }
+            if let message, let m = message.1 {
+                w.message = m
+                taken.insert(message.0)
+            }
+            if let fields, !fields.1.found.isEmpty {
+                w.fieldErrors = fields.1.found
+                taken.insert(fields.0)
+            }
+            if w.message == nil, let first = w.fieldErrors.first { w.message = RefTree.parse(first.raw)?.text }
+            w.upstream = others(top, taken)
+            return w
+        }
+        let type = get("type"), title = get("title"), detail = get("detail"), status = get("status")
+        let error = get("error"), errors = get("errors"), message = get("message")
+
+        // RFC 9457 / RFC 7807.
+        // A `type` that is a URI reference (RFC 9457 §3.1.1: it has a `:` or starts with `/`) with a
+        // numeric `status` is a problem too; `{"type":"error","status":500,…}` is not.
+        let typeIsURI = type.flatMap(text).map { $0.contains(":") || $0.hasPrefix("/") } ?? false
+        if problemType || (type?.isString == true && (title?.isString == true || detail?.isString == true))
+            || (title?.isString == true && status?.isNumber == true) || (typeIsURI && status?.isNumber == true) {
+            let said = detail.flatMap(text)
+            var w = finish("problem", code: ("code", code(get("code"))), message: said != nil ? ("detail", said) : ("title", title.flatMap(text)),
+                           drop: ["status"])
+            if let errors, errors.items != nil {
+                w.ownErrors = Array(bytes[errors.range])
+                w.upstream.removeAll { $0.name == "errors" }
+            } else if let map = errors?.members {
+                var r = reading()
+                r.fieldMap(map, at: [], split: true, nonField: false)
+                if !r.found.isEmpty {
+                    w.fieldErrors = r.found
+                    w.upstream.removeAll { $0.name == "errors" }
+                    if w.message == nil { w.message = RefTree.parse(r.found[0].raw)?.text }
+                }
+            }
+            return w
+        }
+        // Google, Microsoft, Stripe: `{"error": {…}}`.
+        if let inner = error?.members, RefFieldErrorReading.first(inner, ["message", "code", "status"]) != nil {
+            func firstNamed(_ n: String) -> Int? { inner.firstIndex { $0.name == n } }
+            var taken: Set<Int> = []
+            var w = RefWords(shape: "error-object")
+            if let k = firstNamed("message"), let m = text(inner[k].value) {
+                w.message = m
+                taken.insert(k)
+            }
+            if let k = firstNamed("status"), inner[k].value.isString {
+                w.code = code(inner[k].value)
+                taken.insert(k)
+            } else if let k = firstNamed("code"), let c = code(inner[k].value) {
+                w.code = c
+                taken.insert(k)
+            }
+            var r = reading()
+            if let k = firstNamed("details"), let details = inner[k].value.items {
+                for d in details {
+                    if let m = d.members, let v = RefFieldErrorReading.first(m, ["fieldViolations", "field_violations"])?.items {
+                        r.errorList(v, messageNames: ["description"], fieldName: "field")
+                    }
+                }
+                if r.found.isEmpty { r.errorList(details, messageNames: ["message"], fieldName: "target", placed: true) }
+                if !r.found.isEmpty { taken.insert(k) }
+            }
+            if r.found.isEmpty, let p = firstNamed("param"), let param = inner[p].value.text,
+               let k = firstNamed("message"), w.message != nil {
+                r.found.append(RefFieldError(raw: Array(bytes[inner[k].value.range]), about: .tokens(RefFieldErrorReading.pathTokens(param))))
+                taken.insert(p)
+            }
+            w.fieldErrors = r.found
+            if w.message == nil, let first = r.found.first { w.message = RefTree.parse(first.raw)?.text }
+            w.upstream = inner.enumerated().filter { !taken.contains($0.offset) }.map {
+                UpstreamMember(name: $0.element.name, raw: Array(bytes[$0.element.value.range]))
+            } + others(top, ["error"])
+            return w
+        }
+        // OAuth 2.0.
+        if let e = error?.text, get("error_description") != nil || Self.oauthErrors.contains(e) {
+            return finish("oauth", code: ("error", .string(e)), message: ("error_description", get("error_description").flatMap(text)))
+        }
+        // Spring Boot.
+        if get("timestamp") != nil, status?.isNumber == true, get("path") != nil {
+            var r = reading()
+            if let list = errors?.items { r.errorList(list) }
+            if let m = message.flatMap(text) { return finish("spring", message: ("message", m), fields: ("errors", r), drop: ["status"]) }
+            return finish("spring", message: ("error", error.flatMap(text)), fields: ("errors", r), drop: ["status"])
+        }
+        // go-kratos: the numeric code repeats the status, the reason is the code.
+        if let reason = get("reason"), reason.isString, get("code")?.isNumber == true, message != nil {
+            return finish("kratos", code: ("reason", code(reason)), message: ("message", message.flatMap(text)), drop: ["code"])
+        }
+        // Flask.
+        if get("description")?.isString == true, get("name")?.isString == true, get("code")?.isNumber == true {
+            return finish("flask", message: ("description", get("description").flatMap(text)), drop: ["code"])
+        }
+        // FastAPI.
+        if let list = detail?.items {
+            var r = reading()
+            r.errorList(list)
+            return finish("fastapi", fields: ("detail", r))
+        }
+        // Laravel, Rails.
+        if let map = errors?.members {
+            var r = reading()
+            r.fieldMap(map, at: [], split: true, nonField: false)
+            return finish("laravel", code: ("code", code(get("code"))), message: ("message", message.flatMap(text)), fields: ("errors", r))
+        }
+        // NestJS.
+        if get("statusCode")?.isNumber == true, let message {
+            var r = reading()
+            if let list = message.items { for item in list { r.note(item, .nothing) } }
+            return finish("nestjs", code: ("code", code(get("code"))), message: ("message", text(message)), fields: ("message", r),
+                          drop: ["statusCode"])
+        }
+        // JSON:API, GraphQL, express-validator.
+        if let list = errors?.items, let firstError = list.first?.members {
+            var r = reading()
+            r.errorList(list, placed: true)
+            var c = code(RefFieldErrorReading.first(firstError, ["code"]))
+            if c == nil, let ext = RefFieldErrorReading.first(firstError, ["extensions"])?.members {
+                c = code(RefFieldErrorReading.first(ext, ["code"]))
+            }
+            var w = finish("errors-array", drop: ["errors"])
+            w.message = RefFieldErrorReading.first(firstError, ["message", "detail", "title", "msg"]).flatMap(text)
+            w.code = c
+            w.fieldErrors = r.found
+            if w.message == nil, let first = r.found.first { w.message = RefTree.parse(first.raw)?.text }
+            return w
+        }
+        if let d = detail, d.isString {
+            return finish("drf", code: ("code", code(get("code"))), message: ("detail", text(d)))
+        }
+        if let m = message.flatMap(text) {
+            return finish("message", code: ("code", code(get("code"))), message: ("message", m))
+        }
+        if let m = get("msg").flatMap(text) {
+            return finish("message", code: ("code", code(get("code"))), message: ("msg", m))
+        }
+        if let e = error, e.isString {
+            return finish("error", code: ("code", code(get("code"))), message: ("error", text(e)))
+        }
+        guard RefFieldErrorReading.isDRFMap(top) else { return nil }
+        var r = reading()
+        r.fieldMap(top, at: [], split: false, nonField: true)
+        guard let first = r.found.first else { return nil }
+        return RefWords(shape: "drf", message: RefTree.parse(first.raw)?.text, fieldErrors: r.found)
+    }
+
+    /// The problem for an upstream non-2xx, and the shape that read it (nil: the dialect or nothing).
+    func failure(_ root: RefNode?, _ r: Read?, status: Int) -> (Problem, String?) {
+        let shown = (400...499).contains(status) ? status : 502
+        if let r, r.code != nil || r.message != nil {
+            let errors = dialectFieldErrors(r.scope)
+            if status == 401 || r.code.map(dialect.authCodes.contains) == true {
+                return (Problem(kind: .authExpired, code: r.code, detail: r.message, upstreamStatus: status, upstream: r.extras, errors: errors), nil)
+            }
+            return (Problem(kind: .upstreamError, status: shown, code: r.code ?? -104, detail: r.message, upstreamStatus: status,
+                            upstream: r.extras, errors: errors), nil)
+        }
+        let problemType = contentType.map { $0.lowercased().hasPrefix("application/problem+json") } ?? false
+        if let top = root?.members, let w = shapes(top, problemType: problemType) {
+            if status == 401 {
+                return (Problem(kind: .authExpired, code: w.code, detail: w.message, upstreamStatus: status, upstream: w.upstream,
+                                errors: w.errors), w.shape)
+            }
+            if !(400...499).contains(status) && !dialect.exposes5xxMessages {
+                var p = Problem(kind: .upstreamError, status: 502, upstreamStatus: status)
+                p.privateMessage = w.message
+                return (p, w.shape)
+            }
+            return (Problem(kind: .upstreamError, status: shown, code: w.code ?? -104, detail: w.message, upstreamStatus: status,
+                            upstream: w.upstream, errors: w.errors), w.shape)
+        }
+        let extras = r?.extras ?? []
+        if status == 401 { return (Problem(kind: .authExpired, upstreamStatus: status, upstream: extras), nil) }
+        return (Problem(kind: .upstreamError, status: shown, upstreamStatus: status, upstream: extras), nil)
+    }
+}
+
+extension EnvelopeGenerator {
+    /// Messages as backends write them: escapes, non-ASCII, surrogate pairs, and the empty one.
+    mutating func words() -> String {
+        pick(["\"The email field is required.\"", "\"余额不足\"", "\"caf\\u00e9 \\\"quoted\\\" \\\\ back\\/slash\"", "\"line\\nbreak\\t\"",
+              "\"\\ud83d\\ude00 emoji\"", "\"\"", "\"Ünïcödé ✓\"", "\"must not be blank\"", "\"Your current balance is 30, but that costs 50.\"",
+              "\"\\u0000nul\"", "\"lone \\ud800 surrogate\""])
+    }
+
+    /// Field names and property paths, some of which a pointer must escape.
+    mutating func field() -> String {
+        pick(["\"email\"", "\"items.0.name\"", "\"a/b\"", "\"m~n\"", "\"weird key\"", "\"größe\"", "\"$.items[0].name\"", "\"card[number]\"",
+              "\"100%\"", "\"q\\\"x\"", "\"\"", "\"a..b\"", "\"x?y#z\"", "\"user.address.zip\"", "\"non_field_errors\"", "\"\\u002Fslash\"", "\"\\udc00x\""])
+    }
+
+    mutating func someCode() -> String {
+        pick(["400", "\"INVALID_ARGUMENT\"", "12345678901234567890", "-7", "1.5", "\"E\\u0031\"", "true", "null", "0", "\"not_found\""])
+    }
+
+    static func jsonList(_ items: [String]) -> String { "[" + items.joined(separator: ",") + "]" }
+
+    mutating func messages() -> String {
+        let n = next(4)
+        var items: [String] = []
+        for _ in 0..<n { items.append(words()) }
+        return "[" + items.joined(separator: ",") + "]"
+    }
+
+    /// A map of fields to messages: Laravel's and Rails' flat one, DRF's nested ones.
+    mutating func fieldMap(depth: Int, nonField: Bool) -> String {
+        var members: [String] = []
+        for _ in 0..<(1 + next(3)) {
+            let value: String
+            switch next(depth > 1 ? 2 : 5) {
+            case 0: value = messages()
+            case 1: value = words()
+            case 2: value = fieldMap(depth: depth + 1, nonField: nonField)
+            case 3: value = "[" + fieldMap(depth: depth + 1, nonField: nonField) + ",{}]"
+            default: value = "[{\"message\":\(words()),\"code\":\"invalid\"}]"
+            }
+            members.append(field() + ":" + value)
+        }
+        if nonField && next(3) == 0 { members.insert("\"non_field_errors\":" + messages(), at: next(members.count + 1)) }
+        return "{" + members.joined(separator: ",") + "}"
+    }
+
+    mutating func jsonAPIPointer() -> String {
+        pick(["\"/data/attributes/email\"", "\"/data/attributes/first~1name\"", "\"#/age\"", "\"/data/a b\"", "\"/data/100%\"",
+              "\"/é\"", "\"#/a%20b\"", "\"#/100%zz\"", "\"/data/a%20b\"", "\"#/a%2fb%C3%A9\"", "\"\"", "\"/data/q\\\"x\""])
+    }
+
+    mutating func fastAPILoc() -> String {
+        pick(["[\"body\",\"items\",0,\"name\"]", "[\"body\"]", "[\"query\",\"page\"]", "[\"path\",\"id\"]", "[\"header\",\"x-token\"]",
+              "[\"cookie\",\"session\"]", "[\"query\"]", "[\"body\",\"a/b\",\"m~n\"]", "[0]", "[\"other\",\"x\"]", "[\"query\",\"filter\",1]",
+              "[]", "[\"body\",\"größe\"]"])
+    }
+
+    /// A failure body in one of the shapes common frameworks answer with, named by `shape`.
+    mutating func failureBody() -> (shape: String, body: [UInt8], problemType: Bool) {
+        var members: [String] = []
+        var problemType = false
+        let shape = pick(["problem", "google", "microsoft", "stripe", "oauth", "spring", "kratos", "flask", "fastapi", "laravel",
+                          "rails", "nestjs", "jsonapi", "graphql", "express", "drf-detail", "drf-map", "message", "msg", "error", "random"])
+        func maybe(_ m: String, _ p: Int = 2) -> [String] { next(p) == 0 ? [] : [m] }
+        switch shape {
+        case "problem":
+            problemType = next(3) == 0
+            members += maybe("\"type\":\"https://example.com/probs/out-of-credit\"", 4)
+            members += maybe("\"title\":" + words(), 3)
+            members += maybe("\"status\":" + pick(["400", "\"400\"", "422"]), 3)
+            members += maybe("\"detail\":" + words(), 3)
+            members += maybe("\"instance\":\"/account/12345/msgs/abc\"")
+            members += maybe("\"balance\":30,\"accounts\":[\"/account/12345\",\"/account/67890\"]")
+            members += maybe("\"code\":" + someCode())
+            switch next(5) {
+            case 0: members.append("\"errors\":" + Self.jsonList((0..<(next(3))).map { _ in "{\"detail\":\(words()),\"pointer\":\"#/age\"}" }))
+            case 1: members.append("\"errors\":{\"$.items[0].name\":" + messages() + "," + field() + ":" + messages() + "}")
+            case 2: members.append("\"errors\":{}")
+            default: break
+            }
+        case "google":
+            var inner = ["\"code\":400"] + maybe("\"message\":" + words(), 3) + maybe("\"status\":\"INVALID_ARGUMENT\"")
+            inner.append("\"details\":[" + (next(2) == 0 ? "{\"@type\":\"type.googleapis.com/google.rpc.ErrorInfo\",\"reason\":\"X\"}," : "")
+                         + "{\"@type\":\"type.googleapis.com/google.rpc.BadRequest\",\"fieldViolations\":"
+                         + Self.jsonList((0..<(next(3))).map { _ in "{\"field\":\(field()),\"description\":\(words())}" }) + "}]")
+            members.append("\"error\":{" + inner.joined(separator: ",") + "}")
+        case "microsoft":
+            let details = Self.jsonList((0..<(next(3))).map { _ in "{\"code\":\"NullValue\"," + (next(3) == 0 ? "" : "\"target\":\(field()),") + "\"message\":\(words())}" })
+            members.append("\"error\":{\"code\":\"BadArgument\",\"message\":\(words()),\"target\":\"name\",\"details\":\(details),"
+                           + "\"innererror\":{\"code\":\"PasswordError\"}}")
+        case "stripe":
+            members.append("\"error\":{\"type\":\"invalid_request_error\"," + (next(2) == 0 ? "\"code\":\"parameter_missing\"," : "")
+                           + "\"message\":\(words())," + (next(3) == 0 ? "" : "\"param\":\(field()),")
+                           + "\"doc_url\":\"https://stripe.com/docs/error-codes/parameter-missing\"}")
+            members += maybe("\"request_log_url\":\"https://dashboard.stripe.com/logs/req_1\"")
+        case "oauth":
+            members.append("\"error\":" + pick(["\"invalid_token\"", "\"invalid_grant\"", "\"insufficient_scope\"", "\"custom_thing\""]))
+            members += maybe("\"error_description\":" + words())
+            members += maybe("\"error_uri\":\"https://example.com/docs/errors\"", 3)
+        case "spring":
+            members.append("\"timestamp\":\"2024-05-01T10:00:00.000+00:00\"")
+            members.append("\"status\":" + pick(["400", "404", "500"]))
+            members.append("\"error\":" + pick(["\"Bad Request\"", "\"Not Found\"", "\"\""]))
+            members += maybe("\"message\":" + words())
+            if next(2) == 0 {
+                members.append("\"errors\":" + Self.jsonList((0..<(next(3))).map { _ in
+                    "{\"codes\":[\"NotBlank.user.email\",\"NotBlank\"],\"arguments\":null,\"defaultMessage\":\(words()),"
+                        + "\"objectName\":\"user\",\"field\":\(field()),\"rejectedValue\":null,\"bindingFailure\":false,\"code\":\"NotBlank\"}"
+                }))
+            }
+            members.append("\"path\":\"/api/users\"")
+        case "kratos":
+            members += ["\"code\":" + pick(["400", "404", "500"]), "\"reason\":" + pick(["\"USER_NOT_FOUND\"", "\"\""]), "\"message\":" + words()]
+            members += maybe("\"metadata\":{\"user\":\"42\"}")
+        case "flask":
+            members += ["\"code\":" + pick(["400", "404"]), "\"name\":\"Not Found\"", "\"description\":" + words()]
+        case "fastapi":
+            members.append("\"detail\":" + Self.jsonList((0..<(next(4))).map { _ in
+                next(6) == 0 ? words() : "{\"type\":\"missing\",\"loc\":\(fastAPILoc()),\"msg\":\(words()),\"input\":null}"
+            }))
+        case "laravel":
+            members += maybe("\"message\":" + words(), 4)
+            members.append("\"errors\":" + (next(5) == 0 ? "{}" : fieldMap(depth: 2, nonField: false)))
+        case "rails":
+            members.append("\"errors\":{" + field() + ":" + pick([messages(), words()]) + "}")
+            members += maybe("\"code\":" + someCode(), 3)
+        case "nestjs":
+            members += ["\"statusCode\":" + pick(["400", "401", "500"]), "\"message\":" + pick([messages(), words()])]
+            members += maybe("\"error\":\"Bad Request\"")
+        case "jsonapi":
+            members.append("\"errors\":" + Self.jsonList((0..<(next(3))).map { _ in
+                "{\"status\":\"422\"," + (next(2) == 0 ? "\"code\":\(someCode())," : "")
+                    + pick(["\"source\":{\"pointer\":\(jsonAPIPointer())},", "\"source\":{\"parameter\":\"include\"},", "\"source\":{},", ""])
+                    + "\"title\":\(words()),\"detail\":\(words())}"
+            }))
+            members += maybe("\"jsonapi\":{\"version\":\"1.1\"}", 3)
+        case "graphql":
+            members.append("\"errors\":" + Self.jsonList((0..<(1 + next(2))).map { _ in
+                "{\"message\":\(words()),\"locations\":[{\"line\":2,\"column\":3}],\"path\":[\"user\",0,\"name\"]"
+                    + (next(2) == 0 ? ",\"extensions\":{\"code\":\(pick(["\"UNAUTHENTICATED\"", "\"BAD_USER_INPUT\"", "401"]))}" : "") + "}"
+            }))
+            members += maybe("\"data\":null")
+        case "express":
+            members.append("\"errors\":" + Self.jsonList((0..<(next(3))).map { _ in
+                "{\"type\":\"field\",\"value\":\"x\",\"msg\":\(words()),\"path\":\(field()),\"location\":\(pick(["\"body\"", "\"query\"", "\"params\"", "\"cookies\""]))}"
+            }))
+        case "drf-detail":
+            members.append("\"detail\":" + words())
+            members += maybe("\"code\":" + pick(["\"not_authenticated\"", "\"token_not_valid\"", "401"]))
+        case "drf-map":
+            return (shape, Array(fieldMap(depth: 0, nonField: true).utf8), false)
+        case "message":
+            members.append("\"message\":" + words())
+            members += maybe("\"code\":" + someCode())
+            members += maybe("\"trace_id\":\"abc\"", 3)
+        case "msg":
+            members.append("\"msg\":" + words())
+            members += maybe("\"code\":" + someCode(), 3)
+        case "error":
+            members.append("\"error\":" + pick(["\"Something went wrong\"", "\"not_found\"", "\"\"", "\"出错了\""]))
+            members += maybe("\"code\":" + someCode(), 3)
+        default:
+            return (shape, envelope(), false)
+        }
+        // Now and then a member twice, in another order, or spaced out.
+        if !members.isEmpty && next(12) == 0 { members.append(pick(members)) }
+        if next(8) == 0 { members.reverse() }
+        let ws = pick(["", "", " ", "\n  "])
+        var body = "{" + ws + members.joined(separator: "," + ws) + ws + "}"
+        // A name the shapes read, spelled with an escape: still the same name.
+        if next(5) == 0 {
+            let name = pick(["message", "code", "detail", "errors", "error", "msg", "field", "loc", "non_field_errors", "pointer", "status",
+                             "error_description", "statusCode", "defaultMessage", "source"])
+            let escaped = "\"" + String(name.dropLast()) + "\\u00" + String(name.utf8.last!, radix: 16) + "\":"
+            if let r = body.firstRange(of: "\"" + name + "\":") { body.replaceSubrange(r, with: escaped) }
+        }
+        // Whitespace deep inside too (in strings it only changes their text): the nested walks must skip it.
+        if next(4) == 0 {
+            let comma = pick([" ,\t", ",\n   "])
+            var spaced = ""
+            for c in body {
+                switch c {
+                case ",": spaced += comma
+                case ":": spaced += " : "
+                case "[": spaced += "[ "
+                case "{": spaced += "{\r\n"
+                default: spaced.append(c)
+                }
+            }
+            body = spaced
+        }
+        if next(16) == 0 { body = "\u{FEFF}" + body }
+        return (shape, Array(body.utf8), problemType)
+    }
+
+    /// A 2xx body for the status rule: any JSON text, nothing, or something that is not JSON.
+    mutating func statusRuleBody() -> [UInt8] {
+        Array((next(3) == 0 ? "" : pick(["", "[]", "[1,{\"a\":2}]", "\"text\"", " 42 ", "true", "null", "{\"id\":1,\"name\":\"x\"}", "\u{FEFF}{\"a\":1}",
+                    "<html>oops</html>", "{\"a\":", "\u{FEFF}", "  ", "12345678901234567890"])).utf8)
     }
 }

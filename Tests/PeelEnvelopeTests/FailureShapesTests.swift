@@ -37,6 +37,15 @@ final class FailureShapesTests: XCTestCase {
         XCTAssertEqual(kept(p), [##"type="about:blank""##])
     }
 
+    func testProblem_typeURIWithStatus_isAProblem_butAWordTypeIsNot() {
+        let p = problem(##"{"type":"https://errors.example.com/quota","status":429}"##, status: 429)
+        XCTAssertEqual(kept(p), [##"type="https://errors.example.com/quota""##])
+        XCTAssertTrue(p?.reason?.hasSuffix("read as problem") == true)
+        let q = problem(##"{"type":"error","status":500,"message":"Order 7 is locked"}"##, status: 409)
+        XCTAssertEqual(q?.detail, "Order 7 is locked")
+        XCTAssertTrue(q?.reason?.hasSuffix("read as message") == true)
+    }
+
     func testASPNetValidationProblem_errorsMapBecomesPointers() {
         // ASP.NET Core's ValidationProblemDetails, with System.Text.Json's member paths.
         let body = ##"{"type":"https://tools.ietf.org/html/rfc9110#section-15.5.1","title":"One or more validation errors occurred.","status":400,"errors":{"Name":["The Name field is required."],"$.items[0].price":["The JSON value could not be converted to System.Decimal."]},"traceId":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}"##
