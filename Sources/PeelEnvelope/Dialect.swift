@@ -1,25 +1,54 @@
-/// A member of an object, or of objects nested in it: `msg`, `error.message`. Each step names an
-/// object member; a step whose value is not an object (when a later step follows) is a malformed
-/// envelope.
+/// A member of an object, or of values nested in it: `msg`, `error.message`, `errors.0.message`.
+/// The first step names a top-level member; each later step names an object member, or, when it is
+/// digits (`0`, `12`), an array element. A step into a value of the wrong kind (when a later step
+/// follows) is a malformed envelope for the payload and absence for every other member.
 public struct MemberPath: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    /// The member names from the outside in; never empty, no step empty.
+    /// The steps from the outside in; never empty, no step empty.
     public var steps: [String]
 
-    /// Splits a dotted path; nil when a step is empty (`a..b`, `.a`, ``).
+    /// Splits a dotted path; nil when `refusal(dotted)` says why it is not one.
     public init?(dotted: String) {
-        let parts = dotted.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        guard !parts.isEmpty, !parts.contains(where: \.isEmpty) else { return nil }
-        steps = parts
+        guard MemberPath.refusal(dotted) == nil else { return nil }
+        steps = dotted.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
     }
 
     /// A path from a literal known to be well formed (a malformed literal is a programming error).
     public init(stringLiteral value: String) { self.init(dotted: value)! }
+
+    /// Why a dotted text is not a member path (an empty step, brackets, an index written with a sign
+    /// or a leading zero, or one too large); nil when it is one.
+    public static func refusal(_ dotted: String) -> String? {
+        let parts = dotted.split(separator: ".", omittingEmptySubsequences: false)
+        if parts.contains(where: \.isEmpty) { return "a step is empty" }
+        for (k, part) in parts.enumerated() {
+            if part.contains("[") || part.contains("]") {
+                return "\(part) has brackets: an array element is a step of digits (errors.0.code)"
+            }
+            // The head is always a member name (`{"0": …}`); below it, digits index an array.
+            guard k > 0 else { continue }
+            let digits = part.drop { $0 == "+" || $0 == "-" }
+            guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { continue }
+            if digits.count != part.count { return "\(part) has a sign: an array index is 0, 1, 2, …" }
+            if part.count > 1 && part.first == "0" { return "\(part) has a leading zero: an array index is 0, 1, 2, …" }
+            if Int32(part) == nil { return "\(part) is too large for an array index" }
+        }
+        return nil
+    }
+
+    /// The array index step `k` names, or nil when it names an object member (the head always does).
+    public func index(_ k: Int) -> Int? {
+        guard k > 0, let first = steps[k].utf8.first, first &- UInt8(ascii: "0") < 10 else { return nil }
+        return Int(steps[k])
+    }
 
     /// The top-level member the path starts at.
     public var head: String { steps[0] }
 
     /// The dotted text.
     public var description: String { steps.joined(separator: ".") }
+
+    /// Whether `other` is this path or lies inside it (`Response.Error.Code` inside `Response`).
+    public func contains(_ other: MemberPath) -> Bool { other.steps.starts(with: steps) }
 }
 
 /// What marks an envelope as a success.

@@ -219,15 +219,25 @@ struct EnvelopeReader {
         return Envelope(code: code, message: message, extras: extras, judgement: judgement)
     }
 
-    /// The raw value at `path`, whose head is in `slot`; nil when absent. A step into a value that
-    /// is not an object is a fault when `strict` (the payload's path: its bytes would be lost),
-    /// else the member is absent (`error.code` when `error` is `false` or a string).
+    /// The raw value at `path`, whose head is in `slot`; nil when absent. A step into a value of
+    /// the wrong kind is a fault when `strict` (the payload's path: its bytes would be lost), else
+    /// the member is absent (`error.code` when `error` is `false` or a string); so is an index past
+    /// an array's end.
     func value(_ path: MemberPath, slot: Int?, strict: Bool = false) throws(EnvelopeFault) -> Range<Int>? {
         guard let slot, let span = members.pointee[slot] else { return nil }
         var r = span.value
         for (k, step) in path.steps.enumerated().dropFirst() {
             // `"error": null` holds no `error.code`: null is absence (Strapi sends `"data": null`).
             if base[r.lowerBound] == UInt8(ascii: "n") { return nil }
+            if let index = path.index(k) {
+                guard base[r.lowerBound] == UInt8(ascii: "[") else {
+                    if !strict { return nil }
+                    throw EnvelopeFault(reason: "\(path.steps[..<k].joined(separator: ".")) is not an array")
+                }
+                guard let element = ValidJSON.element(base, r, index) else { return nil }
+                r = element
+                continue
+            }
             guard base[r.lowerBound] == UInt8(ascii: "{") else {
                 if !strict { return nil }
                 throw EnvelopeFault(reason: "\(path.steps[..<k].joined(separator: ".")) is not an object")

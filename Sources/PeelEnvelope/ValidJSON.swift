@@ -74,6 +74,22 @@ enum ValidJSON {
         }
     }
 
+    /// The element at `index` of the array spanning `array`; nil when the array is shorter.
+    static func element(_ base: UnsafePointer<UInt8>, _ array: Range<Int>, _ index: Int) -> Range<Int>? {
+        let n = array.upperBound
+        var i = ScanCore.skipWhitespace(base, n, array.lowerBound &+ 1)
+        var k = 0
+        while base[i] != UInt8(ascii: "]") {
+            let valueEnd = end(base, n, i)
+            if k == index { return i..<valueEnd }
+            i = ScanCore.skipWhitespace(base, n, valueEnd)
+            guard base[i] == UInt8(ascii: ",") else { return nil }
+            i = ScanCore.skipWhitespace(base, n, i &+ 1)
+            k &+= 1
+        }
+        return nil
+    }
+
     /// Calls `visit(nameStart, nameEnd, value)` for each member of the object spanning `object`
     /// (name bounds exclude the quotes); stops when `visit` returns false.
     static func walk(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, _ visit: (Int, Int, Range<Int>) -> Bool) {

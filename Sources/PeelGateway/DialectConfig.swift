@@ -114,10 +114,14 @@ enum DialectConfig {
         return d
     }
 
-    /// A member path (`msg`, `error.message`).
+    /// A member path (`msg`, `error.message`, `errors.0.message`).
     static func path(_ value: ConfigJSON, _ o: String) throws(ConfigError) -> MemberPath {
-        guard let s = value.string, let p = MemberPath(dotted: s) else {
+        guard let s = value.string else {
             throw ConfigError(option: o, problem: "must be a member name or a dotted path (error.message)")
+        }
+        guard let p = MemberPath(dotted: s) else {
+            let why = MemberPath.refusal(s) ?? "it is not one"
+            throw ConfigError(option: o, problem: "must be a member name or a dotted path (error.message, errors.0.message): \(why)")
         }
         return p
     }
@@ -130,12 +134,12 @@ enum DialectConfig {
             case "code_or_absent": return .codeOrAbsent
             default: break
             }
-        } else if case .object(let m) = value, m.count == 1, let name = m[0].value.string, let path = MemberPath(dotted: name) {
+        } else if case .object(let m) = value, m.count == 1, ["flag", "status", "error"].contains(m[0].name) {
+            let path = try path(m[0].value, "\(o).\(m[0].name)")
             switch m[0].name {
             case "flag": return .flag(path)
             case "status": return .status(path)
-            case "error": return .errorMember(path)
-            default: break
+            default: return .errorMember(path)
             }
         }
         throw ConfigError(option: o, problem: "must be code, code_or_absent, {\"flag\": PATH}, {\"status\": PATH} or {\"error\": PATH} (a member name or a dotted path)")

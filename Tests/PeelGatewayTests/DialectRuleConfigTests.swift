@@ -1,0 +1,50 @@
+import Foundation
+import PeelEnvelope
+@testable import PeelGateway
+import XCTest
+
+/// Issue 33's dialect rules as the config file and the flags write them: array indices, code lists,
+/// auth code prefixes, settings that can never take effect, and check-config's effective values.
+final class DialectRuleConfigTests: XCTestCase {
+    private let env = ["PEEL_UPSTREAM": "http://127.0.0.1:1"]
+
+    private func load(_ args: [String] = [], file: String? = nil) throws -> GatewayConfig {
+        try loadConfig(args, file: file, environment: env)
+    }
+
+    private func refusal(_ args: [String] = [], file: String? = nil) -> ConfigError? {
+        do {
+            _ = try load(args, file: file)
+            return nil
+        } catch let e as ConfigError {
+            return e
+        } catch {
+            return nil
+        }
+    }
+
+    /// The refusal's key path after the file name (`dialect.message[0]`), and its words.
+    private func refused(_ file: String) -> (path: String, problem: String)? {
+        guard let e = refusal(file: file) else { return nil }
+        return (e.option.components(separatedBy: ": ").last ?? e.option, e.problem)
+    }
+
+    // MARK: array indices
+
+    func testArrayIndexPaths_loadAndBadOnesNameTheirKey() throws {
+        let c = try load(file: #"{"dialect": {"code": "errors.0.extensions.code", "success": {"error": "errors"}, "message": "errors.0.message"}}"#)
+        XCTAssertEqual(c.envelope.dialect.messages, ["errors.0.message"])
+        let brackets = refused(#"{"dialect": {"message": ["msg", "errors[0].message"]}}"#)
+        XCTAssertEqual(brackets?.path, "dialect.message[1]")
+        XCTAssertTrue(brackets?.problem.contains("brackets") ?? false, brackets?.problem ?? "")
+        let zero = refused(#"{"dialect": {"code": "errors.01.code"}}"#)
+        XCTAssertEqual(zero?.path, "dialect.code")
+        XCTAssertTrue(zero?.problem.contains("leading zero") ?? false, zero?.problem ?? "")
+        let sign = refused(#"{"dialect": {"preset": "antd", "success": {"flag": "meta.-1"}}}"#)
+        XCTAssertEqual(sign?.path, "dialect.success.flag")
+        XCTAssertTrue(sign?.problem.contains("sign") ?? false, sign?.problem ?? "")
+        let flag = refusal(["--message-field", "errors[0].message"])
+        XCTAssertEqual(flag?.option, "--message-field")
+        XCTAssertTrue(flag?.problem.contains("brackets") ?? false, flag?.problem ?? "")
+    }
+}
