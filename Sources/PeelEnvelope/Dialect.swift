@@ -101,8 +101,14 @@ public enum Siblings: String, Hashable, Sendable {
 public struct Dialect: Hashable, Sendable {
     /// The preset this dialect is or starts from (`peel`, `ruoyi`, …).
     public var preset: String
-    /// The code member; nil for dialects without one.
-    public var code: MemberPath?
+    /// The code members: the first present one is the code (PayPal answers `name`, its OAuth
+    /// endpoint `error`); empty for dialects without one.
+    public var codes: [MemberPath]
+    /// The first code member (nil: none); setting it makes it the only one.
+    public var code: MemberPath? {
+        get { codes.first }
+        set { codes = newValue.map { [$0] } ?? [] }
+    }
     /// What marks success.
     public var success: SuccessRule
     /// Codes meaning success (for `.code` and `.codeOrAbsent`).
@@ -127,7 +133,7 @@ public struct Dialect: Hashable, Sendable {
                 authCodes: CodeSet = CodeSet(), codeStatus: CodeStatusMap = CodeStatusMap(), messages: [MemberPath],
                 payload: PayloadRule, siblings: Siblings = .drop, ignore: [String] = [], extras: [MemberPath] = []) {
         self.preset = preset
-        self.code = code
+        self.codes = code.map { [$0] } ?? []
         self.success = success
         self.successCodes = successCodes
         self.authCodes = authCodes
@@ -149,8 +155,8 @@ public struct Dialect: Hashable, Sendable {
 
     /// Why the dialect cannot work, and which part; nil when it can.
     public func problem() -> (part: Part, why: String)? {
-        if case .code = success, code == nil { return (.code, "success by code needs a code member") }
-        if case .codeOrAbsent = success, code == nil { return (.code, "success by code needs a code member") }
+        if case .code = success, codes.isEmpty { return (.code, "success by code needs a code member") }
+        if case .codeOrAbsent = success, codes.isEmpty { return (.code, "success by code needs a code member") }
         if case .pattern(let suffix, let failure) = payload {
             if suffix.isEmpty { return (.payload, "payload pattern must be *SUFFIX with a non-empty suffix") }
             if let failure, failure.isEmpty { return (.payload, "payload pattern failure member must not be empty") }
@@ -158,17 +164,20 @@ public struct Dialect: Hashable, Sendable {
         // One member plays one role: a code read as a message, or a flag read as a code, would fail
         // every answer. Nested paths may share a head (`error.code`, `error.message` under `error`).
         let rule = success.path
-        if let code, messages.contains(code) { return (.message, "code and message must be different members (\(code))") }
-        if let code, let rule, code == rule { return (.code, "code and \(rule) must be different members") }
+        if Set(codes).count != codes.count { return (.code, "a code member is named twice") }
+        for code in codes {
+            if messages.contains(code) { return (.message, "code and message must be different members (\(code))") }
+            if let rule, code == rule { return (.code, "code and \(rule) must be different members") }
+        }
         if let rule, messages.contains(rule) { return (.message, "message and \(rule) must be different members") }
-        for name in ignore where name == code?.head || name == rule?.head || messages.contains(where: { $0.head == name }) {
+        for name in ignore where codes.contains(where: { $0.head == name }) || name == rule?.head || messages.contains(where: { $0.head == name }) {
             return (.other, "\(name) is ignored and read at once")
         }
         if Set(extras).count != extras.count { return (.other, "an extra is named twice") }
         // An extra may be the payload itself: JSend's `data` is the answer on success and the
         // detail of a `fail`.
         if case .member(let p) = payload {
-            let taken = [code?.head, rule?.head].compactMap { $0 } + messages.map(\.head) + ignore
+            let taken = codes.map(\.head) + [rule?.head].compactMap { $0 } + messages.map(\.head) + ignore
             if taken.contains(p.head) { return (.payload, "payload member \(p.head) is also an envelope member") }
         }
         if scopeNames.count > Dialect.maxNames { return (.other, "more than \(Dialect.maxNames) envelope members") }
@@ -178,8 +187,7 @@ public struct Dialect: Hashable, Sendable {
 
     /// Top-level names of every envelope member other than the payload.
     var roleHeads: [String] {
-        var heads: [String] = []
-        if let code { heads.append(code.head) }
+        var heads = codes.map(\.head)
         if let m = success.member { heads.append(m) }
         heads += messages.map(\.head) + extras.map(\.head)
         // A pattern dialect's envelope is the matched member; what sits beside it at the top level

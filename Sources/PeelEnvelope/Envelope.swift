@@ -7,8 +7,8 @@ final class CompiledDialect: Sendable {
     let scope: NameTable
     /// Pattern dialects: the top-level names (the failure member, then the suffix's slot).
     let outer: NameTable?
-    /// Slot of the code path's head.
-    let code: Int?
+    /// Slot of each code path's head.
+    let codes: [Int]
     /// Slot of the success rule's member.
     let rule: Int?
     /// Slot of each message path's head.
@@ -26,7 +26,7 @@ final class CompiledDialect: Sendable {
         let names = d.scopeNames
         let slot = { (name: String) in names.firstIndex(of: name) }
         scope = NameTable(names)
-        code = d.code.flatMap { slot($0.head) }
+        codes = d.codes.map { slot($0.head)! }
         rule = d.success.member.flatMap(slot)
         messages = d.messages.map { slot($0.head)! }
         extras = d.extras.map { slot($0.head)! }
@@ -251,17 +251,21 @@ struct EnvelopeReader {
         return r
     }
 
+    /// The first present code among the dialect's code paths.
     func readCode() throws(EnvelopeFault) -> EnvelopeCode? {
-        guard let path = dialect.code, let r = try value(path, slot: compiled.code) else { return nil }
-        let first = base[r.lowerBound]
-        // Jackson and most serialisers write an unset code as null: it is absent.
-        if first == UInt8(ascii: "n") { return nil }
-        if first == UInt8(ascii: "\"") { return .string(Envelope.string(base, r)) }
-        if first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10,
-           let n = Envelope.integer(UnsafeBufferPointer(start: base + r.lowerBound, count: r.count)) {
-            return .integer(n)
+        for (k, path) in dialect.codes.enumerated() {
+            guard let r = try value(path, slot: compiled.codes[k]) else { continue }
+            let first = base[r.lowerBound]
+            // Jackson and most serialisers write an unset code as null: it is absent.
+            if first == UInt8(ascii: "n") { continue }
+            if first == UInt8(ascii: "\"") { return .string(Envelope.string(base, r)) }
+            if first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10,
+               let n = Envelope.integer(UnsafeBufferPointer(start: base + r.lowerBound, count: r.count)) {
+                return .integer(n)
+            }
+            throw EnvelopeFault(reason: "\(path) is not an integer or a string")
         }
-        throw EnvelopeFault(reason: "\(path) is not an integer or a string")
+        return nil
     }
 
     func readMessage() throws(EnvelopeFault) -> String? {
@@ -281,7 +285,7 @@ struct EnvelopeReader {
     func succeeded(_ code: EnvelopeCode?) throws(EnvelopeFault) -> Bool? {
         switch dialect.success {
         case .code:
-            guard let code else { throw EnvelopeFault(reason: "\(dialect.code!) missing") }
+            guard let code else { throw EnvelopeFault(reason: dialect.codes.map(\.description).joined(separator: " or ") + " missing") }
             return dialect.successCodes.contains(code)
         case .codeOrAbsent:
             guard let code else { return true }

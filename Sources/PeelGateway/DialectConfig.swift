@@ -80,17 +80,12 @@ enum DialectConfig {
             switch member.name {
             case "preset": break
             case "code":
-                d.code = value == .null ? nil : try path(value, at)
+                d.codes = try paths(value, at, orNull: true)
             case "success": d.success = try success(value, at)
             case "success_codes": d.successCodes = try codes(ConfigLoader.fileValue(value) ?? .array([]), at).applied(to: d.successCodes)
             case "auth_codes": d.authCodes = try codes(ConfigLoader.fileValue(value) ?? .array([]), at).applied(to: d.authCodes)
             case "code_status": d.codeStatus = try codeStatus(ConfigLoader.fileValue(value) ?? .map([]), at)
-            case "message":
-                if case .array(let list) = value {
-                    d.messages = try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(at)[\(k)]") }
-                } else {
-                    d.messages = [try path(value, at)]
-                }
+            case "message": d.messages = try paths(value, at)
             case "payload": d.payload = try payload(value, at)
             case "siblings":
                 guard let s = value.string, let rule = Siblings(rawValue: s) else {
@@ -124,6 +119,25 @@ enum DialectConfig {
             throw ConfigError(option: o, problem: "must be a member name or a dotted path (error.message, errors.0.message): \(why)")
         }
         return p
+    }
+
+    /// One path, or a list of them tried in order (`["name", "error"]`); `null` for none when `orNull`.
+    static func paths(_ value: ConfigJSON, _ o: String, orNull: Bool = false) throws(ConfigError) -> [MemberPath] {
+        switch value {
+        case .null where orNull: return []
+        case .array(let list):
+            if list.isEmpty && orNull { throw ConfigError(option: o, problem: "must name at least one member (null for none)") }
+            return try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(o)[\(k)]") }
+        default: return [try path(value, o)]
+        }
+    }
+
+    /// Paths as the config file writes them: a string when one, a list when several (`null` for none when `orNull`).
+    static func json(_ paths: [MemberPath], orNull: Bool = false) -> String {
+        let q = ConfigLoader.q
+        if paths.isEmpty && orNull { return "null" }
+        if paths.count == 1 && orNull { return q(paths[0].description) }
+        return "[" + paths.map { q($0.description) }.joined(separator: ",") + "]"
     }
 
     /// `code`, `code_or_absent`, `{"flag": NAME}`, `{"status": NAME}` or `{"error": NAME}`.
@@ -286,7 +300,7 @@ enum DialectConfig {
     static func json(_ d: Dialect) -> String {
         let q = ConfigLoader.q
         var fields: [String] = ["\"preset\":" + q(d.preset)]
-        fields.append("\"code\":" + (d.code.map { q($0.description) } ?? "null"))
+        fields.append("\"code\":" + json(d.codes, orNull: true))
         let success: String
         switch d.success {
         case .code: success = q("code")

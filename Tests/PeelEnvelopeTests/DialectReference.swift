@@ -9,7 +9,7 @@ import PeelEnvelope
 /// A parsed JSON value with the byte range it came from.
 indirect enum RefNode {
     case object([RefMember], Range<Int>)
-    case array(Range<Int>)
+    case array([RefNode], Range<Int>)
     case string(String, Range<Int>)
     case number(String, Range<Int>)
     case bool(Bool, Range<Int>)
@@ -17,7 +17,7 @@ indirect enum RefNode {
 
     var range: Range<Int> {
         switch self {
-        case .object(_, let r), .array(let r), .string(_, let r), .number(_, let r), .bool(_, let r), .null(let r): r
+        case .object(_, let r), .array(_, let r), .string(_, let r), .number(_, let r), .bool(_, let r), .null(let r): r
         }
     }
 
@@ -81,20 +81,22 @@ struct RefTree {
         case UInt8(ascii: "["):
             i += 1
             space()
+            var elements: [RefNode] = []
             if b[i] == UInt8(ascii: "]") {
                 i += 1
-                return .array(start..<i)
+                return .array([], start..<i)
             }
             while true {
                 space()
-                guard value() != nil else { return nil }
+                guard let element = value() else { return nil }
+                elements.append(element)
                 space()
                 if b[i] == UInt8(ascii: ",") {
                     i += 1
                     continue
                 }
                 i += 1
-                return .array(start..<i)
+                return .array(elements, start..<i)
             }
         case UInt8(ascii: "\""):
             i += 1
@@ -176,12 +178,21 @@ struct DialectReference {
         return found.first?.value
     }
 
-    /// The node at `path`; a step into a non-object is absent, or malformed when `strict` (payloads).
+    /// The node at `path`; a step of digits past the head indexes an array (past its end: absent);
+    /// a step into a value of the wrong kind is absent, or malformed when `strict` (payloads).
     func value(_ members: [RefMember], _ path: MemberPath, strict: Bool = false) throws(Malformed) -> RefNode? {
         var node = try member(members, path.head)
         for step in path.steps.dropFirst() {
             guard let n = node else { return nil }
             if case .null = n { return nil }
+            if step.allSatisfy({ ("0"..."9").contains($0) }), let index = Int(step) {
+                guard case .array(let elements, _) = n else {
+                    if strict { throw Malformed() }
+                    return nil
+                }
+                node = index < elements.count ? elements[index] : nil
+                continue
+            }
             guard let m = n.members else {
                 if strict { throw Malformed() }
                 return nil
@@ -193,7 +204,7 @@ struct DialectReference {
 
     /// Names the dialect reads in its envelope object.
     var envelopeNames: [String] {
-        var names = [dialect.code?.head].compactMap { $0 } + dialect.messages.map(\.head) + dialect.extras.map(\.head)
+        var names = dialect.codes.map(\.head) + dialect.messages.map(\.head) + dialect.extras.map(\.head)
         switch dialect.success {
         case .flag(let m), .status(let m), .errorMember(let m): names.append(m.head)
         default: break
@@ -225,15 +236,17 @@ struct DialectReference {
         for n in Set(names) where scope.filter({ $0.name == n }).count > 1 { throw Malformed() }
 
         var code: EnvelopeCode?
-        if let path = dialect.code, let n = try value(scope, path) {
+        for path in dialect.codes {
+            guard let n = try value(scope, path) else { continue }
             switch n {
-            case .null: code = nil
+            case .null: continue
             case .string(let s, _): code = .string(s)
             case .number(let t, _):
                 guard !t.contains("."), !t.contains("e"), !t.contains("E"), let v = Int64(t) else { throw Malformed() }
                 code = .integer(v)
             default: throw Malformed()
             }
+            break
         }
         var message: String?
         for path in dialect.messages {
@@ -272,7 +285,7 @@ struct DialectReference {
             case nil, .null?, .bool(false, _)?: verdict = true
             case .string(let s, _)?: verdict = s.isEmpty
             case .object(let m, _)?: verdict = m.isEmpty
-            case .array(let r)?: verdict = bytes[r].filter { $0 > 0x20 }.count == 2
+            case .array(let elements, _)?: verdict = elements.isEmpty
             default: verdict = false
             }
         }
@@ -432,7 +445,7 @@ struct EnvelopeGenerator {
     mutating func envelope(for d: Dialect) -> [UInt8] {
         var members: [String] = []
         let codes = (d.successCodes.sorted + d.authCodes.sorted).map(\.json) + ["1001", "\"B0001\"", "500"]
-        if let code = d.code, next(5) > 0 { members.append("\"\(code.steps.last!)\":" + (next(4) > 0 ? pick(codes) : scalar())) }
+        for code in d.codes where next(5) > 0 { members.append("\"\(code.steps.last!)\":" + (next(4) > 0 ? pick(codes) : scalar())) }
         for m in d.messages where next(2) == 0 { members.append("\"\(m.steps.last!)\":" + pick(["\"ok\"", "\"余额不足\"", "null", "\"\""])) }
         switch d.success {
         case .flag(let f) where next(6) > 0: members.append("\"\(f)\":" + pick(["true", "false"]))

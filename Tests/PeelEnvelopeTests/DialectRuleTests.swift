@@ -89,4 +89,50 @@ final class DialectRuleTests: XCTestCase {
         XCTAssertTrue(MemberPath.refusal("errors.-1")?.contains("sign") ?? false)
         XCTAssertNil(MemberPath.refusal("-1.x-y.+z"), "a name may start with a sign")
     }
+
+    // MARK: several code members
+
+    /// PayPal: REST errors name themselves in `name`, its OAuth endpoint in `error` (RFC 6749 §5.2).
+    private var paypal: Dialect {
+        var d = Dialect(preset: "peel", code: "name", success: .codeOrAbsent, messages: ["message", "error_description"],
+                        payload: .rest, extras: ["debug_id", "details"])
+        d.codes = ["name", "error"]
+        return d
+    }
+
+    func testCodeList_restErrorReadsName() {
+        let body = #"{"name":"UNPROCESSABLE_ENTITY","details":[{"field":"/purchase_units/@reference_id=='default'/amount/value","value":"-1","location":"body","issue":"CANNOT_BE_NEGATIVE","description":"Must be greater than or equal to zero."}],"message":"The requested action could not be performed, semantically incorrect, or failed business validation.","debug_id":"b6b9a374802ea"}"#
+        let p = problem(body, paypal, status: 422)
+        XCTAssertEqual(p?.code, "UNPROCESSABLE_ENTITY")
+        XCTAssertEqual(p?.detail, "The requested action could not be performed, semantically incorrect, or failed business validation.")
+        XCTAssertEqual(p?.upstream.map(\.name), ["debug_id", "details"])
+    }
+
+    func testCodeList_oauthErrorReadsTheSecondMember() {
+        let p = problem(#"{"error":"invalid_client","error_description":"Client Authentication failed"}"#, paypal, status: 401)
+        XCTAssertEqual(p?.code, "invalid_client")
+        XCTAssertEqual(p?.detail, "Client Authentication failed")
+    }
+
+    func testCodeList_firstPresentWins_nullIsAbsent() {
+        XCTAssertEqual(problem(#"{"error":"invalid_token","name":"AUTHENTICATION_FAILURE"}"#, paypal)?.code, "AUTHENTICATION_FAILURE")
+        XCTAssertEqual(problem(#"{"name":null,"error":"invalid_token"}"#, paypal)?.code, "invalid_token")
+        // A success has neither: the whole object is the answer, both members cut if they were there.
+        XCTAssertEqual(sent(#"{"scope":"openid","access_token":"A21AAF","token_type":"Bearer","expires_in":32400}"#, paypal),
+                       #"{"scope":"openid","access_token":"A21AAF","token_type":"Bearer","expires_in":32400}"#)
+    }
+
+    func testCodeList_missingUnderTheCodeRuleNamesEveryMember() {
+        var d = paypal
+        d.success = .code
+        d.successCodes = CodeSet(["OK"])
+        guard case .problem(let p) = judged(#"{"message":"x"}"#, d).0 else { return XCTFail() }
+        XCTAssertEqual(p.reason, "name or error missing")
+    }
+
+    func testCodeList_aMemberNamedTwiceIsRefused() {
+        var d = paypal
+        d.codes = ["name", "name"]
+        XCTAssertNotNil(d.problem())
+    }
 }

@@ -47,4 +47,22 @@ final class DialectRuleConfigTests: XCTestCase {
         XCTAssertEqual(flag?.option, "--message-field")
         XCTAssertTrue(flag?.problem.contains("brackets") ?? false, flag?.problem ?? "")
     }
+
+    // MARK: several code members
+
+    func testCodeList_loadsAndCheckConfigPrintsItBackInTheSameForm() throws {
+        let c = try load(file: #"{"dialect": {"code": ["name", "error"], "success": "code_or_absent", "success_codes": [], "auth_codes": [], "payload": {"rest": true}}}"#)
+        XCTAssertEqual(c.envelope.dialect.codes, ["name", "error"])
+        XCTAssertTrue(DialectConfig.json(c.envelope.dialect).contains(#""code":["name","error"]"#), DialectConfig.json(c.envelope.dialect))
+        XCTAssertTrue(DialectConfig.json(Dialect.peel).contains(#""code":"code""#), "one member is a string")
+        XCTAssertEqual(try roundTrip(c).envelope.dialect, c.envelope.dialect)
+        XCTAssertEqual(refused(#"{"dialect": {"code": []}}"#)?.path, "dialect.code")
+        XCTAssertEqual(refused(#"{"dialect": {"code": ["name", "error."]}}"#)?.path, "dialect.code[1]")
+    }
+
+    /// check-config's output for `c`, loaded back as a config file.
+    private func roundTrip(_ c: GatewayConfig) throws -> GatewayConfig {
+        let shown = ConfigLoader.describe(c)
+        return try load(file: shown)
+    }
 }
