@@ -83,7 +83,7 @@ enum DialectConfig {
                 d.codes = try paths(value, at, orNull: true)
             case "success": d.success = try success(value, at)
             case "success_codes": d.successCodes = try codes(ConfigLoader.fileValue(value) ?? .array([]), at).applied(to: d.successCodes)
-            case "auth_codes": d.authCodes = try codes(ConfigLoader.fileValue(value) ?? .array([]), at).applied(to: d.authCodes)
+            case "auth_codes": d.authCodes = try codes(ConfigLoader.fileValue(value) ?? .array([]), at, prefixes: true).applied(to: d.authCodes)
             case "code_status": d.codeStatus = try codeStatus(ConfigLoader.fileValue(value) ?? .map([]), at)
             case "message": d.messages = try paths(value, at)
             case "payload": d.payload = try payload(value, at)
@@ -183,7 +183,8 @@ enum DialectConfig {
     /// commas (`0,"00000"`); from the config file, a JSON array of integers and strings. A leading
     /// `+` adds to the dialect's list (`+403`, `["+", 403]`).
     /// An empty list is a statement (`"auth_codes": []`: no auth codes); `+` with nothing is not.
-    static func codes(_ v: ConfigValue, _ o: String, allowEmpty: Bool = true) throws(ConfigError) -> CodeListChange {
+    /// With `prefixes` (auth codes), a string ending with `*` is a prefix (`"AuthFailure.*"`).
+    static func codes(_ v: ConfigValue, _ o: String, allowEmpty: Bool = true, prefixes: Bool = false) throws(ConfigError) -> CodeListChange {
         var add = false
         var codes: [EnvelopeCode] = []
         switch v {
@@ -213,6 +214,14 @@ enum DialectConfig {
         }
         if codes.isEmpty && (add || !allowEmpty) {
             throw ConfigError(option: o, problem: add ? "+ must be followed by what to add" : "needs at least one code")
+        }
+        for (k, code) in codes.enumerated() {
+            guard case .string(let s) = code, s.hasSuffix("*") else { continue }
+            let at = v.isArray ? "\(o)[\(k + (add && !v.plusHasCode ? 1 : 0))]" : o
+            guard prefixes else {
+                throw ConfigError(option: at, problem: "\(code.json) is a prefix: prefixes are for auth codes only")
+            }
+            if s == "*" { throw ConfigError(option: at, problem: "\"*\" would match every string code: write what the codes start with (\"AuthFailure.*\")") }
         }
         return add ? .add(codes) : .replace(codes)
     }
@@ -330,6 +339,18 @@ enum DialectConfig {
 }
 
 extension ConfigValue {
+    /// Whether the value is a config file's JSON array.
+    var isArray: Bool {
+        if case .array = self { return true }
+        return false
+    }
+
+    /// Whether a list that adds carries its first code in its `+` item (`["+403"]`, not `["+", 403]`).
+    var plusHasCode: Bool {
+        if case .array(let items) = self, let first = items.first?.string { return first.count > 1 }
+        return false
+    }
+
     /// The value as flag text: a list's items joined by commas.
     var flagText: String {
         switch self {

@@ -80,8 +80,8 @@ extension ConfigLoader {
         OptionSpec(name: "success-codes", help: "envelope codes that mean success: integers and \"quoted\" strings; +LIST adds to the dialect's", value: "LIST", fixedDefault: "the dialect's (0)", show: { c in c.dialectOverrides.successCodes.map(DialectConfig.json) ?? "null" }) { c, v, o throws(ConfigError) in
             c.dialectOverrides.successCodes = try DialectConfig.codes(v, o)
         },
-        OptionSpec(name: "auth-codes", help: "envelope codes that mean token expired: integers and \"quoted\" strings; +LIST adds to the dialect's", value: "LIST", fixedDefault: "the dialect's (7)", show: { c in c.dialectOverrides.authCodes.map(DialectConfig.json) ?? "null" }) { c, v, o throws(ConfigError) in
-            c.dialectOverrides.authCodes = try DialectConfig.codes(v, o)
+        OptionSpec(name: "auth-codes", help: "envelope codes that mean token expired: integers and \"quoted\" strings (\"AuthFailure.*\" for a prefix); +LIST adds to the dialect's", value: "LIST", fixedDefault: "the dialect's (7)", show: { c in c.dialectOverrides.authCodes.map(DialectConfig.json) ?? "null" }) { c, v, o throws(ConfigError) in
+            c.dialectOverrides.authCodes = try DialectConfig.codes(v, o, prefixes: true)
         },
         OptionSpec(name: "code-field", help: "envelope code member (a dotted path reaches into objects)", value: "NAME", fixedDefault: "the dialect's (code)", show: { c in c.dialectOverrides.code.map { q($0.description) } ?? "null" }) { c, v, o throws(ConfigError) in
             c.dialectOverrides.code = try memberPath(v, o)

@@ -135,4 +135,40 @@ final class DialectRuleTests: XCTestCase {
         d.codes = ["name", "name"]
         XCTAssertNotNil(d.problem())
     }
+
+    // MARK: auth codes by prefix
+
+    func testCodeSetPrefix_matchesStringCodesThatStartWithIt() {
+        let set = CodeSet(["AuthFailure.*", 401])
+        XCTAssertEqual(set.prefixes, ["AuthFailure."])
+        XCTAssertTrue(set.contains("AuthFailure.SignatureExpire"))
+        XCTAssertTrue(set.contains("AuthFailure."), "the prefix itself is a code that starts with it")
+        XCTAssertFalse(set.contains("AuthFailure"), "without the dot it does not start with AuthFailure.")
+        XCTAssertFalse(set.contains("authfailure.SignatureExpire"), "names compare by code units")
+        XCTAssertFalse(set.contains("InvalidParameter.AuthFailure.X"))
+        XCTAssertTrue(set.contains(401))
+        XCTAssertTrue(set.contains("401"))
+        XCTAssertEqual(set.json, #"[401,"AuthFailure.*"]"#, "written back as it was read")
+        XCTAssertFalse(set.isEmpty)
+        XCTAssertFalse(CodeSet(["A*"]).isEmpty)
+    }
+
+    func testCodeSetPrefix_overlapIsFoundWhereverAnUpstreamCodeMatchesBoth() {
+        let auth = CodeSet(["AuthFailure.*"])
+        XCTAssertFalse(auth.isDisjoint(with: CodeSet(["AuthFailure.TokenFailure"])))
+        XCTAssertFalse(CodeSet(["AuthFailure.TokenFailure"]).isDisjoint(with: auth), "either side")
+        XCTAssertFalse(auth.isDisjoint(with: CodeSet(["Auth*"])), "a shorter prefix covers the longer")
+        XCTAssertFalse(CodeSet(["4*"]).isDisjoint(with: CodeSet([401])), "an upstream \"401\" matches both")
+        XCTAssertFalse(CodeSet([-1]).isDisjoint(with: CodeSet(["-*"])))
+        XCTAssertTrue(auth.isDisjoint(with: CodeSet(["Auth", "InvalidParameter.AuthFailure.X", 0])))
+        XCTAssertTrue(auth.isDisjoint(with: CodeSet(["AuthFailureX*"])))
+    }
+
+    func testAuthPrefix_failureWhoseCodeStartsWithItIsAuthExpired() {
+        var d = Dialect(preset: "peel", code: "code", success: .code, successCodes: CodeSet([0]), authCodes: CodeSet(["AuthFailure.*"]),
+                        messages: ["message"], payload: .member("data"))
+        d.codeStatus = CodeStatusMap(["InvalidParameter": 400])
+        XCTAssertEqual(problem(#"{"code":"AuthFailure.SignatureExpire","message":"签名过期"}"#, d)?.kind, .authExpired)
+        XCTAssertEqual(problem(#"{"code":"InvalidParameter","message":"x"}"#, d)?.kind, .businessError)
+    }
 }

@@ -65,4 +65,29 @@ final class DialectRuleConfigTests: XCTestCase {
         let shown = ConfigLoader.describe(c)
         return try load(file: shown)
     }
+
+    // MARK: auth code prefixes
+
+    func testAuthCodePrefix_fromTheFileAndTheFlag() throws {
+        let file = try load(file: #"{"dialect": {"preset": "alibaba", "auth_codes": ["+", "AuthFailure.*"]}}"#)
+        XCTAssertEqual(file.envelope.dialect.authCodes, CodeSet(["A0230", "A0231", "AuthFailure.*"]))
+        let flag = try load(["--dialect", "alibaba", "--auth-codes", #""AuthFailure.*",401"#])
+        XCTAssertEqual(flag.envelope.dialect.authCodes.prefixes, ["AuthFailure."])
+        XCTAssertTrue(flag.envelope.dialect.authCodes.contains("AuthFailure.TokenFailure"))
+    }
+
+    func testPrefix_isRefusedInSuccessCodes_andAloneInAuthCodes() {
+        let success = refused(#"{"dialect": {"success_codes": [0, "OK*"]}}"#)
+        XCTAssertEqual(success?.path, "dialect.success_codes[1]")
+        XCTAssertTrue(success?.problem.contains("auth codes only") ?? false, success?.problem ?? "")
+        XCTAssertEqual(refusal(["--success-codes", #""OK*""#])?.option, "--success-codes")
+        XCTAssertEqual(refused(#"{"dialect": {"auth_codes": ["+", 401, "*"]}}"#)?.path, "dialect.auth_codes[2]")
+        XCTAssertNotNil(refusal(["--auth-codes", #""*""#]))
+    }
+
+    func testPrefixOverlappingASuccessCode_isRefused() {
+        let e = refused(#"{"dialect": {"success_codes": ["AuthFailure.None"], "auth_codes": ["AuthFailure.*"]}}"#)
+        XCTAssertNotNil(e)
+        XCTAssertTrue(e?.problem.contains("overlap") ?? false, e?.problem ?? "")
+    }
 }
