@@ -185,13 +185,13 @@ public struct Dialect: Hashable, Sendable {
         return nil
     }
 
-    /// Top-level names of every envelope member other than the payload.
+    /// Top-level names of the members a success's rest-of-object answer leaves out: the code, the
+    /// success rule's, message and ignored members. Extras are not among them: they are copied into
+    /// a failure's problem and stay in a success (Slack's `response_metadata` beside the list).
     var roleHeads: [String] {
         var heads = codes.map(\.head)
         if let m = success.member { heads.append(m) }
-        heads += messages.map(\.head) + extras.map(\.head)
-        // A pattern dialect's envelope is the matched member; what sits beside it at the top level
-        // (`sign`, `sign_type`) is never part of the answer, so its ignore list only documents them.
+        heads += messages.map(\.head)
         if case .pattern = payload { return heads }
         return heads + ignore
     }
@@ -199,7 +199,7 @@ public struct Dialect: Hashable, Sendable {
     /// The names looked for in the envelope object, each once, in a fixed order.
     var scopeNames: [String] {
         var names: [String] = []
-        var all = roleHeads
+        var all = roleHeads + extras.map(\.head)
         if case .member(let p) = payload { all.insert(p.head, at: 0) }
         for n in all where !names.contains(n) { names.append(n) }
         return names

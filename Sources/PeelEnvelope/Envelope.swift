@@ -17,6 +17,8 @@ final class CompiledDialect: Sendable {
     let payload: Int?
     /// Slot of each extra's head.
     let extras: [Int]
+    /// Slots of the members a rest-of-object answer leaves out (`Dialect.roleHeads`).
+    let cuts: [Int]
 
     /// The default dialect's, shared by every configuration that keeps it.
     static let peel = CompiledDialect(.peel)
@@ -30,6 +32,7 @@ final class CompiledDialect: Sendable {
         rule = d.success.member.flatMap(slot)
         messages = d.messages.map { slot($0.head)! }
         extras = d.extras.map { slot($0.head)! }
+        cuts = d.roleHeads.map { slot($0)! }.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
         if case .member(let p) = d.payload { payload = slot(p.head) } else { payload = nil }
         if case .pattern(let suffix, let failure) = d.payload {
             outer = NameTable(failure.map { [$0] } ?? [], suffix: suffix)
@@ -330,24 +333,30 @@ struct EnvelopeReader {
     /// What a success sends: the payload member, or the rest of the object (SPEC: no byte dropped
     /// without a rule), or nothing when the envelope holds only its own members.
     func payload() throws(EnvelopeFault) -> Payload {
-        // Members the dialect does not name.
-        let others = members.pointee.count - members.pointee.found
         guard case .member(let path) = dialect.payload else { return rest(keeping: nil) }
         if let r = try value(path, slot: compiled.payload, strict: true) {
-            if others > 0 && dialect.siblings == .keep { return rest(keeping: compiled.payload) }
+            if dialect.siblings == .keep && others() > 0 { return rest(keeping: compiled.payload) }
             return .range(r)
         }
         // A path's head without its last step (`result` without `result.data`) is not the
         // payload, so it stays in the rest like any member the dialect does not name.
         if let slot = compiled.payload, members.pointee[slot] != nil { return rest(keeping: slot) }
-        return others > 0 ? rest(keeping: nil) : .none
+        return others() > 0 ? rest(keeping: nil) : .none
+    }
+
+    /// How many members a rest-of-object answer would hold besides the payload member.
+    func others() -> Int {
+        var taken = 0
+        for k in compiled.cuts where members.pointee[k] != nil { taken &+= 1 }
+        if let p = compiled.payload, !compiled.cuts.contains(p), members.pointee[p] != nil { taken &+= 1 }
+        return members.pointee.count &- taken
     }
 
     /// The object minus every envelope member but `kept`, each remaining member's bytes verbatim
     /// and in the upstream's order; the object's own bytes when nothing is taken out.
     func rest(keeping kept: Int?) -> Payload {
         var cuts: [Range<Int>] = []
-        for k in 0..<Dialect.maxNames + 1 where k != kept {
+        for k in compiled.cuts where k != kept {
             if let s = members.pointee[k] { cuts.append(s.keyStart..<s.value.upperBound) }
         }
         if cuts.isEmpty { return members.pointee.count == 0 ? .none : .range(object) }

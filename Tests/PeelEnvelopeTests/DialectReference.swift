@@ -202,9 +202,10 @@ struct DialectReference {
         return node
     }
 
-    /// Names the dialect reads in its envelope object.
-    var envelopeNames: [String] {
-        var names = dialect.codes.map(\.head) + dialect.messages.map(\.head) + dialect.extras.map(\.head)
+    /// Names a success's rest-of-object answer leaves out: code, success rule, messages and ignored
+    /// members (a pattern dialect's ignore list names top-level members, never in its answer).
+    var cutNames: [String] {
+        var names = dialect.codes.map(\.head) + dialect.messages.map(\.head)
         switch dialect.success {
         case .flag(let m), .status(let m), .errorMember(let m): names.append(m.head)
         default: break
@@ -212,6 +213,9 @@ struct DialectReference {
         if case .pattern = dialect.payload {} else { names += dialect.ignore }
         return names
     }
+
+    /// Names the dialect reads in its envelope object: a second member of one of them is malformed.
+    var envelopeNames: [String] { cutNames + dialect.extras.map(\.head) }
 
     struct Read {
         var code: EnvelopeCode?
@@ -294,7 +298,7 @@ struct DialectReference {
 
     /// The members a rest-of-object answer holds, as `name=raw`.
     func rest(_ scope: [RefMember], keeping kept: String?) -> [String] {
-        let cut = Set(envelopeNames + ([dialect.payload].compactMap { p -> String? in
+        let cut = Set(cutNames + ([dialect.payload].compactMap { p -> String? in
             if case .member(let path) = p { return path.head }
             return nil
         })).subtracting(kept.map { [$0] } ?? [])
@@ -320,7 +324,7 @@ struct DialectReference {
         guard let r = reading else { return .verdict(.problem(Problem(kind: .badUpstreamFormat, upstreamStatus: status))) }
         switch r.verdict {
         case true?:
-            let named = Set(envelopeNames + { if case .member(let p) = dialect.payload { return [p.head] } else { return [] } }())
+            let named = Set(cutNames + { if case .member(let p) = dialect.payload { return [p.head] } else { return [] } }())
             let others = r.scope.filter { !named.contains($0.name) }
             let members: [String]
             switch dialect.payload {

@@ -171,4 +171,20 @@ final class DialectRuleTests: XCTestCase {
         XCTAssertEqual(problem(#"{"code":"AuthFailure.SignatureExpire","message":"签名过期"}"#, d)?.kind, .authExpired)
         XCTAssertEqual(problem(#"{"code":"InvalidParameter","message":"x"}"#, d)?.kind, .businessError)
     }
+
+    // MARK: extras copy, ignore removes
+
+    func testExtras_stayInASuccessRestAnswer_andOnlyIgnoreRemoves() {
+        let d = Dialect(preset: "peel", code: "error", success: .flag("ok"), messages: [], payload: .rest,
+                        ignore: ["warning"], extras: ["response_metadata", "warning"])
+        let list = #"{"ok":true,"channels":[{"id":"C012AB3CD","name":"general"}],"response_metadata":{"next_cursor":"dGVhbTpDMDYxRkE1UEI="},"warning":"superfluous_charset"}"#
+        XCTAssertEqual(sent(list, d), #"{"channels":[{"id":"C012AB3CD","name":"general"}],"response_metadata":{"next_cursor":"dGVhbTpDMDYxRkE1UEI="}}"#)
+        let p = problem(#"{"ok":false,"error":"invalid_cursor","warning":"missing_charset","response_metadata":{"warnings":["missing_charset"]}}"#, d)
+        XCTAssertEqual(p?.upstream.map(\.name), ["response_metadata", "warning"], "extras are copied into the problem")
+    }
+
+    func testExtras_aloneBesideTheEnvelope_areTheAnswer() {
+        // Before issue 33 an extra was cut from successes, so this answered 204 and lost showType.
+        XCTAssertEqual(sent(#"{"success":true,"showType":0}"#, .antd), #"{"showType":0}"#)
+    }
 }
