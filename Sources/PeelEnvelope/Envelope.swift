@@ -111,7 +111,9 @@ struct Envelope {
             }
             object = span.value
             guard let inner = compiled.scope.with({ ValidJSON.members(base, object, $0) }) else {
-                return .malformed("duplicate envelope member in \(memberName(base, span))")
+                let slot = compiled.scope.with { ValidJSON.duplicate(base, object, $0) }
+                let name = slot.map { compiled.dialect.scopeNames[$0] } ?? "?"
+                return .malformed("duplicate member \"\(memberName(base, span)).\(name)\"")
             }
             members = inner
         }

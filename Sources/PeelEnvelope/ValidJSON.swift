@@ -66,6 +66,21 @@ enum ValidJSON {
         return ok ? top.members : nil
     }
 
+    /// The slot of the first envelope member that appears twice in the object spanning `object`.
+    static func duplicate(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, _ names: EnvelopeNames) -> Int? {
+        var top = ScanCore.TopLevel(names: names)
+        var slot: Int?
+        walk(base, object) { nameStart, nameEnd, value in
+            top.begin(base, nameStart, nameEnd)
+            let field = top.field
+            top.fieldStart = value.lowerBound
+            if top.end(value.upperBound) { return true }
+            slot = Int(field) - 1
+            return false
+        }
+        return slot
+    }
+
     /// The value of the member named `name` in the object spanning `object`.
     static func member(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, _ name: String) -> Lookup {
         NameTable([name]).with { names in

@@ -228,7 +228,7 @@ struct DialectReference {
     func read(_ root: RefNode) throws(Malformed) -> Read {
         guard var scope = root.members else { throw Malformed() }
         if case .pattern(let suffix, let failure) = dialect.payload {
-            let matches = scope.filter { $0.name != failure && $0.name.hasSuffix(suffix) && $0.name.utf8.count > suffix.utf8.count }
+            let matches = scope.filter { $0.name != failure && $0.name.hasSuffix(suffix) && $0.name.utf8.count >= suffix.utf8.count }
             if matches.count > 1 { throw Malformed() }
             var chosen = matches.first?.value
             if let failure, let f = try member(scope, failure) { chosen = f }

@@ -187,4 +187,27 @@ final class DialectRuleTests: XCTestCase {
         // Before issue 33 an extra was cut from successes, so this answered 204 and lost showType.
         XCTAssertEqual(sent(#"{"success":true,"showType":0}"#, .antd), #"{"showType":0}"#)
     }
+
+    // MARK: patterns
+
+    func testPattern_suffixAlsoMatchesAMemberNamedExactlyThat() {
+        let d = Dialect(preset: "peel", code: "Error.Code", success: .errorMember("Error"), messages: ["Error.Message"],
+                        payload: .pattern(suffix: "Response", failure: nil))
+        XCTAssertEqual(sent(#"{"Response":{"TotalCount":0,"InstanceSet":[],"RequestId":"b5b41468-520d-4192-b42f-595cc34b6c1c"}}"#, d),
+                       #"{"TotalCount":0,"InstanceSet":[],"RequestId":"b5b41468-520d-4192-b42f-595cc34b6c1c"}"#)
+        XCTAssertEqual(sent(#"{"DescribeInstancesResponse":{"TotalCount":0}}"#, d), #"{"TotalCount":0}"#)
+        guard case .problem(let p) = judged(#"{"Response":{"TotalCount":0},"xResponse":{}}"#, d).0 else { return XCTFail() }
+        XCTAssertEqual(p.kind, .badUpstreamFormat, "two members end that way: which one is meant is unknown")
+    }
+
+    func testPattern_duplicateMemberInsideTheMatchedObject_isNamed() {
+        let body = #"{"alipay_trade_query_response":{"code":"10000","msg":"Success","code":"40004"},"sign":"c2ln"}"#
+        guard case .problem(let p) = judged(body, .alipay).0 else { return XCTFail() }
+        XCTAssertEqual(p.kind, .badUpstreamFormat)
+        XCTAssertEqual(p.reason, #"duplicate member "alipay_trade_query_response.code""#)
+        guard case .problem(let q) = judged(#"{"error_response":{"code":"20001","sub_msg":"a","sub_msg":"b"}}"#, .alipay).0 else {
+            return XCTFail()
+        }
+        XCTAssertEqual(q.reason, #"duplicate member "error_response.sub_msg""#)
+    }
 }
