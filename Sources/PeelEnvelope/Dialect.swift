@@ -127,11 +127,15 @@ public struct Dialect: Hashable, Sendable {
     public var ignore: [String]
     /// Members copied byte-exact into a problem's `upstream` object (`sub_code`, `showType`).
     public var extras: [MemberPath]
+    /// A boolean member that, `true` on a failure, means the user must sign in again (ABP's
+    /// `unAuthorizedRequest`); the judge reads it as `auth-expired` unless the status is 403.
+    public var authFlag: MemberPath?
 
     /// Creates a dialect.
     public init(preset: String, code: MemberPath?, success: SuccessRule, successCodes: CodeSet = CodeSet(),
                 authCodes: CodeSet = CodeSet(), codeStatus: CodeStatusMap = CodeStatusMap(), messages: [MemberPath],
-                payload: PayloadRule, siblings: Siblings = .drop, ignore: [String] = [], extras: [MemberPath] = []) {
+                payload: PayloadRule, siblings: Siblings = .drop, ignore: [String] = [], extras: [MemberPath] = [],
+                authFlag: MemberPath? = nil) {
         self.preset = preset
         self.codes = code.map { [$0] } ?? []
         self.success = success
@@ -143,6 +147,7 @@ public struct Dialect: Hashable, Sendable {
         self.siblings = siblings
         self.ignore = ignore
         self.extras = extras
+        self.authFlag = authFlag
     }
 
     /// The most names a dialect may look for in one object: they are matched in the scan loop.
@@ -192,6 +197,7 @@ public struct Dialect: Hashable, Sendable {
         var heads = codes.map(\.head)
         if let m = success.member { heads.append(m) }
         heads += messages.map(\.head)
+        if let authFlag { heads.append(authFlag.head) }
         if case .pattern = payload { return heads }
         return heads + ignore
     }

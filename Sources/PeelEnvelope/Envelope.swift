@@ -17,6 +17,8 @@ final class CompiledDialect: Sendable {
     let payload: Int?
     /// Slot of each extra's head.
     let extras: [Int]
+    /// Slot of the auth flag's head.
+    let authFlag: Int?
     /// Slots of the members a rest-of-object answer leaves out (`Dialect.roleHeads`).
     let cuts: [Int]
 
@@ -32,6 +34,7 @@ final class CompiledDialect: Sendable {
         rule = d.success.member.flatMap(slot)
         messages = d.messages.map { slot($0.head)! }
         extras = d.extras.map { slot($0.head)! }
+        authFlag = d.authFlag.map { slot($0.head)! }
         cuts = d.roleHeads.map { slot($0)! }.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
         if case .member(let p) = d.payload { payload = slot(p.head) } else { payload = nil }
         if case .pattern(let suffix, let failure) = d.payload {
@@ -84,6 +87,8 @@ struct Envelope {
     var extras: [UpstreamMember]
     /// Success or failure.
     var judgement: Judgement
+    /// Whether the dialect's auth flag is `true` (ABP's `unAuthorizedRequest`).
+    var authFlagged = false
 
     /// An envelope, or why the body is not one (nil: the scan refused it, and the slow walk says why).
     enum Reading {
@@ -221,7 +226,12 @@ struct EnvelopeReader {
         case false?: judgement = .failure
         case nil: judgement = .error
         }
-        return Envelope(code: code, message: message, extras: extras, judgement: judgement)
+        var flagged = false
+        if let path = dialect.authFlag, let r = try value(path, slot: compiled.authFlag) {
+            // Only `true` says so: ABP writes `false` on every other answer.
+            flagged = base[r.lowerBound] == UInt8(ascii: "t")
+        }
+        return Envelope(code: code, message: message, extras: extras, judgement: judgement, authFlagged: flagged)
     }
 
     /// The raw value at `path`, whose head is in `slot`; nil when absent. A step into a value of

@@ -32,8 +32,8 @@ private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ bo
             return .problem(problem(for: .upstreamStatus(status, code: nil, message: nil, reason: upstreamErrorReason(answer, nil)),
                                     config: config))
         }
-        if let code = e.code, compiled.dialect.authCodes.contains(code) {
-            return .problem(problem(for: .authCode(code, message: e.message, upstreamStatus: status, extras: e.extras), config: config))
+        if isAuthExpired(e, status: status, compiled.dialect) {
+            return .problem(problem(for: .authCode(e.code, message: e.message, upstreamStatus: status, extras: e.extras), config: config))
         }
         return .problem(problem(for: .upstreamStatus(status, code: e.code, message: e.message,
                                                      reason: upstreamErrorReason(answer, e.code), extras: e.extras), config: config))
@@ -57,21 +57,28 @@ private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ bo
         }
     case .failure:
         // Success is decided first, so a code listed as both success and auth still succeeds.
-        if let code = envelope.code, compiled.dialect.authCodes.contains(code) {
-            return .problem(problem(for: .authCode(code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
+        if isAuthExpired(envelope, status: status, compiled.dialect) {
+            return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
                                     config: config))
         }
         return .problem(problem(for: .businessCode(envelope.code, message: envelope.message, upstreamStatus: status,
                                                    extras: envelope.extras), config: config))
     case .error:
-        if let code = envelope.code, compiled.dialect.authCodes.contains(code) {
-            return .problem(problem(for: .authCode(code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
+        if isAuthExpired(envelope, status: status, compiled.dialect) {
+            return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
                                     config: config))
         }
         return .problem(problem(for: .upstreamStatus(status, code: envelope.code, message: envelope.message,
                                                      reason: "upstream \(status), envelope says the server failed",
                                                      extras: envelope.extras), config: config))
     }
+}
+
+/// Whether a failure means the user must sign in again: its code is an auth code, or the dialect's
+/// auth flag is set on an answer other than a 403 (ABP sets it for a missing permission too).
+func isAuthExpired(_ envelope: Envelope, status: Int, _ dialect: Dialect) -> Bool {
+    if let code = envelope.code, dialect.authCodes.contains(code) { return true }
+    return envelope.authFlagged && status != 403
 }
 
 /// `upstream 403 text/html`, or `upstream 500, envelope code 1001`: what Peel saw of a non-2xx answer.

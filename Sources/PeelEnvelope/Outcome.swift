@@ -5,8 +5,8 @@ public enum Outcome: Sendable, Equatable {
     // What the upstream's answer said (decided by `judge`).
     /// A 2xx whose body is not a well-formed envelope.
     case malformedEnvelope(upstreamStatus: Int, reason: String? = nil)
-    /// The envelope code is an auth code: the client's token expired.
-    case authCode(EnvelopeCode, message: String?, upstreamStatus: Int, extras: [UpstreamMember] = [])
+    /// The envelope code is an auth code, or its auth flag is set: the client's token expired.
+    case authCode(EnvelopeCode?, message: String?, upstreamStatus: Int, extras: [UpstreamMember] = [])
     /// The envelope says the call failed, with its code when it has one.
     case businessCode(EnvelopeCode?, message: String?, upstreamStatus: Int, extras: [UpstreamMember] = [])
     /// The upstream answered a status outside 2xx, or a 2xx whose envelope says the server failed

@@ -98,11 +98,12 @@ enum DialectConfig {
                     guard let s = v.string, !s.isEmpty else { throw ConfigError(option: "\(at)[\(k)]", problem: "must be a member name") }
                     return s
                 }
+            case "auth_flag": d.authFlag = value == .null ? nil : try path(value, at)
             case "extras":
                 guard case .array(let list) = value else { throw ConfigError(option: at, problem: "must be a list of member paths") }
                 d.extras = try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(at)[\(k)]") }
             default:
-                throw ConfigError(option: at, problem: "unknown key (preset, code, success, success_codes, auth_codes, code_status, message, payload, siblings, ignore, extras)")
+                throw ConfigError(option: at, problem: "unknown key (preset, code, success, success_codes, auth_codes, auth_flag, code_status, message, payload, siblings, ignore, extras)")
             }
         }
         d.preset = presetName
@@ -334,6 +335,10 @@ enum DialectConfig {
         fields.append("\"siblings\":" + q(d.siblings.rawValue))
         fields.append("\"ignore\":[" + d.ignore.map(q).joined(separator: ",") + "]")
         fields.append("\"extras\":[" + d.extras.map { q($0.description) }.joined(separator: ",") + "]")
+        // Shown where it says something: set, or taken away from a preset that has one.
+        if d.authFlag != nil || Dialect.preset(named: d.preset)?.authFlag != nil {
+            fields.append("\"auth_flag\":" + (d.authFlag.map { q($0.description) } ?? "null"))
+        }
         return "{" + fields.joined(separator: ",") + "}"
     }
 }

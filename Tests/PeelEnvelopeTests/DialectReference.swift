@@ -210,6 +210,7 @@ struct DialectReference {
         case .flag(let m), .status(let m), .errorMember(let m): names.append(m.head)
         default: break
         }
+        if let flag = dialect.authFlag { names.append(flag.head) }
         if case .pattern = dialect.payload {} else { names += dialect.ignore }
         return names
     }
@@ -223,6 +224,13 @@ struct DialectReference {
         var extras: [UpstreamMember]
         var verdict: Bool?  // true success, false failure, nil JSend error
         var scope: [RefMember]
+        var authFlagged = false
+
+        /// The auth rule: an auth code, or the auth flag on anything but a 403.
+        func isAuth(_ d: Dialect, status: Int) -> Bool {
+            if let code, d.authCodes.contains(code) { return true }
+            return authFlagged && status != 403
+        }
     }
 
     func read(_ root: RefNode) throws(Malformed) -> Read {
@@ -293,7 +301,9 @@ struct DialectReference {
             default: verdict = false
             }
         }
-        return Read(code: code, message: message, extras: extras, verdict: verdict, scope: scope)
+        var flagged = false
+        if let path = dialect.authFlag, case .bool(true, _)? = try value(scope, path) { flagged = true }
+        return Read(code: code, message: message, extras: extras, verdict: verdict, scope: scope, authFlagged: flagged)
     }
 
     /// The members a rest-of-object answer holds, as `name=raw`.
@@ -315,8 +325,8 @@ struct DialectReference {
                 return .verdict(.problem(Problem(kind: .upstreamError, status: (400...499).contains(status) ? status : 502,
                                                  upstreamStatus: status)))
             }
-            if let code = r.code, dialect.authCodes.contains(code) {
-                return .verdict(.problem(Problem(kind: .authExpired, code: code, detail: r.message, upstreamStatus: status, upstream: r.extras)))
+            if r.isAuth(dialect, status: status) {
+                return .verdict(.problem(Problem(kind: .authExpired, code: r.code, detail: r.message, upstreamStatus: status, upstream: r.extras)))
             }
             return .verdict(.problem(Problem(kind: .upstreamError, status: (400...499).contains(status) ? status : 502,
                                              code: r.code ?? -104, detail: r.message, upstreamStatus: status, upstream: r.extras)))
@@ -350,15 +360,15 @@ struct DialectReference {
             }
             return members.isEmpty ? .verdict(.unwrap(status: 204, data: nil)) : .members(status: status, members)
         case false?:
-            if let code = r.code, dialect.authCodes.contains(code) {
-                return .verdict(.problem(Problem(kind: .authExpired, code: code, detail: r.message, upstreamStatus: status, upstream: r.extras)))
+            if r.isAuth(dialect, status: status) {
+                return .verdict(.problem(Problem(kind: .authExpired, code: r.code, detail: r.message, upstreamStatus: status, upstream: r.extras)))
             }
             let st = r.code.flatMap { dialect.codeStatus.status(for: $0) } ?? config.businessStatus
             return .verdict(.problem(Problem(kind: .businessError, status: st, code: r.code, detail: r.message, upstreamStatus: status,
                                              upstream: r.extras)))
         case nil:
-            if let code = r.code, dialect.authCodes.contains(code) {
-                return .verdict(.problem(Problem(kind: .authExpired, code: code, detail: r.message, upstreamStatus: status, upstream: r.extras)))
+            if r.isAuth(dialect, status: status) {
+                return .verdict(.problem(Problem(kind: .authExpired, code: r.code, detail: r.message, upstreamStatus: status, upstream: r.extras)))
             }
             return .verdict(.problem(Problem(kind: .upstreamError, status: 502, code: r.code ?? -104, detail: r.message,
                                              upstreamStatus: status, upstream: r.extras)))

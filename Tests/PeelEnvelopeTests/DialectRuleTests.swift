@@ -210,4 +210,36 @@ final class DialectRuleTests: XCTestCase {
         }
         XCTAssertEqual(q.reason, #"duplicate member "error_response.sub_msg""#)
     }
+
+    // MARK: the auth flag
+
+    private var abpLike: Dialect {
+        Dialect(preset: "peel", code: "error.code", success: .flag("success"), messages: ["error.message"], payload: .member("result"),
+                authFlag: "unAuthorizedRequest")
+    }
+
+    func testAuthFlag_trueOnAFailure_isAuthExpired_unlessTheStatusIs403() {
+        let body = #"{"result":null,"targetUrl":null,"success":false,"error":{"code":0,"message":"当前用户没有登录到系统！","details":null,"validationErrors":null},"unAuthorizedRequest":true,"__abp":true}"#
+        for status in [200, 401] {
+            let p = problem(body, abpLike, status: status)
+            XCTAssertEqual(p?.kind, .authExpired, "\(status)")
+            XCTAssertEqual(p?.code, 0)
+            XCTAssertEqual(p?.detail, "当前用户没有登录到系统！")
+        }
+        XCTAssertEqual(problem(body, abpLike, status: 403)?.kind, .upstreamError, "a signed-in user without the permission")
+        let plain = body.replacingOccurrences(of: #""unAuthorizedRequest":true"#, with: #""unAuthorizedRequest":false"#)
+        XCTAssertEqual(problem(plain, abpLike)?.kind, .businessError)
+    }
+
+    func testAuthFlag_withoutACode_isAuthExpiredWithANullCode() {
+        let p = problem(#"{"success":false,"unAuthorizedRequest":true}"#, abpLike)
+        XCTAssertEqual(p?.kind, .authExpired)
+        XCTAssertNil(p?.code)
+    }
+
+    func testAuthFlag_onlyTrueCounts_andItIsLeftOutOfASuccess() {
+        XCTAssertEqual(problem(#"{"success":false,"unAuthorizedRequest":"true"}"#, abpLike)?.kind, .businessError)
+        XCTAssertEqual(problem(#"{"success":false,"unAuthorizedRequest":null}"#, abpLike)?.kind, .businessError)
+        XCTAssertEqual(sent(#"{"success":true,"unAuthorizedRequest":false,"items":[1]}"#, abpLike), #"{"items":[1]}"#)
+    }
 }
