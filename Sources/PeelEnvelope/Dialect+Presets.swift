@@ -51,11 +51,12 @@ extension Dialect {
 
     /// Alipay OpenAPI: the answer sits in a member named for the method (`alipay_trade_query_response`),
     /// gateway failures in `error_response`; string code "10000" is success, "20001" means the
-    /// authorization is not enough; `sub_msg` explains better than `msg`.
+    /// authorization is not enough; `sub_msg` explains better than `msg`. `sign` and `sign_type`
+    /// beside the method's member are never part of the answer.
     public static let alipay = Dialect(
         preset: "alipay", code: "code", success: .code, successCodes: CodeSet(["10000"]), authCodes: CodeSet(["20001"]),
         messages: ["sub_msg", "msg"], payload: .pattern(suffix: "_response", failure: "error_response"),
-        ignore: ["sign", "sign_type"], extras: ["sub_code", "sub_msg"])
+        extras: ["sub_code", "sub_msg"])
 
     /// Google JSON style, Strapi, Stripe: an `error` member that says something is the failure
     /// (`error.code`, `error.message`, the whole `error` kept in the problem: Stripe's `type` and

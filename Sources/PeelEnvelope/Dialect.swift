@@ -153,15 +153,31 @@ public struct Dialect: Hashable, Sendable {
     /// The most names a dialect may look for in one object: they are matched in the scan loop.
     public static let maxNames = 16
 
-    /// The part of a dialect a problem is in, so a configuration error names the option that set it.
-    public enum Part: Sendable {
-        case code, message, payload, codes, other
+    /// The part of a dialect a problem is in, so a configuration error names the key or option
+    /// that set it (`dialect.success_codes`, `--auth-codes`).
+    public enum Part: String, Sendable {
+        case code, success, message, payload, siblings, ignore, extras, other
+        case successCodes = "success_codes", authCodes = "auth_codes", codeStatus = "code_status", authFlag = "auth_flag"
+
+        /// The config file key that sets this part; nil for `other`.
+        public var key: String? { self == .other ? nil : rawValue }
     }
 
-    /// Why the dialect cannot work, and which part; nil when it can.
+    /// The success rule as the config file writes it, for reasons.
+    var successText: String {
+        switch success {
+        case .code: "\"code\""
+        case .codeOrAbsent: "\"code_or_absent\""
+        case .flag(let m): "{\"flag\": \"\(m)\"}"
+        case .status(let m): "{\"status\": \"\(m)\"}"
+        case .errorMember(let m): "{\"error\": \"\(m)\"}"
+        }
+    }
+
+    /// Why the dialect cannot work, or holds a setting that can never take effect, and which part;
+    /// nil when every part can work.
     public func problem() -> (part: Part, why: String)? {
-        if case .code = success, codes.isEmpty { return (.code, "success by code needs a code member") }
-        if case .codeOrAbsent = success, codes.isEmpty { return (.code, "success by code needs a code member") }
+        if let why = unusedSetting() { return why }
         if case .pattern(let suffix, let failure) = payload {
             if suffix.isEmpty { return (.payload, "payload pattern must be *SUFFIX with a non-empty suffix") }
             if let failure, failure.isEmpty { return (.payload, "payload pattern failure member must not be empty") }
@@ -170,23 +186,69 @@ public struct Dialect: Hashable, Sendable {
         // every answer. Nested paths may share a head (`error.code`, `error.message` under `error`).
         let rule = success.path
         if Set(codes).count != codes.count { return (.code, "a code member is named twice") }
+        if Set(messages).count != messages.count { return (.message, "a message member is named twice") }
         for code in codes {
             if messages.contains(code) { return (.message, "code and message must be different members (\(code))") }
             if let rule, code == rule { return (.code, "code and \(rule) must be different members") }
         }
         if let rule, messages.contains(rule) { return (.message, "message and \(rule) must be different members") }
-        for name in ignore where codes.contains(where: { $0.head == name }) || name == rule?.head || messages.contains(where: { $0.head == name }) {
-            return (.other, "\(name) is ignored and read at once")
+        if let authFlag {
+            let others = codes + messages + [rule].compactMap { $0 }
+            if others.contains(authFlag) { return (.authFlag, "\(authFlag) already plays another role (code, message or success)") }
         }
-        if Set(extras).count != extras.count { return (.other, "an extra is named twice") }
+        if Set(ignore).count != ignore.count { return (.ignore, "a member is ignored twice") }
+        let readHeads = codes.map(\.head) + [rule?.head, authFlag?.head].compactMap { $0 } + messages.map(\.head)
+        for name in ignore where readHeads.contains(name) {
+            return (.ignore, "\(name) is read as the code, message or success member: a success leaves it out already")
+        }
+        if Set(extras).count != extras.count { return (.extras, "an extra is named twice") }
         // An extra may be the payload itself: JSend's `data` is the answer on success and the
         // detail of a `fail`.
         if case .member(let p) = payload {
-            let taken = codes.map(\.head) + [rule?.head].compactMap { $0 } + messages.map(\.head) + ignore
-            if taken.contains(p.head) { return (.payload, "payload member \(p.head) is also an envelope member") }
+            if ignore.contains(p.head) { return (.payload, "payload member \(p.head) is also ignored") }
+            let roles = codes + messages + [rule, authFlag].compactMap { $0 }
+            for r in roles where r.head == p.head {
+                // Inside the payload only under the error member, which a success does not have:
+                // Tencent Cloud's Response.Error.Code under the payload Response.
+                if case .errorMember(let e) = success, e != p, p.contains(e), e.contains(r) { continue }
+                return (.payload, "payload member \(p.head) is also an envelope member (\(r))")
+            }
         }
         if scopeNames.count > Dialect.maxNames { return (.other, "more than \(Dialect.maxNames) envelope members") }
-        if !successCodes.isDisjoint(with: authCodes) { return (.codes, "auth codes overlap success codes") }
+        if !successCodes.isDisjoint(with: authCodes) { return (.authCodes, "auth codes overlap success codes") }
+        return nil
+    }
+
+    /// A setting that can never take effect under the rest of the dialect, and why.
+    func unusedSetting() -> (part: Part, why: String)? {
+        switch success {
+        case .code, .codeOrAbsent:
+            if codes.isEmpty { return (.code, "success by code needs a code member") }
+            if case .code = success, successCodes.isEmpty {
+                return (.successCodes, "needs at least one success code when success is \"code\"")
+            }
+        case .flag, .status, .errorMember:
+            if !successCodes.isEmpty { return (.successCodes, "never used: success is \(successText), not a code") }
+        }
+        if !successCodes.prefixes.isEmpty { return (.successCodes, "prefixes (\"X*\") are for auth codes only") }
+        if authCodes.prefixes.contains("") { return (.authCodes, "\"*\" would match every string code") }
+        if codes.isEmpty {
+            if !authCodes.isEmpty { return (.authCodes, "never used: the dialect has no code member") }
+            if !codeStatus.entries.isEmpty { return (.codeStatus, "never used: the dialect has no code member") }
+        }
+        let readsCode = if case .code = success { true } else if case .codeOrAbsent = success { true } else { false }
+        for code in CodeSet(Array(codeStatus.entries.keys)).sorted {
+            if authCodes.contains(code) { return (.codeStatus, "\(code.json) is an auth code: its answer is always 401") }
+            if readsCode && successCodes.contains(code) { return (.codeStatus, "\(code.json) is a success code: it is never a business error") }
+        }
+        switch payload {
+        case .member: break
+        case .rest, .pattern:
+            if siblings == .keep { return (.siblings, "never used: siblings apply beside a payload member, and the payload is not one") }
+        }
+        if case .pattern = payload, !ignore.isEmpty {
+            return (.ignore, "never used: a pattern dialect's answer is the matched member; top-level members are never in it")
+        }
         return nil
     }
 

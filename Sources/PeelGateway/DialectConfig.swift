@@ -28,6 +28,8 @@ struct DialectOverrides: Sendable, Equatable {
     var successCodes: CodeListChange?
     var authCodes: CodeListChange?
     var codeStatus: CodeStatusMap?
+    /// Where each change came from (`--auth-codes`, `peel.json: auth_codes`), by the dialect key it changes.
+    var origins: [String: String] = [:]
 
     /// The dialect with these changes.
     func applied(to base: Dialect) -> Dialect {
@@ -42,8 +44,30 @@ struct DialectOverrides: Sendable, Equatable {
     }
 }
 
+/// Where a dialect was described: the option or key path (`--dialect`, `peel.json: routes[1].dialect`),
+/// and whether it was an object whose keys can be named (`peel.json: dialect.success_codes`).
+struct DialectOrigin: Sendable, Equatable {
+    var option: String
+    var object: Bool
+
+    /// The key path of one of its parts.
+    func at(_ part: Dialect.Part) -> String {
+        guard object, let key = part.key else { return option }
+        return "\(option).\(key)"
+    }
+}
+
 /// Reads dialects and codes from flags, the environment and the config file, and shows them.
 enum DialectConfig {
+    /// Refuses a dialect that cannot work or holds a setting that can never take effect, naming
+    /// the option or key that set the part at fault: a field or code option when one changed it,
+    /// else the dialect's own key path.
+    static func check(_ d: Dialect, _ origin: DialectOrigin, overrides: DialectOverrides? = nil) throws(ConfigError) {
+        guard let (part, why) = d.problem() else { return }
+        let option = part.key.flatMap { overrides?.origins[$0] } ?? origin.at(part)
+        throw ConfigError(option: option, problem: why)
+    }
+
     /// The presets' names, for errors.
     static var presetNames: String { Dialect.presets.map(\.preset).joined(separator: ", ") }
 
@@ -107,6 +131,25 @@ enum DialectConfig {
             }
         }
         d.preset = presetName
+        return try settled(d, given: Set(object.map(\.name)), o)
+    }
+
+    /// The dialect without what its preset brought that the keys given make meaningless (a flag
+    /// rule leaves a preset's success codes nothing to do); a key given for nothing is refused.
+    static func settled(_ dialect: Dialect, given: Set<String>, _ o: String) throws(ConfigError) -> Dialect {
+        var d = dialect
+        let readsCode = if case .code = d.success { true } else if case .codeOrAbsent = d.success { true } else { false }
+        if !readsCode && !given.contains("success_codes") { d.successCodes = CodeSet() }
+        if d.codes.isEmpty && !given.contains("auth_codes") { d.authCodes = CodeSet() }
+        if d.codes.isEmpty && !given.contains("code_status") { d.codeStatus = CodeStatusMap() }
+        if case .member = d.payload {} else {
+            // `siblings` says what happens beside a payload member; there is none.
+            if given.contains("siblings") {
+                throw ConfigError(option: "\(o).siblings", problem: "never used: siblings apply beside a payload member, and the payload is not one")
+            }
+            d.siblings = .drop
+            if case .pattern = d.payload, !given.contains("ignore") { d.ignore = [] }
+        }
         return d
     }
 
@@ -306,7 +349,8 @@ enum DialectConfig {
         }
     }
 
-    /// The effective dialect as a config-file object, which reads back as the same dialect.
+    /// The effective dialect as a config-file object, which reads back as the same dialect: the
+    /// keys that take effect under it, each once (no success codes beside a flag rule).
     static func json(_ d: Dialect) -> String {
         let q = ConfigLoader.q
         var fields: [String] = ["\"preset\":" + q(d.preset)]
@@ -320,9 +364,14 @@ enum DialectConfig {
         case .errorMember(let m): success = "{\"error\":\(q(m.description))}"
         }
         fields.append("\"success\":" + success)
-        fields.append("\"success_codes\":" + d.successCodes.json)
-        fields.append("\"auth_codes\":" + d.authCodes.json)
-        fields.append("\"code_status\":" + d.codeStatus.json)
+        switch d.success {
+        case .code, .codeOrAbsent: fields.append("\"success_codes\":" + d.successCodes.json)
+        case .flag, .status, .errorMember: break
+        }
+        if !d.codes.isEmpty {
+            fields.append("\"auth_codes\":" + d.authCodes.json)
+            fields.append("\"code_status\":" + d.codeStatus.json)
+        }
         fields.append("\"message\":[" + d.messages.map { q($0.description) }.joined(separator: ",") + "]")
         let payload: String
         switch d.payload {
@@ -332,8 +381,8 @@ enum DialectConfig {
             payload = "{\"pattern\":\(q("*" + suffix))" + (failure.map { ",\"failure\":\(q($0))" } ?? "") + "}"
         }
         fields.append("\"payload\":" + payload)
-        fields.append("\"siblings\":" + q(d.siblings.rawValue))
-        fields.append("\"ignore\":[" + d.ignore.map(q).joined(separator: ",") + "]")
+        if case .member = d.payload { fields.append("\"siblings\":" + q(d.siblings.rawValue)) }
+        if case .pattern = d.payload {} else { fields.append("\"ignore\":[" + d.ignore.map(q).joined(separator: ",") + "]") }
         fields.append("\"extras\":[" + d.extras.map { q($0.description) }.joined(separator: ",") + "]")
         // Shown where it says something: set, or taken away from a preset that has one.
         if d.authFlag != nil || Dialect.preset(named: d.preset)?.authFlag != nil {
@@ -344,6 +393,12 @@ enum DialectConfig {
 }
 
 extension ConfigValue {
+    /// Whether the value is a config file's JSON object.
+    var isMap: Bool {
+        if case .map = self { return true }
+        return false
+    }
+
     /// Whether the value is a config file's JSON array.
     var isArray: Bool {
         if case .array = self { return true }

@@ -90,4 +90,92 @@ final class DialectRuleConfigTests: XCTestCase {
         XCTAssertNotNil(e)
         XCTAssertTrue(e?.problem.contains("overlap") ?? false, e?.problem ?? "")
     }
+
+    // MARK: settings that can never take effect
+
+    func testUnusedSettings_areRefusedWithTheirKeyPath() {
+        let cases: [(String, String, String)] = [
+            (#"{"dialect": {"success": "code", "success_codes": []}}"#, "dialect.success_codes", "at least one success code"),
+            (#"{"dialect": {"preset": "antd", "success_codes": [0]}}"#, "dialect.success_codes", "never used"),
+            (#"{"dialect": {"success": {"flag": "ok"}, "success_codes": [0]}}"#, "dialect.success_codes", "never used"),
+            (#"{"dialect": {"preset": "alipay", "ignore": ["sign"]}}"#, "dialect.ignore", "top-level members are never in it"),
+            (#"{"dialect": {"preset": "wechat", "siblings": "keep"}}"#, "dialect.siblings", "never used"),
+            (#"{"dialect": {"preset": "wechat", "siblings": "drop"}}"#, "dialect.siblings", "never used"),
+            (#"{"dialect": {"preset": "antd", "code": null, "auth_codes": [401]}}"#, "dialect.auth_codes", "no code member"),
+            (#"{"dialect": {"preset": "antd", "code": null, "code_status": {"1001": 409}}}"#, "dialect.code_status", "no code member"),
+            (#"{"dialect": {"code_status": {"7": 401}}}"#, "dialect.code_status", "auth code"),
+            (#"{"dialect": {"code_status": {"0": 400}}}"#, "dialect.code_status", "success code"),
+            (#"{"dialect": {"ignore": ["code"]}}"#, "dialect.ignore", "leaves it out already"),
+            (#"{"dialect": {"ignore": ["trace", "trace"]}}"#, "dialect.ignore", "twice"),
+            (#"{"dialect": {"message": ["msg", "msg"]}}"#, "dialect.message", "twice"),
+            (#"{"dialect": {"preset": "antd", "auth_flag": "success"}}"#, "dialect.auth_flag", "another role"),
+            (#"{"dialect": {"code": "data.code"}}"#, "dialect.payload", "also an envelope member"),
+        ]
+        for (file, path, words) in cases {
+            let e = refused(file)
+            XCTAssertEqual(e?.path, path, file)
+            XCTAssertTrue(e?.problem.contains(words) ?? false, "\(file): \(e?.problem ?? "loads")")
+        }
+    }
+
+    func testTopLevelDialectErrors_nameTheFileAndTheKey() {
+        guard let e = refusal(file: #"{"dialect": {"success": "code", "success_codes": []}}"#) else { return XCTFail("loads") }
+        XCTAssertTrue(e.option.hasSuffix(".json: dialect.success_codes"), e.option)
+        XCTAssertFalse(e.option.contains("--dialect"))
+        XCTAssertEqual(refusal(["--dialect", "antd", "--success-codes", "0"])?.option, "--success-codes")
+        let fromFileKey = refusal(file: #"{"dialect": "antd", "success_codes": [0]}"#)
+        XCTAssertTrue(fromFileKey?.option.hasSuffix(".json: success_codes") ?? false, fromFileKey?.option ?? "loads")
+    }
+
+    func testRouteDialectErrors_nameTheKeyToo() {
+        let file = #"{"upstreams": {"a": {"endpoints": ["http://127.0.0.1:1"]}}, "routes": [{"prefix": "/", "upstream": "a", "dialect": {"preset": "alipay", "ignore": ["sign"]}}]}"#
+        let e = refusal(file: file)
+        XCTAssertTrue(e?.option.hasSuffix("routes[0].dialect.ignore") ?? false, e?.option ?? "loads")
+    }
+
+    func testWhatAPresetBringsForNothing_isDroppedNotRefused() throws {
+        // A flag rule on the default preset: its success code 0 has nothing to do; so do auth codes without a code.
+        let flag = try load(file: #"{"dialect": {"success": {"flag": "ok"}}}"#)
+        XCTAssertTrue(flag.envelope.dialect.successCodes.isEmpty)
+        XCTAssertEqual(flag.envelope.dialect.authCodes, CodeSet([7]), "the code is still read, so auth codes still work")
+        let noCode = try load(file: #"{"dialect": {"preset": "antd", "code": null}}"#)
+        XCTAssertTrue(noCode.envelope.dialect.authCodes.isEmpty)
+        let rest = try load(file: #"{"dialect": {"preset": "ruoyi", "payload": {"rest": true}}}"#)
+        XCTAssertEqual(rest.envelope.dialect.siblings, .drop, "ruoyi's keep says nothing without a payload member")
+    }
+
+    // MARK: check-config prints effective values only
+
+    func testCheckConfig_showsCodesOnceWithoutPlus_andLoadsBack() throws {
+        let c = try load(["--auth-codes", "+401", "--success-codes", #"+"OK""#, "--code-status", "1001=409"])
+        let shown = ConfigLoader.describe(c)
+        XCTAssertFalse(shown.contains(#""+""#), shown)
+        let object = try JSONSerialization.jsonObject(with: Data(shown.utf8)) as! [String: Any]
+        for key in ["auth_codes", "success_codes", "code_status", "code_field", "message_field", "data_field"] {
+            XCTAssertTrue(object[key] is NSNull, "\(key) is shown once, in dialect")
+        }
+        let dialect = object["dialect"] as! [String: Any]
+        XCTAssertEqual(dialect["auth_codes"] as? [Int], [7, 401])
+        XCTAssertEqual(try roundTrip(c).envelope.dialect, c.envelope.dialect)
+    }
+
+    func testCheckConfig_printsOnlyKeysThatTakeEffect_andEveryPresetLoadsBack() throws {
+        let antd = DialectConfig.json(.antd)
+        XCTAssertFalse(antd.contains("success_codes"), antd)
+        let wechat = DialectConfig.json(.wechat)
+        XCTAssertFalse(wechat.contains("siblings"), wechat)
+        let alipay = DialectConfig.json(.alipay)
+        XCTAssertFalse(alipay.contains("ignore"), alipay)
+        for d in Dialect.presets {
+            let c = try load(["--dialect", d.preset])
+            XCTAssertEqual(try roundTrip(c).envelope.dialect, d, d.preset)
+        }
+    }
+
+    func testCheckConfig_routeDialectsLoadBack() throws {
+        let file = #"{"upstreams": {"a": {"endpoints": ["http://127.0.0.1:1"]}}, "routes": [{"prefix": "/v1", "upstream": "a", "dialect": {"preset": "peel", "code": ["name", "error"], "success": "code_or_absent", "success_codes": [], "auth_codes": ["AuthFailure.*"], "payload": {"rest": true}}}, {"prefix": "/", "upstream": "a", "dialect": "alipay"}]}"#
+        let c = try load(file: file)
+        let back = try roundTrip(c)
+        XCTAssertEqual(back.routing?.routes.map(\.dialect), c.routing?.routes.map(\.dialect))
+    }
 }
