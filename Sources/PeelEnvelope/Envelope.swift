@@ -216,7 +216,8 @@ struct EnvelopeReader {
         let message = try readMessage()
         var extras: [UpstreamMember] = []
         for (k, path) in dialect.extras.enumerated() {
-            if let r = try value(path, slot: compiled.extras[k]) {
+            // `null` is absence here too: ABP's `"targetUrl":null` says nothing.
+            if let r = try value(path, slot: compiled.extras[k]), base[r.lowerBound] != UInt8(ascii: "n") {
                 extras.append(UpstreamMember(name: path.description, raw: Array(UnsafeBufferPointer(start: base + r.lowerBound, count: r.count))))
             }
         }

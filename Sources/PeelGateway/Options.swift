@@ -71,7 +71,7 @@ extension ConfigLoader {
         OptionSpec(name: "rise", help: "consecutive successes to come back", value: "N", show: { c in "\(c.rise)" }) { c, v, o throws(ConfigError) in
             c.rise = try integer(v, o, 1...1000)
         },
-        OptionSpec(name: "dialect", help: "envelope dialect: a preset (peel, ruoyi, yudao, alibaba, wechat, jsend, antd, jeecg, alipay, error-object), or in the config file an object",
+        OptionSpec(name: "dialect", help: "envelope dialect: a preset (\(DialectConfig.presetNames)), or in the config file an object",
                    value: "NAME", fixedDefault: "peel", show: { c in DialectConfig.json(c.envelope.dialect) }) { c, v, o throws(ConfigError) in
             c.dialectChoice = try DialectConfig.dialect(v, o)
             c.dialectOrigin = DialectOrigin(option: o, object: v.isMap)

@@ -272,7 +272,9 @@ struct DialectReference {
         }
         var extras: [UpstreamMember] = []
         for path in dialect.extras {
-            if let n = try value(scope, path) { extras.append(UpstreamMember(name: path.description, raw: Array(bytes[n.range]))) }
+            guard let n = try value(scope, path) else { continue }
+            if case .null = n { continue }
+            extras.append(UpstreamMember(name: path.description, raw: Array(bytes[n.range])))
         }
         var verdict: Bool?
         switch dialect.success {

@@ -301,7 +301,8 @@ final class DialectTests: XCTestCase {
 
     func testPresets_areValidAndTheirSamplesJudgeAsLabelled() {
         XCTAssertEqual(Dialect.presets.map(\.preset),
-                       ["peel", "ruoyi", "yudao", "alibaba", "wechat", "jsend", "antd", "jeecg", "alipay", "error-object"])
+                       ["peel", "ruoyi", "yudao", "alibaba", "wechat", "jsend", "antd", "jeecg", "alipay", "error-object",
+                        "tencent", "baidu", "slack", "telegram", "gin-vue-admin", "abp"])
         for d in Dialect.presets {
             XCTAssertNil(d.problem(), d.preset)
             let samples = Dialect.samples(for: d.preset)
@@ -313,7 +314,9 @@ final class DialectTests: XCTestCase {
                     guard case .problem(let p) = v, p.kind == .authExpired else { return XCTFail("\(d.preset) \(s.label): \(v)") }
                 case "business error", "fail":
                     guard case .problem(let p) = v, p.kind == .businessError else { return XCTFail("\(d.preset) \(s.label): \(v)") }
-                case "error":
+                case "HTTP 401":
+                    guard case .problem(let p) = v, p.status == 401 else { return XCTFail("\(d.preset) \(s.label): \(v)") }
+                case _ where s.label == "error" || !(200...299).contains(s.status):
                     guard case .problem(let p) = v, p.kind == .upstreamError else { return XCTFail("\(d.preset) \(s.label): \(v)") }
                 default:
                     switch v {

@@ -178,4 +178,25 @@ final class DialectRuleConfigTests: XCTestCase {
         let back = try roundTrip(c)
         XCTAssertEqual(back.routing?.routes.map(\.dialect), c.routing?.routes.map(\.dialect))
     }
+
+    // MARK: auth_flag and the new presets
+
+    func testAuthFlag_loadsAndReadsBack_evenWhenTakenAwayFromABP() throws {
+        let set = try load(file: #"{"dialect": {"preset": "antd", "auth_flag": "meta.unAuthorizedRequest"}}"#)
+        XCTAssertEqual(set.envelope.dialect.authFlag, "meta.unAuthorizedRequest")
+        XCTAssertEqual(try roundTrip(set).envelope.dialect, set.envelope.dialect)
+        let removed = try load(file: #"{"dialect": {"preset": "abp", "auth_flag": null}}"#)
+        XCTAssertNil(removed.envelope.dialect.authFlag)
+        XCTAssertTrue(DialectConfig.json(removed.envelope.dialect).contains(#""auth_flag":null"#))
+        XCTAssertEqual(try roundTrip(removed).envelope.dialect, removed.envelope.dialect)
+        XCTAssertFalse(DialectConfig.json(.peel).contains("auth_flag"), "shown only where it says something")
+        XCTAssertEqual(refused(#"{"dialect": {"auth_flag": "a[0]"}}"#)?.path, "dialect.auth_flag")
+    }
+
+    func testNewPresets_loadByName() throws {
+        for name in ["tencent", "baidu", "slack", "telegram", "gin-vue-admin", "abp"] {
+            XCTAssertEqual(try load(["--dialect", name]).envelope.dialect.preset, name)
+        }
+        XCTAssertTrue(ConfigLoader.helpText.contains("gin-vue-admin"), "--help lists every preset")
+    }
 }
