@@ -171,6 +171,19 @@ struct DialectReference {
 
     struct Malformed: Error {}
 
+    /// The code matching, written out apart from `CodeSet.contains`: an integer matches an
+    /// upstream integer or its exact decimal text; a string matches itself; a prefix matches the
+    /// string codes whose UTF-8 starts with it.
+    static func matches(_ set: CodeSet, _ code: EnvelopeCode) -> Bool {
+        switch code {
+        case .integer(let n): return set.integers.contains(n)
+        case .string(let s):
+            if set.strings.contains(s) { return true }
+            if set.prefixes.contains(where: { Array(s.utf8).starts(with: Array($0.utf8)) }) { return true }
+            return set.integers.contains { String($0) == s }
+        }
+    }
+
     /// The members of an object named exactly `name`; more than one is malformed.
     func member(_ members: [RefMember], _ name: String) throws(Malformed) -> RefNode? {
         let found = members.filter { $0.name == name }
@@ -228,7 +241,7 @@ struct DialectReference {
 
         /// The auth rule: an auth code, or the auth flag on anything but a 403.
         func isAuth(_ d: Dialect, status: Int) -> Bool {
-            if let code, d.authCodes.contains(code) { return true }
+            if let code, DialectReference.matches(d.authCodes, code) { return true }
             return authFlagged && status != 403
         }
     }
@@ -280,9 +293,9 @@ struct DialectReference {
         switch dialect.success {
         case .code:
             guard let code else { throw Malformed() }
-            verdict = dialect.successCodes.contains(code)
+            verdict = DialectReference.matches(dialect.successCodes, code)
         case .codeOrAbsent:
-            verdict = code.map { dialect.successCodes.contains($0) } ?? true
+            verdict = code.map { DialectReference.matches(dialect.successCodes, $0) } ?? true
         case .flag(let name):
             guard case .bool(let v, _)? = try value(scope, name) else { throw Malformed() }
             verdict = v
@@ -457,8 +470,11 @@ struct EnvelopeGenerator {
 
     mutating func envelope() -> [UInt8] { Array(object(depth: 0).utf8) }
 
-    /// An envelope made mostly of the dialect's own members and codes, so every outcome is reached.
+    /// An envelope made mostly of the dialect's own members and codes, so every outcome is reached:
+    /// half the time with each member at its whole path (`Response.Error.Code`, `errors.0.message`),
+    /// else with the last step of each path at the top level.
     mutating func envelope(for d: Dialect) -> [UInt8] {
+        if next(2) == 0 { return nestedEnvelope(for: d) }
         var members: [String] = []
         let codes = (d.successCodes.sorted + d.authCodes.sorted).map(\.json) + ["1001", "\"B0001\"", "500"]
         for code in d.codes where next(5) > 0 { members.append("\"\(code.steps.last!)\":" + (next(4) > 0 ? pick(codes) : scalar())) }
@@ -485,5 +501,60 @@ struct EnvelopeGenerator {
             body = "{\"\(name)\":\(body)" + (next(2) == 0 ? ",\"sign\":\"s\"" : "") + "}"
         }
         return Array(body.utf8)
+    }
+
+    /// An envelope whose members sit at the dialect's paths, objects and arrays built around them.
+    mutating func nestedEnvelope(for d: Dialect) -> [UInt8] {
+        var entries: [([String], String)] = []
+        let codes = (d.successCodes.sorted + d.authCodes.sorted).map(\.json) + ["1001", "\"B0001\"", "500", "\"AuthFailure.X\""]
+        for code in d.codes where next(3) > 0 { entries.append((code.steps, next(4) > 0 ? pick(codes) : scalar())) }
+        for m in d.messages where next(2) == 0 { entries.append((m.steps, pick(["\"ok\"", "\"余额不足\"", "null", "\"\""]))) }
+        switch d.success {
+        case .flag(let f) where next(6) > 0: entries.append((f.steps, pick(["true", "false"])))
+        case .status(let f) where next(6) > 0: entries.append((f.steps, pick(["\"success\"", "\"fail\"", "\"error\""])))
+        case .errorMember(let e) where next(4) == 0: entries.append((e.steps, pick(["null", "{}", "false", "[]", "\"x\""])))
+        default: break
+        }
+        if let flag = d.authFlag, next(2) == 0 { entries.append((flag.steps, pick(["true", "false", "null", "\"true\""]))) }
+        for e in d.extras where next(3) == 0 { entries.append((e.steps, value(depth: 1))) }
+        for i in d.ignore where next(3) == 0 { entries.append(([i], scalar())) }
+        if case .member(let p) = d.payload {
+            if next(3) == 0 { entries.append((p.steps, value(depth: 1))) }
+            if next(2) == 0 { entries.append((p.steps + [pick(Self.names)], value(depth: 1))) }
+        }
+        for _ in 0..<next(3) { entries.append(([pick(Self.names)], value(depth: 1))) }
+        for k in stride(from: entries.count - 1, to: 0, by: -1) { entries.swapAt(k, next(k + 1)) }
+        var body = build(entries)
+        if case .pattern(let suffix, let failure) = d.payload {
+            let name = next(3) == 0 ? (failure ?? suffix) : pick(["alipay_trade_query", "", "a_b"]) + suffix
+            body = "{\"\(name)\":\(body)" + (next(2) == 0 ? ",\"sign\":\"s\"" : "") + "}"
+        }
+        return Array(body.utf8)
+    }
+
+    /// One object from (path, value) entries: a value at a path wins over members below it; a
+    /// member whose next steps are all digits is an array (missing elements are `{}`).
+    mutating func build(_ entries: [([String], String)]) -> String {
+        var order: [String] = []
+        var groups: [String: [([String], String)]] = [:]
+        for (steps, v) in entries {
+            if groups[steps[0]] == nil { order.append(steps[0]) }
+            groups[steps[0], default: []].append((Array(steps.dropFirst()), v))
+        }
+        let ws = pick(["", "", " ", "\n  "])
+        let members = order.map { name -> String in
+            let inner = groups[name]!
+            if let leaf = inner.first(where: { $0.0.isEmpty }) { return "\"\(name)\":" + leaf.1 }
+            let indices = inner.compactMap { Int($0.0[0]) }
+            guard indices.count == inner.count, let last = indices.max() else { return "\"\(name)\":" + build(inner) }
+            let elements = (0...last).map { k -> String in
+                let here = inner.filter { Int($0.0[0]) == k }.map { (Array($0.0.dropFirst()), $0.1) }
+                if here.isEmpty { return "{}" }
+                if let leaf = here.first(where: { $0.0.isEmpty }) { return leaf.1 }
+                return build(here)
+            }
+            return "\"\(name)\":[" + elements.joined(separator: ",") + "]"
+        }
+        return "{" + ws + members.joined(separator: "," + ws) + ws + "}"
     }
 }
