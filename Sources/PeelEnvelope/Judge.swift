@@ -32,7 +32,7 @@ private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ bo
             return .problem(problem(for: .upstreamStatus(status, code: nil, message: nil, reason: upstreamErrorReason(answer, nil)),
                                     config: config))
         }
-        if isAuthExpired(e, status: status, compiled.dialect) {
+        if isAuthExpired(e, status: status, compiled) {
             return .problem(problem(for: .authCode(e.code, message: e.message, upstreamStatus: status, extras: e.extras), config: config))
         }
         return .problem(problem(for: .upstreamStatus(status, code: e.code, message: e.message,
@@ -57,14 +57,14 @@ private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ bo
         }
     case .failure:
         // Success is decided first, so a code listed as both success and auth still succeeds.
-        if isAuthExpired(envelope, status: status, compiled.dialect) {
+        if isAuthExpired(envelope, status: status, compiled) {
             return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
                                     config: config))
         }
         return .problem(problem(for: .businessCode(envelope.code, message: envelope.message, upstreamStatus: status,
                                                    extras: envelope.extras), config: config))
     case .error:
-        if isAuthExpired(envelope, status: status, compiled.dialect) {
+        if isAuthExpired(envelope, status: status, compiled) {
             return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
                                     config: config))
         }
@@ -76,8 +76,9 @@ private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ bo
 
 /// Whether a failure means the user must sign in again: its code is an auth code, or the dialect's
 /// auth flag is set on an answer other than a 403 (ABP sets it for a missing permission too).
-func isAuthExpired(_ envelope: Envelope, status: Int, _ dialect: Dialect) -> Bool {
-    if let code = envelope.code, dialect.authCodes.contains(code) { return true }
+func isAuthExpired(_ envelope: Envelope, status: Int, _ compiled: CompiledDialect) -> Bool {
+    // Through the shared reference: a copy of the dialect costs a retain per array.
+    if let code = envelope.code, compiled.dialect.authCodes.contains(code) { return true }
     return envelope.authFlagged && status != 403
 }
 
