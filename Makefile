@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e routes http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e routes frameworks http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -31,6 +31,11 @@ e2e: release
 routes: release
 	scripts/routes.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
+# FastAPI, Flask and Django REST framework apps behind Peel --dialect rest (issue 33): their real
+# failures as problems, member by member, and their successes byte for byte (venv in .build/venv-frameworks).
+frameworks: release
+	scripts/frameworks.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
 http1: release
 	scripts/http1.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
@@ -48,7 +53,7 @@ reliability: release
 store: release
 	scripts/store.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
-test: unit e2e routes http1 proxy browser reliability store
+test: unit e2e routes frameworks http1 proxy browser reliability store
 
 fuzz: deps
 	scripts/fuzz.sh

@@ -101,13 +101,22 @@ extension Dialect {
 
     /// ASP.NET Boilerplate `AjaxResponse`: `success` decides, `result`, `error.code` and
     /// `error.message`; `unAuthorizedRequest` means sign in again, except on a 403 (a permission the
-    /// signed-in user lacks); `targetUrl` kept in a problem, `__abp` (the wrapper's signature) ignored.
-    public static let abp = Dialect(
-        preset: "abp", code: "error.code", success: .flag("success"), messages: ["error.message"], payload: .member("result"),
-        ignore: ["__abp"], extras: ["targetUrl"], authFlag: "unAuthorizedRequest")
+    /// signed-in user lacks); `targetUrl` kept in a problem, `__abp` (the wrapper's signature) ignored;
+    /// `error.validationErrors` (`message`, `members`) are the field errors.
+    public static let abp: Dialect = {
+        var d = Dialect(
+            preset: "abp", code: "error.code", success: .flag("success"), messages: ["error.message"], payload: .member("result"),
+            ignore: ["__abp"], extras: ["targetUrl"], authFlag: "unAuthorizedRequest")
+        d.fieldErrors = FieldErrorRule(path: "error.validationErrors")
+        return d
+    }()
+
+    /// REST backends without an envelope: the HTTP status decides, a 2xx's JSON (arrays, strings,
+    /// numbers included) is the answer byte for byte, and failures are read by the well-known shapes.
+    public static let rest = Dialect(preset: "rest", code: nil, success: .httpStatus, messages: [], payload: .rest)
 
     /// Every preset, in the README's order.
-    public static let presets: [Dialect] = [peel, ruoyi, yudao, alibaba, wechat, jsend, antd, jeecg, alipay, errorObject,
+    public static let presets: [Dialect] = [peel, ruoyi, yudao, alibaba, wechat, jsend, antd, jeecg, alipay, errorObject, rest,
                                             tencent, baidu, slack, telegram, ginVueAdmin, abp]
 
     /// The preset with this name.
@@ -179,6 +188,12 @@ extension Dialect {
                     DialectSample("Stripe list", #"{"object":"list","url":"/v1/charges","has_more":false,"data":[{"id":"ch_3MmlLrLkdIwHu7ix0snN0B15","object":"charge","amount":1099,"currency":"usd"}]}"#),
                     DialectSample("business error", #"{"error":{"code":404,"message":"File not found"}}"#),
                     DialectSample("Stripe not found", #"{"error":{"code":"resource_missing","doc_url":"https://stripe.com/docs/error-codes/resource-missing","message":"No such customer: 'cus_NffrFeUfNV2Hib'","param":"customer","type":"invalid_request_error"}}"#, status: 404)]
+        case "rest":
+            return [DialectSample("list", ##"[{"id":1,"name":"Ada"},{"id":2,"name":"Grace"}]"##),
+                    DialectSample("object", ##"{"id":1,"name":"Ada","balance":12345678901234567890}"##, status: 201)]
+                + FailureShape.allCases.map(\.sample)
+                + [DialectSample("auth error", ##"{"error":"invalid_token","error_description":"The access token expired"}"##, status: 401),
+                   DialectSample("server error", ##"{"message":"SQLSTATE[42S02]: Base table or view not found"}"##, status: 500)]
         case "tencent":
             return [DialectSample("success", #"{"Response":{"TotalCount":1,"InstanceStatusSet":[{"InstanceId":"ins-5d8a23rs","InstanceState":"RUNNING"}],"RequestId":"b5b41468-520d-4192-b42f-595cc34b6c1c"}}"#),
                     DialectSample("business error", #"{"Response":{"Error":{"Code":"InvalidInstanceId.NotFound","Message":"实例`ins-5d8a23rs`不存在。"},"RequestId":"4f6e3bd3-8d49-4ed6-b2e7-9e6d1b7a2c11"}}"#),
@@ -227,6 +242,7 @@ extension Dialect {
         case "jeecg": "JeecgBoot Result: success flag decides, code reported, message, result; timestamp ignored; 401"
         case "alipay": "Alipay OpenAPI: the *_response member or error_response, code \"10000\", sub_msg then msg; \"20001\""
         case "error-object": "Google JSON style, Stripe, Strapi: an error object fails, else data, or the whole body when members sit beside it"
+        case "rest": "REST without an envelope: the HTTP status decides, any JSON on a 2xx is the answer, failures read by their shape"
         case "tencent": "Tencent Cloud API 3.0: Response is the answer, Response.Error the failure; \"AuthFailure.*\""
         case "baidu": "Baidu AI open platform: error_code absent or 0, error_msg, the rest of the object (log_id kept); 110, 111; 17, 18 are 429"
         case "slack": "Slack Web API: ok flag, string error codes, the rest of the object; invalid_auth, not_authed, token_expired, token_revoked"

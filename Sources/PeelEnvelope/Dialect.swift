@@ -63,11 +63,13 @@ public enum SuccessRule: Hashable, Sendable {
     case status(MemberPath)
     /// This member (`error`, `errors`) is absent, `null`, `false` or empty; anything else is a failure.
     case errorMember(MemberPath)
+    /// The HTTP status alone (REST backends without an envelope): any JSON on a 2xx is the answer.
+    case httpStatus
 
     /// The member the rule reads besides the code, if any.
     public var path: MemberPath? {
         switch self {
-        case .code, .codeOrAbsent: nil
+        case .code, .codeOrAbsent, .httpStatus: nil
         case .flag(let m), .status(let m), .errorMember(let m): m
         }
     }
@@ -93,6 +95,26 @@ public enum Siblings: String, Hashable, Sendable {
     case drop
     /// The rest of the object, the payload member included.
     case keep
+}
+
+/// Where a failure's field errors are and how each is written, for RFC 9457's `errors`.
+public struct FieldErrorRule: Hashable, Sendable {
+    /// The member holding them (`errors`, `error.validationErrors`): a map of field → messages, or a
+    /// list of error objects or messages.
+    public var path: MemberPath
+    /// In a list, the member of each error object holding its message; nil: the usual names
+    /// (`message`, `msg`, `defaultMessage`, `description`, `detail`, `title`).
+    public var message: String?
+    /// In a list, the member of each error object naming its field; nil: the usual names (`field`,
+    /// `path`, `target`, `param`, `property`, `members`, `loc`, `source.pointer`).
+    public var field: String?
+
+    /// Creates a rule.
+    public init(path: MemberPath, message: String? = nil, field: String? = nil) {
+        self.path = path
+        self.message = message
+        self.field = field
+    }
 }
 
 /// A declarative description of one backend's envelope: where the code is and what type it has,
@@ -130,6 +152,11 @@ public struct Dialect: Hashable, Sendable {
     /// A boolean member that, `true` on a failure, means the user must sign in again (ABP's
     /// `unAuthorizedRequest`); the judge reads it as `auth-expired` unless the status is 403.
     public var authFlag: MemberPath?
+    /// Where a failure's field errors are; nil: none.
+    public var fieldErrors: FieldErrorRule?
+    /// Whether a 5xx's words read by the well-known failure shapes reach the client; by default they
+    /// stay in the access log, since a 5xx body may hold a stack trace or SQL.
+    public var exposes5xxMessages = false
 
     /// Creates a dialect.
     public init(preset: String, code: MemberPath?, success: SuccessRule, successCodes: CodeSet = CodeSet(),
@@ -171,6 +198,7 @@ public struct Dialect: Hashable, Sendable {
         case .flag(let m): "{\"flag\": \"\(m)\"}"
         case .status(let m): "{\"status\": \"\(m)\"}"
         case .errorMember(let m): "{\"error\": \"\(m)\"}"
+        case .httpStatus: "\"status\""
         }
     }
 
@@ -227,7 +255,7 @@ public struct Dialect: Hashable, Sendable {
             if case .code = success, successCodes.isEmpty {
                 return (.successCodes, "needs at least one success code when success is \"code\"")
             }
-        case .flag, .status, .errorMember:
+        case .flag, .status, .errorMember, .httpStatus:
             if !successCodes.isEmpty { return (.successCodes, "never used: success is \(successText), not a code") }
         }
         if !successCodes.prefixes.isEmpty { return (.successCodes, "prefixes (\"X*\") are for auth codes only") }

@@ -87,6 +87,8 @@ struct Envelope {
     var extras: [UpstreamMember]
     /// Success or failure.
     var judgement: Judgement
+    /// The envelope object's bounds in the body (an Alipay `*_response` object's, for a pattern).
+    var object: Range<Int>
     /// Whether the dialect's auth flag is `true` (ABP's `unAuthorizedRequest`).
     var authFlagged = false
 
@@ -232,7 +234,7 @@ struct EnvelopeReader {
             // Only `true` says so: ABP writes `false` on every other answer.
             flagged = base[r.lowerBound] == UInt8(ascii: "t")
         }
-        return Envelope(code: code, message: message, extras: extras, judgement: judgement, authFlagged: flagged)
+        return Envelope(code: code, message: message, extras: extras, judgement: judgement, object: object, authFlagged: flagged)
     }
 
     /// The raw value at `path`, whose head is in `slot`; nil when absent. A step into a value of
@@ -306,6 +308,9 @@ struct EnvelopeReader {
         case .codeOrAbsent:
             guard let code else { return true }
             return dialect.successCodes.contains(code)
+        case .httpStatus:
+            // The judge reads an envelope under this rule only from a non-2xx, which fails whatever it says.
+            return true
         case .flag(let name):
             guard let r = try value(name, slot: compiled.rule) else {
                 throw EnvelopeFault(reason: "\(name) missing")

@@ -8,42 +8,30 @@ public func judge(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, co
     judgeWithCode(answer, body: body, config: config).verdict
 }
 
-/// `judge`, plus the envelope code the upstream sent (nil when there was none), for the access log.
+/// `judge`, plus the code the upstream sent (nil when there was none), for the access log.
 /// `passesThrough` is `passesUnjudged`'s answer when the caller already has it (decided when the
 /// head arrived), so the passthrough rules are not matched twice per answer.
 public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig,
                           passesThrough known: Bool? = nil) -> (verdict: Verdict, upstreamCode: EnvelopeCode?)
 {
     if known ?? passesThrough(answer, config) { return (.passthrough, nil) }
-    let reading = Envelope.read(body, config: config)
-    let code: EnvelopeCode? = if case .envelope(let e) = reading { e.code } else { nil }
-    return (verdict(answer, reading, body, config), code)
-}
-
-/// The verdict on an answer that is not passed through, from its status and what its body says.
-private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ body: UnsafeBufferPointer<UInt8>,
-                     _ config: EnvelopeConfig) -> Verdict {
     let status = answer.status
+    let succeeded = status >= 200 && status <= 299
     // Read through the shared reference where needed: a copy of the dialect costs a retain per array.
     let compiled = config.compiled
-    guard status >= 200 && status <= 299 else {
-        // An upstream non-2xx is `upstream-error` whatever its envelope says, unless its code is an auth code.
-        guard case .envelope(let e) = reading else {
-            return .problem(problem(for: .upstreamStatus(status, code: nil, message: nil, reason: upstreamErrorReason(answer, nil)),
-                                    config: config))
-        }
-        if isAuthExpired(e, status: status, compiled) {
-            return .problem(problem(for: .authCode(e.code, message: e.message, upstreamStatus: status, extras: e.extras), config: config))
-        }
-        return .problem(problem(for: .upstreamStatus(status, code: e.code, message: e.message,
-                                                     reason: upstreamErrorReason(answer, e.code), extras: e.extras), config: config))
+    if case .httpStatus = compiled.dialect.success {
+        if succeeded { return (wholeBody(status, body, config), nil) }
+        // A dialect that names no member of its own reads nothing: the well-known shapes do.
+        if compiled.dialect.code == nil && compiled.dialect.messages.isEmpty { return failure(answer, nil, body, config) }
     }
+    let reading = Envelope.read(body, config: config)
+    guard succeeded else { return failure(answer, reading, body, config) }
     let envelope: Envelope
     switch reading {
     case .malformed(let reason):
         // Only now, on the refusal, is the body walked again to say why (the fast scan only decides).
         let why = reason ?? Envelope.diagnose(body, config: config)
-        return .problem(problem(for: .malformedEnvelope(upstreamStatus: status, reason: why), config: config))
+        return (.problem(problem(for: .malformedEnvelope(upstreamStatus: status, reason: why), config: config)), nil)
     case .envelope(let e):
         envelope = e
     }
@@ -51,26 +39,28 @@ private func verdict(_ answer: UpstreamAnswer, _ reading: Envelope.Reading, _ bo
     case .success(let payload):
         switch payload {
         // No payload means nothing to send: 204 whatever 2xx the upstream used (RFC 9110 §15.3.5).
-        case .none: return .unwrap(status: 204, data: nil)
-        case .range(let r): return .unwrap(status: status, data: r)
-        case .built(let bytes): return .unwrapRest(status: status, body: bytes)
+        case .none: return (.unwrap(status: 204, data: nil), envelope.code)
+        case .range(let r): return (.unwrap(status: status, data: r), envelope.code)
+        case .built(let bytes): return (.unwrapRest(status: status, body: bytes), envelope.code)
         }
     case .failure:
+        let errors = fieldErrors(envelope, body, compiled.dialect)
         // Success is decided first, so a code listed as both success and auth still succeeds.
         if isAuthExpired(envelope, status: status, compiled) {
-            return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
-                                    config: config))
+            return (.problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status,
+                                                    extras: envelope.extras, errors: errors), config: config)), envelope.code)
         }
-        return .problem(problem(for: .businessCode(envelope.code, message: envelope.message, upstreamStatus: status,
-                                                   extras: envelope.extras), config: config))
+        return (.problem(problem(for: .businessCode(envelope.code, message: envelope.message, upstreamStatus: status,
+                                                    extras: envelope.extras, errors: errors), config: config)), envelope.code)
     case .error:
+        let errors = fieldErrors(envelope, body, compiled.dialect)
         if isAuthExpired(envelope, status: status, compiled) {
-            return .problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status, extras: envelope.extras),
-                                    config: config))
+            return (.problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status,
+                                                    extras: envelope.extras, errors: errors), config: config)), envelope.code)
         }
-        return .problem(problem(for: .upstreamStatus(status, code: envelope.code, message: envelope.message,
-                                                     reason: "upstream \(status), envelope says the server failed",
-                                                     extras: envelope.extras), config: config))
+        return (.problem(problem(for: .upstreamStatus(status, code: envelope.code, message: envelope.message,
+                                                      reason: "upstream \(status), envelope says the server failed",
+                                                      extras: envelope.extras, errors: errors), config: config)), envelope.code)
     }
 }
 
@@ -82,9 +72,108 @@ func isAuthExpired(_ envelope: Envelope, status: Int, _ compiled: CompiledDialec
     return envelope.authFlagged && status != 403
 }
 
-/// `upstream 403 text/html`, or `upstream 500, envelope code 1001`: what Peel saw of a non-2xx answer.
-func upstreamErrorReason(_ answer: UpstreamAnswer, _ code: EnvelopeCode?) -> String {
+/// A 2xx under the `status` rule: any JSON text is the answer byte for byte (a BOM aside, RFC 8259
+/// §8.1); an empty body is relayed as it came; anything else is not what a JSON API answers.
+private func wholeBody(_ status: Int, _ body: UnsafeBufferPointer<UInt8>, _ config: EnvelopeConfig) -> Verdict {
+    guard body.count > 0 else { return .passthrough }
+    var members = EnvelopeMembers()
+    guard ScanCore.run(body, maxDepth: config.maxDepth, names: nil, members: &members) else {
+        let why: String
+        switch ScanDiagnosis.diagnose(body, maxDepth: config.maxDepth, names: nil) {
+        case .error(let e): why = e.description
+        case .tooDeepIn(let e, _): why = e.description
+        case .notObject, .duplicate, .valid: why = "not a JSON text"
+        }
+        return .problem(problem(for: .malformedEnvelope(upstreamStatus: status, reason: why), config: config))
+    }
+    let bom = body.count >= 3 && body[0] == 0xEF && body[1] == 0xBB && body[2] == 0xBF
+    return .unwrap(status: status, data: (bom ? 3 : 0)..<body.count)
+}
+
+/// An upstream non-2xx: the route's dialect reads it first (an envelope with a code or a message
+/// keeps the dialect's rules), else the well-known failure shapes. A 401 is `auth-expired`
+/// whatever the body says, so an app's "sign in again" path is one kind for every backend; a 5xx
+/// read by a well-known shape shows nothing of its body unless the dialect says so (it may hold
+/// a stack trace or SQL): its message goes to the access log only.
+private func failure(_ answer: UpstreamAnswer, _ reading: Envelope.Reading?, _ body: UnsafeBufferPointer<UInt8>,
+                     _ config: EnvelopeConfig) -> (verdict: Verdict, upstreamCode: EnvelopeCode?) {
+    let status = answer.status
+    let dialect = config.compiled.dialect
+    var words = FailureWords()
+    var read = false
+    if case .envelope(let e)? = reading, e.code != nil || e.message != nil {
+        words = FailureWords(code: e.code, message: e.message, errors: fieldErrors(e, body, dialect), upstream: e.extras)
+        if isAuthExpired(e, status: status, config.compiled) {
+            return (.problem(problem(for: .authCode(e.code, message: e.message, upstreamStatus: status, extras: e.extras,
+                                                    errors: words.errors), config: config)), e.code)
+        }
+    } else if let shaped = readShapes(answer, reading, body, config) {
+        words = shaped
+        read = true
+    } else if case .envelope(let e)? = reading {
+        words.upstream = e.extras
+    }
+    let reason = upstreamErrorReason(answer, read ? nil : words.code, shape: words.shape)
+    if status == 401 {
+        return (.problem(problem(for: .authCode(words.code, message: words.message, upstreamStatus: status,
+                                                extras: words.upstream, errors: words.errors), config: config)), words.code)
+    }
+    if read && !(status >= 400 && status <= 499) && !dialect.exposes5xxMessages {
+        var p = problem(for: .upstreamStatus(status, code: nil, message: nil, reason: reason), config: config)
+        p.privateMessage = words.message
+        return (.problem(p), words.code)
+    }
+    return (.problem(problem(for: .upstreamStatus(status, code: words.code, message: words.message, reason: reason,
+                                                  extras: words.upstream, errors: words.errors), config: config)), words.code)
+}
+
+/// The words of a failure body by the well-known shapes: only a valid JSON object is read.
+private func readShapes(_ answer: UpstreamAnswer, _ reading: Envelope.Reading?, _ body: UnsafeBufferPointer<UInt8>,
+                        _ config: EnvelopeConfig) -> FailureWords? {
+    guard let base = body.baseAddress else { return nil }
+    // A reading with a fault's reason came from a body the scan accepted as an object; otherwise
+    // the body has not been checked as JSON yet (a ScanCore refusal may be a duplicate envelope
+    // member, which plain JSON allows), and nothing unchecked is walked.
+    var checked = false
+    switch reading {
+    case .envelope?: checked = true
+    case .malformed(let why)?: checked = why != nil
+    case nil: break
+    }
+    if !checked {
+        var members = EnvelopeMembers()
+        guard ScanCore.run(body, maxDepth: config.maxDepth, names: nil, members: &members) else { return nil }
+    }
+    let object = Envelope.topObject(base, body.count)
+    guard base[object.lowerBound] == UInt8(ascii: "{") else { return nil }
+    let problemType = answer.contentType.map(MediaType.isProblem) ?? false
+    return FailureShapes.read(base, object, problemType: problemType)
+}
+
+/// The field errors at the dialect's `field_errors` path in an envelope, as RFC 9457's `errors`.
+private func fieldErrors(_ envelope: Envelope, _ body: UnsafeBufferPointer<UInt8>, _ dialect: Dialect) -> [UInt8]? {
+    guard let rule = dialect.fieldErrors, let base = body.baseAddress,
+          let value = ValidJSON.lookup(base, envelope.object, rule.path) else { return nil }
+    var reader = FieldErrorReader(base)
+    switch base[value.lowerBound] {
+    case UInt8(ascii: "{"): reader.map(value, dotted: true, nonField: true)
+    case UInt8(ascii: "["): reader.list(value, messageKey: rule.message, fieldKey: rule.field)
+    case UInt8(ascii: "\""): reader.list.add(base, detail: value, place: .none)
+    default: return nil
+    }
+    return reader.list.finished()
+}
+
+/// `upstream 403 text/html`, `upstream 500, envelope code 1001`, or `upstream 422 application/json,
+/// read as fastapi`: what Peel saw of a non-2xx answer.
+func upstreamErrorReason(_ answer: UpstreamAnswer, _ code: EnvelopeCode?, shape: FailureShape? = nil) -> String {
     if let code { return "upstream \(answer.status), envelope code \(code.json)" }
+    let seen = upstreamErrorReason(answer)
+    return shape.map { seen + ", read as " + $0.rawValue } ?? seen
+}
+
+/// `upstream 403 text/html`: the status and the media type alone.
+private func upstreamErrorReason(_ answer: UpstreamAnswer) -> String {
     guard let type = answer.contentType, let media = type.split(separator: ";").first else {
         return "upstream \(answer.status) without Content-Type"
     }

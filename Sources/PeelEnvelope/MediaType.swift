@@ -83,3 +83,22 @@ struct MediaRanges: Sendable {
         return true
     }
 }
+
+extension MediaType {
+    /// Whether a Content-Type names an RFC 9457 problem document (`application/problem+json`, any
+    /// parameters, any case).
+    static func isProblem(_ contentType: String) -> Bool {
+        let media = contentType.split(separator: ";", maxSplits: 1).first ?? ""
+        return media.trimmingSpaces.lowercased() == "application/problem+json"
+    }
+}
+
+extension Substring {
+    /// Without the spaces and tabs around it (RFC 9110 §5.6.3's OWS).
+    var trimmingSpaces: Substring {
+        var s = self
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return s
+    }
+}

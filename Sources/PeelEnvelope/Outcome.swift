@@ -5,13 +5,14 @@ public enum Outcome: Sendable, Equatable {
     // What the upstream's answer said (decided by `judge`).
     /// A 2xx whose body is not a well-formed envelope.
     case malformedEnvelope(upstreamStatus: Int, reason: String? = nil)
-    /// The envelope code is an auth code, or its auth flag is set: the client's token expired.
-    case authCode(EnvelopeCode?, message: String?, upstreamStatus: Int, extras: [UpstreamMember] = [])
+    /// The envelope code is an auth code, its auth flag is set (unless 403), or the upstream answered 401: the client's token expired.
+    case authCode(EnvelopeCode?, message: String?, upstreamStatus: Int, extras: [UpstreamMember] = [], errors: [UInt8]? = nil)
     /// The envelope says the call failed, with its code when it has one.
-    case businessCode(EnvelopeCode?, message: String?, upstreamStatus: Int, extras: [UpstreamMember] = [])
+    case businessCode(EnvelopeCode?, message: String?, upstreamStatus: Int, extras: [UpstreamMember] = [], errors: [UInt8]? = nil)
     /// The upstream answered a status outside 2xx, or a 2xx whose envelope says the server failed
     /// (JSend `error`), with the envelope's code and message when it sent them.
-    case upstreamStatus(Int, code: EnvelopeCode?, message: String?, reason: String? = nil, extras: [UpstreamMember] = [])
+    case upstreamStatus(Int, code: EnvelopeCode?, message: String?, reason: String? = nil, extras: [UpstreamMember] = [],
+                        errors: [UInt8]? = nil)
 
     // What happened to the upstream exchange itself.
     /// DNS, refused, reset, TLS or any other transport failure.
@@ -53,18 +54,19 @@ public func problem(for outcome: Outcome, config: EnvelopeConfig) -> Problem {
     switch outcome {
     case .malformedEnvelope(let upstreamStatus, let reason):
         return Problem(kind: .badUpstreamFormat, upstreamStatus: upstreamStatus, reason: reason)
-    case .authCode(let code, let message, let upstreamStatus, let extras):
-        return Problem(kind: .authExpired, code: code, detail: message, upstreamStatus: upstreamStatus, upstream: extras)
-    case .businessCode(let code, let message, let upstreamStatus, let extras):
+    case .authCode(let code, let message, let upstreamStatus, let extras, let errors):
+        return Problem(kind: .authExpired, code: code, detail: message, upstreamStatus: upstreamStatus, upstream: extras,
+                       errors: errors)
+    case .businessCode(let code, let message, let upstreamStatus, let extras, let errors):
         let status = code.flatMap { config.dialect.codeStatus.status(for: $0) } ?? config.businessStatus
         return Problem(kind: .businessError, status: status, code: code, detail: message, upstreamStatus: upstreamStatus,
-                       upstream: extras)
-    case .upstreamStatus(let status, let code, let message, let reason, let extras):
+                       upstream: extras, errors: errors)
+    case .upstreamStatus(let status, let code, let message, let reason, let extras, let errors):
         // A 4xx is the client's own fault and keeps its status; anything else (5xx, or a status outside
         // 100...599) is a bad gateway from the client's point of view (RFC 9110 §15.6.3).
         let clientStatus = status >= 400 && status <= 499 ? status : 502
         return Problem(kind: .upstreamError, status: clientStatus, code: code ?? ProblemKind.upstreamError.defaultCode,
-                       detail: message, upstreamStatus: status, reason: reason, upstream: extras)
+                       detail: message, upstreamStatus: status, reason: reason, upstream: extras, errors: errors)
     case .unreachable:
         return Problem(kind: .upstreamUnreachable)
     case .timedOut:

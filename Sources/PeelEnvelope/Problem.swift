@@ -14,13 +14,19 @@ public struct Problem: Sendable, Equatable {
     /// Peel's own diagnosis for `bad-upstream-format` and `upstream-error` (SPEC): why the answer was
     /// refused, never the upstream's body.
     public var reason: String?
-    /// The dialect's extra members (`sub_code`, `showType`), byte-exact, for the `upstream` object.
+    /// What the upstream said beyond code, message and field errors, byte-exact, for the `upstream`
+    /// object: the dialect's extras (`sub_code`, `showType`), or a well-known shape's other members.
     public var upstream: [UpstreamMember]
+    /// RFC 9457 `errors`: the upstream's field errors as a finished JSON array, or nil.
+    public var errors: [UInt8]?
+    /// What a 5xx said that is not shown to the client (its body may hold internals): for the access log only.
+    public var privateMessage: String?
 
     /// Creates a problem; a nil status or code takes the kind's default.
     public init(kind: ProblemKind, status: Int? = nil, code: EnvelopeCode? = nil, detail: String? = nil, upstreamStatus: Int? = nil,
-                reason: String? = nil, upstream: [UpstreamMember] = []) {
+                reason: String? = nil, upstream: [UpstreamMember] = [], errors: [UInt8]? = nil) {
         self.upstream = upstream
+        self.errors = errors
         self.reason = reason
         self.kind = kind
         self.status = status ?? kind.defaultStatus

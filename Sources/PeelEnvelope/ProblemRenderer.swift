@@ -25,6 +25,11 @@ public func renderProblem(_ problem: Problem, requestId: String, language: Langu
         out.member("reason")
         out.string(reason)
     }
+    if let errors = problem.errors {
+        // RFC 9457 §3: field errors as `{detail, pointer}` objects, built or kept byte for byte.
+        out.member("errors")
+        out.bytes.append(contentsOf: errors)
+    }
     if !problem.upstream.isEmpty {
         // RFC 9457 §3.2: one extension member holds what the upstream said beyond code and message.
         out.member("upstream")

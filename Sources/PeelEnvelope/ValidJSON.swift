@@ -123,3 +123,32 @@ enum ValidJSON {
         }
     }
 }
+
+extension ValidJSON {
+    /// The value at `path` below the object spanning `object`: each step a member of an object, or
+    /// (a step of digits) an element of an array; nil when a step is absent or `null` is reached.
+    static func lookup(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, _ path: MemberPath) -> Range<Int>? {
+        var r = object
+        for step in path.steps {
+            switch base[r.lowerBound] {
+            case UInt8(ascii: "{"):
+                guard case .found(let v) = member(base, r, step) else { return nil }
+                r = v
+            case UInt8(ascii: "["):
+                guard let index = Int(step), index >= 0 else { return nil }
+                var k = 0
+                var found: Range<Int>?
+                elements(base, r) { v in
+                    if k == index { found = v }
+                    k &+= 1
+                    return found == nil
+                }
+                guard let found else { return nil }
+                r = found
+            default:
+                return nil
+            }
+        }
+        return base[r.lowerBound] == UInt8(ascii: "n") ? nil : r
+    }
+}

@@ -109,8 +109,13 @@ enum DialectConfig {
             case "extras":
                 guard case .array(let list) = value else { throw ConfigError(option: at, problem: "must be a list of member paths") }
                 d.extras = try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(at)[\(k)]") }
+            case "field_errors":
+                d.fieldErrors = value == .null ? nil : try fieldErrors(value, at)
+            case "expose_5xx_messages":
+                guard case .bool(let b) = value else { throw ConfigError(option: at, problem: "must be true or false") }
+                d.exposes5xxMessages = b
             default:
-                throw ConfigError(option: at, problem: "unknown key (preset, code, success, success_codes, auth_codes, auth_flag, code_status, message, payload, siblings, ignore, extras)")
+                throw ConfigError(option: at, problem: "unknown key (preset, code, success, success_codes, auth_codes, auth_flag, code_status, message, payload, siblings, ignore, extras, field_errors, expose_5xx_messages)")
             }
         }
         d.preset = presetName
@@ -167,12 +172,33 @@ enum DialectConfig {
         return "[" + paths.map { q($0.description) }.joined(separator: ",") + "]"
     }
 
-    /// `code`, `code_or_absent`, `{"flag": NAME}`, `{"status": NAME}` or `{"error": NAME}`.
+    /// A field-error location: a member path, or `{"path": PATH, "message": NAME, "field": NAME}`
+    /// naming the members of each error object in a list.
+    static func fieldErrors(_ value: ConfigJSON, _ o: String) throws(ConfigError) -> FieldErrorRule {
+        if value.string != nil { return FieldErrorRule(path: try path(value, o)) }
+        guard case .object(let m) = value, let p = value["path"] else {
+            throw ConfigError(option: o, problem: "must be a member path or {\"path\": PATH, \"message\": NAME, \"field\": NAME}")
+        }
+        var rule = FieldErrorRule(path: try path(p, "\(o).path"))
+        for member in m where member.name != "path" {
+            guard member.name == "message" || member.name == "field" else {
+                throw ConfigError(option: "\(o).\(member.name)", problem: "unknown key (path, message, field)")
+            }
+            guard let name = member.value.string, !name.isEmpty else {
+                throw ConfigError(option: "\(o).\(member.name)", problem: "must be a member name")
+            }
+            if member.name == "message" { rule.message = name } else { rule.field = name }
+        }
+        return rule
+    }
+
+    /// `code`, `code_or_absent`, `status`, `{"flag": NAME}`, `{"status": NAME}` or `{"error": NAME}`.
     static func success(_ value: ConfigJSON, _ o: String) throws(ConfigError) -> SuccessRule {
         if let s = value.string {
             switch s {
             case "code": return .code
             case "code_or_absent": return .codeOrAbsent
+            case "status": return .httpStatus
             default: break
             }
         } else if case .object(let m) = value, m.count == 1, ["flag", "status", "error"].contains(m[0].name) {
@@ -183,7 +209,7 @@ enum DialectConfig {
             default: return .errorMember(path)
             }
         }
-        throw ConfigError(option: o, problem: "must be code, code_or_absent, {\"flag\": PATH}, {\"status\": PATH} or {\"error\": PATH} (a member name or a dotted path)")
+        throw ConfigError(option: o, problem: "must be code, code_or_absent, status, {\"flag\": PATH}, {\"status\": PATH} or {\"error\": PATH} (a member name or a dotted path)")
     }
 
     /// A member path, `{"rest": true}`, or `{"pattern": "*SUFFIX", "failure": NAME}`.
@@ -219,11 +245,12 @@ enum DialectConfig {
         case .flag(let m): success = "{\"flag\":\(q(m.description))}"
         case .status(let m): success = "{\"status\":\(q(m.description))}"
         case .errorMember(let m): success = "{\"error\":\(q(m.description))}"
+        case .httpStatus: success = q("status")
         }
         fields.append("\"success\":" + success)
         switch d.success {
         case .code, .codeOrAbsent: fields.append("\"success_codes\":" + d.successCodes.json)
-        case .flag, .status, .errorMember: break
+        case .flag, .status, .errorMember, .httpStatus: break
         }
         if !d.codes.isEmpty {
             fields.append("\"auth_codes\":" + d.authCodes.json)
@@ -245,6 +272,13 @@ enum DialectConfig {
         if d.authFlag != nil || Dialect.preset(named: d.preset)?.authFlag != nil {
             fields.append("\"auth_flag\":" + (d.authFlag.map { q($0.description) } ?? "null"))
         }
+        if let f = d.fieldErrors {
+            var rule = ["\"path\":" + q(f.path.description)]
+            if let m = f.message { rule.append("\"message\":" + q(m)) }
+            if let n = f.field { rule.append("\"field\":" + q(n)) }
+            fields.append("\"field_errors\":{" + rule.joined(separator: ",") + "}")
+        }
+        if d.exposes5xxMessages { fields.append("\"expose_5xx_messages\":true") }
         return "{" + fields.joined(separator: ",") + "}"
     }
 }

@@ -40,6 +40,7 @@ extension Forwarder {
         if let cut { line += ",\"cut\":\(jsonEscaped(cut))" }
         if let reason = call.reason { line += ",\"reason\":" + jsonEscaped(reason) }
         if let excerpt = call.excerpt { line += ",\"excerpt\":" + jsonEscaped(excerpt) }
+        if let message = call.privateMessage { line += ",\"upstream_message\":" + jsonEscaped(message) }
         line += "}"
         accessLog.append(line)
     }

@@ -85,9 +85,11 @@ extension Forwarder {
                 }
                 // A body that is not an envelope: its start goes to the log (never to the client), so
                 // a developer sees the CSRF page or the plain-text error that was refused.
-                if p.kind == .badUpstreamFormat || (p.kind == .upstreamError && judged.upstreamCode == nil) {
+                if p.kind == .badUpstreamFormat || (p.kind == .upstreamError && judged.upstreamCode == nil && p.privateMessage == nil) {
                     call.excerpt = Self.excerpt(response.body)
                 }
+                // A 5xx's words, kept from the client, reach the operator.
+                call.privateMessage = p.privateMessage.map(Self.bounded)
                 answerProblem(call, p)
             }
         }

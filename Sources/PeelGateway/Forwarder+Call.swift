@@ -125,6 +125,8 @@ extension Forwarder {
         var reason: String?
         /// The start of a non-envelope upstream body that was refused, escaped, for the access log only.
         var excerpt: String?
+        /// A 5xx's message that the client is not shown, for the access log only.
+        var privateMessage: String?
 
         init(exchange: HTTPExchange, route: Route, started: Double, requestId: String, language: Language) {
             self.exchange = exchange

@@ -65,6 +65,20 @@ extension Forwarder {
              log: p.kind.rawValue, code: p.code)
     }
 
+    /// Longest upstream message in the access log, in UTF-8 bytes.
+    static let privateMessageBytes = 200
+
+    /// `text` cut to `privateMessageBytes` on a character boundary, `…` marking a cut.
+    static func bounded(_ text: String) -> String {
+        guard text.utf8.count > privateMessageBytes else { return text }
+        var out = ""
+        for ch in text {
+            guard out.utf8.count + ch.utf8.count <= privateMessageBytes else { break }
+            out.append(ch)
+        }
+        return out + "…"
+    }
+
     /// Longest excerpt of a refused upstream body in the access log, in bytes of the body.
     static let excerptBytes = 120
 

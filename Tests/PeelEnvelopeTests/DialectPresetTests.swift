@@ -175,6 +175,13 @@ final class DialectPresetTests: XCTestCase {
         XCTAssertEqual(problem(abpDenied, .abp)?.upstream, [], "a null targetUrl says nothing")
     }
 
+    func testAbp_validationErrorsAreFieldErrors() {
+        let body = #"{"result":null,"targetUrl":null,"success":false,"error":{"code":0,"message":"Your request is not valid!","details":null,"validationErrors":[{"message":"The Name field is required.","members":["name"]},{"message":"The field EmailAddress must be a string with a maximum length of 256.","members":["emailAddress"]}]},"unAuthorizedRequest":false,"__abp":true}"#
+        let p = problem(body, .abp, status: 400)
+        XCTAssertEqual(p?.errors.map { String(decoding: $0, as: UTF8.self) },
+                       ##"[{"detail":"The Name field is required.","pointer":"#/name"},{"detail":"The field EmailAddress must be a string with a maximum length of 256.","pointer":"#/emailAddress"}]"##)
+    }
+
     // MARK: error-object (Stripe)
 
     func testErrorObject_stripeListKeepsItsPagination() {

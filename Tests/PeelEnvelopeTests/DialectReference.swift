@@ -296,6 +296,8 @@ struct DialectReference {
             verdict = DialectReference.matches(dialect.successCodes, code)
         case .codeOrAbsent:
             verdict = code.map { DialectReference.matches(dialect.successCodes, $0) } ?? true
+        case .httpStatus:
+            verdict = true
         case .flag(let name):
             guard case .bool(let v, _)? = try value(scope, name) else { throw Malformed() }
             verdict = v

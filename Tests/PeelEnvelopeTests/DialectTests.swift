@@ -301,7 +301,7 @@ final class DialectTests: XCTestCase {
 
     func testPresets_areValidAndTheirSamplesJudgeAsLabelled() {
         XCTAssertEqual(Dialect.presets.map(\.preset),
-                       ["peel", "ruoyi", "yudao", "alibaba", "wechat", "jsend", "antd", "jeecg", "alipay", "error-object",
+                       ["peel", "ruoyi", "yudao", "alibaba", "wechat", "jsend", "antd", "jeecg", "alipay", "error-object", "rest",
                         "tencent", "baidu", "slack", "telegram", "gin-vue-admin", "abp"])
         for d in Dialect.presets {
             XCTAssertNil(d.problem(), d.preset)
@@ -314,9 +314,14 @@ final class DialectTests: XCTestCase {
                     guard case .problem(let p) = v, p.kind == .authExpired else { return XCTFail("\(d.preset) \(s.label): \(v)") }
                 case "business error", "fail":
                     guard case .problem(let p) = v, p.kind == .businessError else { return XCTFail("\(d.preset) \(s.label): \(v)") }
+                case let shape where d.preset == "rest" && FailureShape(rawValue: shape) != nil:
+                    // Each well-known failure shape is read by that shape, and says so in the reason.
+                    guard case .problem(let p) = v, p.reason?.hasSuffix("read as " + shape) == true, p.detail != nil else {
+                        return XCTFail("\(d.preset) \(s.label): \(v)")
+                    }
                 case "HTTP 401":
                     guard case .problem(let p) = v, p.status == 401 else { return XCTFail("\(d.preset) \(s.label): \(v)") }
-                case _ where s.label == "error" || !(200...299).contains(s.status):
+                case _ where s.label == "error" || s.label == "server error" || !(200...299).contains(s.status):
                     guard case .problem(let p) = v, p.kind == .upstreamError else { return XCTFail("\(d.preset) \(s.label): \(v)") }
                 default:
                     switch v {

@@ -320,7 +320,10 @@ final class JudgeTests: XCTestCase {
     func testUpstreamError_whenEnvelopeIsMalformedUsesPeelCode() {
         XCTAssertEqual(
             verdict(#"{"code":1.5,"message":"x"}"#, status: 409),
-            .problem(Problem(kind: .upstreamError, status: 409, code: -104, upstreamStatus: 409)))
+            // Not the dialect's envelope (its code is no code), so read as a bare message; the
+            // fraction is no code either and stays under `upstream`.
+            .problem(Problem(kind: .upstreamError, status: 409, code: -104, detail: "x", upstreamStatus: 409,
+                             upstream: [UpstreamMember(name: "code", raw: Array("1.5".utf8))])))
         XCTAssertEqual(
             verdict(#"{"code":1,"message":2}"#, status: 409),
             .problem(Problem(kind: .upstreamError, status: 409, code: -104, upstreamStatus: 409)))

@@ -1,0 +1,388 @@
+// The error bodies common frameworks answer with, read when the route's dialect reads no envelope
+// from a failure: the message the backend meant for the user, its code, its field errors, and
+// what else it said. shared/DIALECTS.md ("Failure shapes") lists where each shape is documented.
+
+/// A well-known failure body, in the order they are tried: the most specific first.
+public enum FailureShape: String, Sendable, CaseIterable {
+    /// RFC 9457 / RFC 7807 problem details (`application/problem+json`, or `type`/`title` with
+    /// `status`/`detail`); ASP.NET Core's validation problem adds an `errors` map.
+    case problem
+    /// `{"error": {"code", "message", "details"}}`: Google AIP-193, Microsoft REST guidelines, Stripe.
+    case errorObject = "error-object"
+    /// OAuth 2.0 errors (RFC 6749 §5.2, RFC 6750 §3.1): a registered `error` code or `error_description`.
+    case oauth
+    /// Spring Boot's default error attributes (`timestamp`, `status`, `error`, `path`), with binding `errors`.
+    case spring
+    /// go-kratos: `code` (the HTTP status), `reason`, `message`, `metadata`.
+    case kratos
+    /// Flask's documented JSON error handler: `code` (the HTTP status), `name`, `description`.
+    case flask
+    /// FastAPI (pydantic) validation: `detail` is a list of `{loc, msg, type}`.
+    case fastapi
+    /// Laravel and Rails: `errors` maps fields to messages, with Laravel's `message`.
+    case laravel
+    /// NestJS and Fastify: `statusCode`, `message` (a list for class-validator), `error`.
+    case nestjs
+    /// `errors` lists (JSON:API, GraphQL, express-validator): the first error's message and code.
+    case errorsArray = "errors-array"
+    /// Django REST framework: `{"detail": …}`, or a map of fields to message lists.
+    case drf
+    /// A bare `message` (or `msg`) member, with a `code` beside it when there is one.
+    case message
+    /// A bare `error` member that is a string.
+    case error
+}
+
+extension FailureShape {
+    /// A failure body shaped as this shape's frameworks write it, for `peel dialects` and its tests.
+    public var sample: DialectSample {
+        switch self {
+        case .problem:
+            DialectSample(rawValue, ##"{"type":"https://example.com/probs/out-of-credit","title":"You do not have enough credit.","status":403,"detail":"Your current balance is 30, but that costs 50.","instance":"/account/12345/msgs/abc","balance":30}"##, status: 403)
+        case .errorObject:
+            DialectSample(rawValue, ##"{"error":{"code":400,"message":"Invalid book.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"book.title","description":"Title must not be empty."}]}]}}"##, status: 400)
+        case .oauth:
+            DialectSample(rawValue, ##"{"error":"invalid_grant","error_description":"The refresh token has expired"}"##, status: 400)
+        case .spring:
+            DialectSample(rawValue, ##"{"timestamp":"2026-12-05T03:10:00.000+00:00","status":400,"error":"Bad Request","errors":[{"defaultMessage":"must not be blank","objectName":"userDto","field":"email","code":"NotBlank"}],"path":"/api/users"}"##, status: 400)
+        case .kratos:
+            DialectSample(rawValue, ##"{"code":404,"reason":"USER_NOT_FOUND","message":"user 42 not found","metadata":{"uid":"42"}}"##, status: 404)
+        case .flask:
+            DialectSample(rawValue, ##"{"code": 404, "name": "Not Found", "description": "The requested URL was not found on the server."}"##, status: 404)
+        case .fastapi:
+            DialectSample(rawValue, ##"{"detail":[{"type":"missing","loc":["body","email"],"msg":"Field required","input":{}}]}"##, status: 422)
+        case .laravel:
+            DialectSample(rawValue, ##"{"message":"The email field is required.","errors":{"email":["The email field is required."],"items.0.name":["The items.0.name field is required."]}}"##, status: 422)
+        case .nestjs:
+            DialectSample(rawValue, ##"{"message":["email must be an email"],"error":"Bad Request","statusCode":400}"##, status: 400)
+        case .errorsArray:
+            DialectSample(rawValue, ##"{"errors":[{"status":"422","code":"invalid","source":{"pointer":"/data/attributes/firstName"},"detail":"First name must contain at least two characters."}]}"##, status: 422)
+        case .drf:
+            DialectSample(rawValue, ##"{"email":["Enter a valid email address."],"non_field_errors":["The two passwords do not match."]}"##, status: 400)
+        case .message:
+            DialectSample(rawValue, ##"{"message":"This email is already registered","code":"EMAIL_TAKEN"}"##, status: 409)
+        case .error:
+            DialectSample(rawValue, ##"{"error":"Not Found"}"##, status: 404)
+        }
+    }
+}
+
+/// What a failure body said, read by a dialect or by a well-known shape.
+public struct FailureWords: Sendable, Equatable {
+    /// The code as the upstream wrote it.
+    public var code: EnvelopeCode?
+    /// The message the backend meant for the user.
+    public var message: String?
+    /// RFC 9457 `errors`: the finished JSON array, or nil when there were none.
+    public var errors: [UInt8]?
+    /// The members kept byte for byte under `upstream`.
+    public var upstream: [UpstreamMember]
+    /// The shape that read them; nil when the route's dialect did.
+    public var shape: FailureShape?
+
+    /// Creates the words of a failure.
+    public init(code: EnvelopeCode? = nil, message: String? = nil, errors: [UInt8]? = nil, upstream: [UpstreamMember] = [],
+                shape: FailureShape? = nil) {
+        self.code = code
+        self.message = message
+        self.errors = errors
+        self.upstream = upstream
+        self.shape = shape
+    }
+}
+
+/// Reads a failure body by the well-known shapes.
+enum FailureShapes {
+    /// The words of the object spanning `object` in a validated body, by the first shape it
+    /// matches; nil when none does or a member a shape reads appears twice.
+    static func read(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, problemType: Bool) -> FailureWords? {
+        var top = TopMembers(base)
+        guard top.collect(object) else { return nil }
+        return top.read(object, problemType: problemType)
+    }
+}
+
+/// The top-level members of a failure body: every member in order, and the ones shapes read by name.
+private struct TopMembers {
+    /// The names shapes look for.
+    enum Name: Int, CaseIterable {
+        case type, title, status, detail, instance, errors, error, errorDescription, message, msg, code, reason,
+             metadata, timestamp, path, name, description, statusCode
+        var text: String {
+            switch self {
+            case .errorDescription: "error_description"
+            default: String(describing: self)
+            }
+        }
+    }
+
+    let base: UnsafePointer<UInt8>
+    /// Every member: name content (quotes excluded) and value.
+    var all: [(name: Range<Int>, value: Range<Int>)] = []
+    /// Index into `all` of each named member.
+    var slot = [Int](repeating: -1, count: Name.allCases.count)
+    var reader: FieldErrorReader
+
+    init(_ base: UnsafePointer<UInt8>) {
+        self.base = base
+        reader = FieldErrorReader(base)
+    }
+
+    static let names: [[UInt8]] = Name.allCases.map { Array($0.text.utf8) }
+
+    /// Records the members; false when a named one appears twice (which one the backend meant is unknown).
+    mutating func collect(_ object: Range<Int>) -> Bool {
+        var ok = true
+        ValidJSON.walk(base, object) { nameStart, nameEnd, value in
+            let n = nameEnd &- nameStart
+            let name = UnsafeBufferPointer(start: self.base + nameStart, count: n)
+            for (k, candidate) in TopMembers.names.enumerated() where candidate.count == n && candidate.elementsEqual(name) {
+                guard self.slot[k] < 0 else {
+                    ok = false
+                    return false
+                }
+                self.slot[k] = self.all.count
+            }
+            self.all.append((nameStart..<nameEnd, value))
+            return true
+        }
+        return ok
+    }
+
+    func value(_ n: Name) -> Range<Int>? { slot[n.rawValue] < 0 ? nil : all[slot[n.rawValue]].value }
+    func isString(_ r: Range<Int>?) -> Bool { r.map { base[$0.lowerBound] == UInt8(ascii: "\"") } ?? false }
+    func isNumber(_ r: Range<Int>?) -> Bool {
+        r.map { base[$0.lowerBound] == UInt8(ascii: "-") || base[$0.lowerBound] &- UInt8(ascii: "0") < 10 } ?? false
+    }
+    func isObject(_ r: Range<Int>?) -> Bool { r.map { base[$0.lowerBound] == UInt8(ascii: "{") } ?? false }
+    func isArray(_ r: Range<Int>?) -> Bool { r.map { base[$0.lowerBound] == UInt8(ascii: "[") } ?? false }
+    /// A non-empty string's text.
+    func message(_ r: Range<Int>?) -> String? {
+        guard let r, isString(r), r.count > 2 else { return nil }
+        return Envelope.string(base, r)
+    }
+    /// A code member: a string as written, an integer within 64 bits; nil for anything else.
+    func code(_ r: Range<Int>?) -> EnvelopeCode? {
+        guard let r else { return nil }
+        if isString(r) { return .string(Envelope.string(base, r)) }
+        guard isNumber(r), let n = Envelope.integer(UnsafeBufferPointer(start: base + r.lowerBound, count: r.count)) else { return nil }
+        return .integer(n)
+    }
+
+    /// The members not taken, byte for byte, for `upstream`.
+    func kept(except taken: [Name]) -> [UpstreamMember] {
+        let skip = Set(taken.compactMap { slot[$0.rawValue] < 0 ? nil : slot[$0.rawValue] })
+        var out: [UpstreamMember] = []
+        for (k, m) in all.enumerated() where !skip.contains(k) {
+            let name = Envelope.string(base, (m.name.lowerBound &- 1)..<(m.name.upperBound &+ 1))
+            out.append(UpstreamMember(name: name, raw: Array(UnsafeBufferPointer(start: base + m.value.lowerBound, count: m.value.count))))
+        }
+        return out
+    }
+
+    /// The words, with the message taken from the first field error when the shape has none. A
+    /// member leaves `upstream` only when Peel took something from it: the code, the message, the
+    /// field errors, or a status the upstream status already says (`mirrors`).
+    func words(_ shape: FailureShape, code: EnvelopeCode?, codeFrom: [Name] = [], message: String?, messageFrom: [Name] = [],
+               errors: FieldErrorList? = nil, errorsFrom: [Name] = [], mirrors: [Name] = []) -> FailureWords {
+        var text = message
+        if text == nil, let first = errors?.firstDetail, first.count > 2 { text = Envelope.string(base, first) }
+        var taken = mirrors
+        if code != nil { taken += codeFrom }
+        if message != nil { taken += messageFrom }
+        if let errors, errors.count > 0 { taken += errorsFrom }
+        return FailureWords(code: code, message: text, errors: errors?.finished(), upstream: kept(except: taken), shape: shape)
+    }
+
+    /// OAuth 2.0 error codes: RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1.
+    static let oauthCodes: Set<String> = [
+        "invalid_request", "invalid_client", "invalid_grant", "unauthorized_client", "unsupported_grant_type",
+        "invalid_scope", "access_denied", "unsupported_response_type", "server_error", "temporarily_unavailable",
+        "invalid_token", "insufficient_scope",
+    ]
+
+    mutating func read(_ object: Range<Int>, problemType: Bool) -> FailureWords? {
+        // RFC 9457 §3: `type` and `title` identify a problem; `status` and `detail` accompany them.
+        let type = value(.type), title = value(.title), detail = value(.detail), status = value(.status)
+        if problemType || (isString(type) && (isString(title) || isString(detail))) || (isString(title) && isNumber(status)) {
+            return problem()
+        }
+        let error = value(.error)
+        if isObject(error), let e = error, reader.member(e, ["message", "code", "status"]) != nil { return errorObject(e) }
+        if isString(error), let e = error,
+           value(.errorDescription) != nil || TopMembers.oauthCodes.contains(Envelope.string(base, e)) {
+            return words(.oauth, code: code(error), codeFrom: [.error], message: message(value(.errorDescription)),
+                         messageFrom: [.errorDescription])
+        }
+        if value(.timestamp) != nil && isNumber(status) && value(.path) != nil { return spring() }
+        if isString(value(.reason)) && isNumber(value(.code)) && value(.message) != nil {
+            // kratos' numeric `code` is the HTTP status again; its `reason` is the code.
+            return words(.kratos, code: code(value(.reason)), codeFrom: [.reason], message: message(value(.message)),
+                         messageFrom: [.message], mirrors: [.code])
+        }
+        if isString(value(.description)) && isString(value(.name)) && isNumber(value(.code)) {
+            // Flask's `code` is the HTTP status again.
+            return words(.flask, code: nil, message: message(value(.description)), messageFrom: [.description], mirrors: [.code])
+        }
+        if isArray(detail), let d = detail {
+            var r = reader
+            r.list(d)
+            return words(.fastapi, code: nil, message: nil, errors: r.list, errorsFrom: [.detail])
+        }
+        if isObject(value(.errors)), let e = value(.errors) {
+            var r = reader
+            r.map(e, dotted: true, nonField: false)
+            return words(.laravel, code: code(value(.code)), codeFrom: [.code], message: message(value(.message)),
+                         messageFrom: [.message], errors: r.list, errorsFrom: [.errors])
+        }
+        if isNumber(value(.statusCode)), let m = value(.message) {
+            var r = reader
+            if isArray(m) { r.messages(m, place: .none) }
+            return words(.nestjs, code: code(value(.code)), codeFrom: [.code], message: message(m), messageFrom: [.message],
+                         errors: r.list, errorsFrom: [.message], mirrors: [.statusCode])
+        }
+        if isArray(value(.errors)), let e = value(.errors), let first = firstElement(e), isObject(first) {
+            return errorsArray(e, first)
+        }
+        if isString(detail) {
+            return words(.drf, code: code(value(.code)), codeFrom: [.code], message: message(detail), messageFrom: [.detail])
+        }
+        if let m = message(value(.message)) {
+            return words(.message, code: code(value(.code)), codeFrom: [.code], message: m, messageFrom: [.message])
+        }
+        if let m = message(value(.msg)) {
+            return words(.message, code: code(value(.code)), codeFrom: [.code], message: m, messageFrom: [.msg])
+        }
+        if isString(error) {
+            return words(.error, code: code(value(.code)), codeFrom: [.code], message: message(error), messageFrom: [.error])
+        }
+        return drfFieldMap(object)
+    }
+
+    /// An RFC 9457 problem: `detail`, else `title`, is the message; its own `errors` array is kept
+    /// as it is (§3), an `errors` map (ASP.NET Core's validation problem) is converted; `status`
+    /// is the upstream status again.
+    func problem() -> FailureWords {
+        let detail = message(value(.detail))
+        let text = detail ?? message(value(.title))
+        var taken: [Name] = [.status]
+        if text != nil { taken.append(detail == nil ? .title : .detail) }
+        let code = code(value(.code))
+        if code != nil { taken.append(.code) }
+        var errors: [UInt8]?
+        var first: String?
+        if let e = value(.errors) {
+            if isArray(e) {
+                errors = Array(UnsafeBufferPointer(start: base + e.lowerBound, count: e.count))
+                taken.append(.errors)
+            } else if isObject(e) {
+                var r = reader
+                r.map(e, dotted: true, nonField: false)
+                if let f = r.list.finished() {
+                    errors = f
+                    taken.append(.errors)
+                    first = r.list.firstDetail.map { Envelope.string(base, $0) }
+                }
+            }
+        }
+        return FailureWords(code: code, message: text ?? first, errors: errors, upstream: kept(except: taken), shape: .problem)
+    }
+
+    /// `{"error": {…}}`: the code is the error's string code where it has one (Google's `status`,
+    /// Microsoft's `code`), else its number; field errors from Google's `BadRequest` details, from
+    /// Microsoft's details' `target`, or Stripe's `param`. The error's other members are kept, then
+    /// the body's own beside it.
+    func errorObject(_ e: Range<Int>) -> FailureWords {
+        var r = reader
+        var inner: [(name: Range<Int>, value: Range<Int>)] = []
+        ValidJSON.walk(base, e) { s, t, v in
+            inner.append((s..<t, v))
+            return true
+        }
+        func find(_ name: String) -> Int? {
+            inner.firstIndex { name.utf8.elementsEqual(UnsafeBufferPointer(start: base + $0.name.lowerBound, count: $0.name.count)) }
+        }
+        var taken: Set<Int> = []
+        let messageAt = find("message")
+        let text = messageAt.flatMap { message(inner[$0].value) }
+        if let k = messageAt, text != nil { taken.insert(k) }
+        var code: EnvelopeCode?
+        if let k = find("status"), isString(inner[k].value) {
+            code = self.code(inner[k].value)
+            taken.insert(k)
+        } else if let k = find("code"), let c = self.code(inner[k].value) {
+            code = c
+            taken.insert(k)
+        }
+        if let k = find("details"), isArray(inner[k].value) {
+            ValidJSON.elements(base, inner[k].value) { item in
+                guard self.isObject(item) else { return true }
+                if let violations = r.member(item, ["fieldViolations", "field_violations"]), self.isArray(violations) {
+                    r.list(violations, messageKey: "description", fieldKey: "field")
+                }
+                return true
+            }
+            if r.list.count == 0 { r.list(inner[k].value, messageKey: "message", fieldKey: "target", requirePlace: true) }
+            if r.list.count > 0 { taken.insert(k) }
+        }
+        if r.list.count == 0, let p = find("param"), let m = messageAt, text != nil, isString(inner[p].value) {
+            // Stripe: the parameter the error is about (`card[number]`), with the error's message.
+            r.list.push(base, name: reader.content(inner[p].value), dotted: true)
+            r.list.add(base, detail: inner[m].value, place: .pointer)
+            taken.insert(p)
+        }
+        var upstream: [UpstreamMember] = []
+        for (k, m) in inner.enumerated() where !taken.contains(k) {
+            upstream.append(UpstreamMember(name: Envelope.string(base, (m.name.lowerBound &- 1)..<(m.name.upperBound &+ 1)),
+                                           raw: Array(UnsafeBufferPointer(start: base + m.value.lowerBound, count: m.value.count))))
+        }
+        upstream += kept(except: [.error])
+        return FailureWords(code: code, message: text, errors: r.list.finished(), upstream: upstream, shape: .errorObject)
+    }
+
+    /// Spring Boot: `message` when the application includes it, else the reason phrase in `error`;
+    /// binding `errors` with `field` and `defaultMessage`.
+    func spring() -> FailureWords {
+        var r = reader
+        if isArray(value(.errors)), let e = value(.errors) { r.list(e) }
+        if let m = message(value(.message)) {
+            return words(.spring, code: nil, message: m, messageFrom: [.message], errors: r.list, errorsFrom: [.errors],
+                         mirrors: [.status])
+        }
+        return words(.spring, code: nil, message: message(value(.error)), messageFrom: [.error], errors: r.list,
+                     errorsFrom: [.errors], mirrors: [.status])
+    }
+
+    /// JSON:API, GraphQL and express-validator lists: the first error's message and code; field
+    /// errors from each error that names its place.
+    func errorsArray(_ e: Range<Int>, _ first: Range<Int>) -> FailureWords {
+        var r = reader
+        r.list(e, requirePlace: true)
+        let text = r.member(first, ["message", "detail", "title", "msg"]).flatMap(message)
+        var code = r.member(first, ["code"]).flatMap(self.code)
+        if code == nil, let ext = r.member(first, ["extensions"]), isObject(ext) { code = r.member(ext, ["code"]).flatMap(self.code) }
+        var w = words(.errorsArray, code: code, message: text, mirrors: [.errors])
+        w.errors = r.list.finished()
+        return w
+    }
+
+    /// DRF's serializer errors: every member a list of messages or a nested map; `non_field_errors`
+    /// points nowhere.
+    func drfFieldMap(_ object: Range<Int>) -> FailureWords? {
+        var r = reader
+        guard r.isFieldMap(object) else { return nil }
+        r.map(object, dotted: false, nonField: true)
+        guard r.list.count > 0 else { return nil }
+        let text = r.list.firstDetail.map { Envelope.string(base, $0) }
+        return FailureWords(code: nil, message: text, errors: r.list.finished(), upstream: [], shape: .drf)
+    }
+
+    func firstElement(_ array: Range<Int>) -> Range<Int>? {
+        var first: Range<Int>?
+        ValidJSON.elements(base, array) { v in
+            first = v
+            return false
+        }
+        return first
+    }
+}
