@@ -7,8 +7,8 @@ final class CompiledDialect: Sendable {
     let scope: NameTable
     /// Pattern dialects: the top-level names (the failure member, then the suffix's slot).
     let outer: NameTable?
-    /// Slot of the code path's head.
-    let code: Int?
+    /// Slot of each code path's head.
+    let codes: [Int]
     /// Slot of the success rule's member.
     let rule: Int?
     /// Slot of each message path's head.
@@ -17,6 +17,10 @@ final class CompiledDialect: Sendable {
     let payload: Int?
     /// Slot of each extra's head.
     let extras: [Int]
+    /// Slot of the auth flag's head.
+    let authFlag: Int?
+    /// Slots of the members a rest-of-object answer leaves out (`Dialect.roleHeads`).
+    let cuts: [Int]
 
     /// The default dialect's, shared by every configuration that keeps it.
     static let peel = CompiledDialect(.peel)
@@ -26,10 +30,12 @@ final class CompiledDialect: Sendable {
         let names = d.scopeNames
         let slot = { (name: String) in names.firstIndex(of: name) }
         scope = NameTable(names)
-        code = d.code.flatMap { slot($0.head) }
+        codes = d.codes.map { slot($0.head)! }
         rule = d.success.member.flatMap(slot)
         messages = d.messages.map { slot($0.head)! }
         extras = d.extras.map { slot($0.head)! }
+        authFlag = d.authFlag.map { slot($0.head)! }
+        cuts = d.roleHeads.map { slot($0)! }.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
         if case .member(let p) = d.payload { payload = slot(p.head) } else { payload = nil }
         if case .pattern(let suffix, let failure) = d.payload {
             outer = NameTable(failure.map { [$0] } ?? [], suffix: suffix)
@@ -83,6 +89,8 @@ struct Envelope {
     var judgement: Judgement
     /// The envelope object's bounds in the body (an Alipay `*_response` object's, for a pattern).
     var object: Range<Int>
+    /// Whether the dialect's auth flag is `true` (ABP's `unAuthorizedRequest`).
+    var authFlagged = false
 
     /// An envelope, or why the body is not one (nil: the scan refused it, and the slow walk says why).
     enum Reading {
@@ -110,7 +118,9 @@ struct Envelope {
             }
             object = span.value
             guard let inner = compiled.scope.with({ ValidJSON.members(base, object, $0) }) else {
-                return .malformed("duplicate envelope member in \(memberName(base, span))")
+                let slot = compiled.scope.with { ValidJSON.duplicate(base, object, $0) }
+                let name = slot.map { compiled.dialect.scopeNames[$0] } ?? "?"
+                return .malformed("duplicate member \"\(memberName(base, span)).\(name)\"")
             }
             members = inner
         }
@@ -208,7 +218,8 @@ struct EnvelopeReader {
         let message = try readMessage()
         var extras: [UpstreamMember] = []
         for (k, path) in dialect.extras.enumerated() {
-            if let r = try value(path, slot: compiled.extras[k]) {
+            // `null` is absence here too: ABP's `"targetUrl":null` says nothing.
+            if let r = try value(path, slot: compiled.extras[k]), base[r.lowerBound] != UInt8(ascii: "n") {
                 extras.append(UpstreamMember(name: path.description, raw: Array(UnsafeBufferPointer(start: base + r.lowerBound, count: r.count))))
             }
         }
@@ -218,18 +229,33 @@ struct EnvelopeReader {
         case false?: judgement = .failure
         case nil: judgement = .error
         }
-        return Envelope(code: code, message: message, extras: extras, judgement: judgement, object: object)
+        var flagged = false
+        if let path = dialect.authFlag, let r = try value(path, slot: compiled.authFlag) {
+            // Only `true` says so: ABP writes `false` on every other answer.
+            flagged = base[r.lowerBound] == UInt8(ascii: "t")
+        }
+        return Envelope(code: code, message: message, extras: extras, judgement: judgement, object: object, authFlagged: flagged)
     }
 
-    /// The raw value at `path`, whose head is in `slot`; nil when absent. A step into a value that
-    /// is not an object is a fault when `strict` (the payload's path: its bytes would be lost),
-    /// else the member is absent (`error.code` when `error` is `false` or a string).
+    /// The raw value at `path`, whose head is in `slot`; nil when absent. A step into a value of
+    /// the wrong kind is a fault when `strict` (the payload's path: its bytes would be lost), else
+    /// the member is absent (`error.code` when `error` is `false` or a string); so is an index past
+    /// an array's end.
     func value(_ path: MemberPath, slot: Int?, strict: Bool = false) throws(EnvelopeFault) -> Range<Int>? {
         guard let slot, let span = members.pointee[slot] else { return nil }
         var r = span.value
         for (k, step) in path.steps.enumerated().dropFirst() {
             // `"error": null` holds no `error.code`: null is absence (Strapi sends `"data": null`).
             if base[r.lowerBound] == UInt8(ascii: "n") { return nil }
+            if let index = path.index(k) {
+                guard base[r.lowerBound] == UInt8(ascii: "[") else {
+                    if !strict { return nil }
+                    throw EnvelopeFault(reason: "\(path.steps[..<k].joined(separator: ".")) is not an array")
+                }
+                guard let element = ValidJSON.element(base, r, index) else { return nil }
+                r = element
+                continue
+            }
             guard base[r.lowerBound] == UInt8(ascii: "{") else {
                 if !strict { return nil }
                 throw EnvelopeFault(reason: "\(path.steps[..<k].joined(separator: ".")) is not an object")
@@ -243,17 +269,21 @@ struct EnvelopeReader {
         return r
     }
 
+    /// The first present code among the dialect's code paths.
     func readCode() throws(EnvelopeFault) -> EnvelopeCode? {
-        guard let path = dialect.code, let r = try value(path, slot: compiled.code) else { return nil }
-        let first = base[r.lowerBound]
-        // Jackson and most serialisers write an unset code as null: it is absent.
-        if first == UInt8(ascii: "n") { return nil }
-        if first == UInt8(ascii: "\"") { return .string(Envelope.string(base, r)) }
-        if first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10,
-           let n = Envelope.integer(UnsafeBufferPointer(start: base + r.lowerBound, count: r.count)) {
-            return .integer(n)
+        for (k, path) in dialect.codes.enumerated() {
+            guard let r = try value(path, slot: compiled.codes[k]) else { continue }
+            let first = base[r.lowerBound]
+            // Jackson and most serialisers write an unset code as null: it is absent.
+            if first == UInt8(ascii: "n") { continue }
+            if first == UInt8(ascii: "\"") { return .string(Envelope.string(base, r)) }
+            if first == UInt8(ascii: "-") || first &- UInt8(ascii: "0") < 10,
+               let n = Envelope.integer(UnsafeBufferPointer(start: base + r.lowerBound, count: r.count)) {
+                return .integer(n)
+            }
+            throw EnvelopeFault(reason: "\(path) is not an integer or a string")
         }
-        throw EnvelopeFault(reason: "\(path) is not an integer or a string")
+        return nil
     }
 
     func readMessage() throws(EnvelopeFault) -> String? {
@@ -273,7 +303,7 @@ struct EnvelopeReader {
     func succeeded(_ code: EnvelopeCode?) throws(EnvelopeFault) -> Bool? {
         switch dialect.success {
         case .code:
-            guard let code else { throw EnvelopeFault(reason: "\(dialect.code!) missing") }
+            guard let code else { throw EnvelopeFault(reason: dialect.codes.map(\.description).joined(separator: " or ") + " missing") }
             return dialect.successCodes.contains(code)
         case .codeOrAbsent:
             guard let code else { return true }
@@ -321,24 +351,30 @@ struct EnvelopeReader {
     /// What a success sends: the payload member, or the rest of the object (SPEC: no byte dropped
     /// without a rule), or nothing when the envelope holds only its own members.
     func payload() throws(EnvelopeFault) -> Payload {
-        // Members the dialect does not name.
-        let others = members.pointee.count - members.pointee.found
         guard case .member(let path) = dialect.payload else { return rest(keeping: nil) }
         if let r = try value(path, slot: compiled.payload, strict: true) {
-            if others > 0 && dialect.siblings == .keep { return rest(keeping: compiled.payload) }
+            if dialect.siblings == .keep && others() > 0 { return rest(keeping: compiled.payload) }
             return .range(r)
         }
         // A path's head without its last step (`result` without `result.data`) is not the
         // payload, so it stays in the rest like any member the dialect does not name.
         if let slot = compiled.payload, members.pointee[slot] != nil { return rest(keeping: slot) }
-        return others > 0 ? rest(keeping: nil) : .none
+        return others() > 0 ? rest(keeping: nil) : .none
+    }
+
+    /// How many members a rest-of-object answer would hold besides the payload member.
+    func others() -> Int {
+        var taken = 0
+        for k in compiled.cuts where members.pointee[k] != nil { taken &+= 1 }
+        if let p = compiled.payload, !compiled.cuts.contains(p), members.pointee[p] != nil { taken &+= 1 }
+        return members.pointee.count &- taken
     }
 
     /// The object minus every envelope member but `kept`, each remaining member's bytes verbatim
     /// and in the upstream's order; the object's own bytes when nothing is taken out.
     func rest(keeping kept: Int?) -> Payload {
         var cuts: [Range<Int>] = []
-        for k in 0..<Dialect.maxNames + 1 where k != kept {
+        for k in compiled.cuts where k != kept {
             if let s = members.pointee[k] { cuts.append(s.keyStart..<s.value.upperBound) }
         }
         if cuts.isEmpty { return members.pointee.count == 0 ? .none : .range(object) }

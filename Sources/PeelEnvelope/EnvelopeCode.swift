@@ -49,23 +49,32 @@ public enum EnvelopeCode: Hashable, Sendable, CustomStringConvertible, Expressib
 }
 
 /// A list of codes. An integer matches the same integer and a string holding exactly its decimal
-/// text (`0` matches `0` and `"0"`); a string matches that exact string only.
+/// text (`0` matches `0` and `"0"`); a string matches that exact string only; a string ending with
+/// `*` is a prefix and matches every string code that starts with what comes before it
+/// (`"AuthFailure.*"`: Tencent Cloud's dozen `AuthFailure.…` codes). Names compare by code units.
 public struct CodeSet: Hashable, Sendable {
     /// Integer members.
     public private(set) var integers: Set<Int64> = []
     /// String members.
     public private(set) var strings: Set<String> = []
+    /// Prefixes of string members, without their `*`.
+    public private(set) var prefixes: Set<String> = []
 
     /// Creates a set from codes.
     public init(_ codes: [EnvelopeCode] = []) {
         for code in codes { insert(code) }
     }
 
-    /// Adds a code.
+    /// Adds a code; a string ending with `*` adds a prefix.
     public mutating func insert(_ code: EnvelopeCode) {
         switch code {
         case .integer(let n): integers.insert(n)
-        case .string(let s): strings.insert(s)
+        case .string(let s):
+            if s.utf8.last == UInt8(ascii: "*") {
+                prefixes.insert(String(s.dropLast()))
+            } else {
+                strings.insert(s)
+            }
         }
     }
 
@@ -76,6 +85,7 @@ public struct CodeSet: Hashable, Sendable {
             return integers.contains(n)
         case .string(let s):
             if strings.contains(s) { return true }
+            if !prefixes.isEmpty && prefixes.contains(where: { s.utf8.starts(with: $0.utf8) }) { return true }
             guard !integers.isEmpty, let n = code.integerValue else { return false }
             return integers.contains(n)
         }
@@ -87,15 +97,26 @@ public struct CodeSet: Hashable, Sendable {
         // "200" in one set and 200 in the other both match an upstream "200".
         let crossA = strings.contains { s in EnvelopeCode.string(s).integerValue.map(other.integers.contains) ?? false }
         let crossB = other.strings.contains { s in EnvelopeCode.string(s).integerValue.map(integers.contains) ?? false }
-        return !crossA && !crossB
+        return !crossA && !crossB && !overlapsByPrefix(other) && !other.overlapsByPrefix(self)
+    }
+
+    /// Whether one of this set's prefixes matches a code the other set matches: a string of its, an
+    /// integer's decimal text (an upstream `"401"` matches `401`), or every code of one of its
+    /// prefixes (one prefix starts with the other).
+    private func overlapsByPrefix(_ other: CodeSet) -> Bool {
+        prefixes.contains { p in
+            other.strings.contains { $0.utf8.starts(with: p.utf8) }
+                || other.integers.contains { String($0).utf8.starts(with: p.utf8) }
+                || other.prefixes.contains { $0.utf8.starts(with: p.utf8) || p.utf8.starts(with: $0.utf8) }
+        }
     }
 
     /// Whether the set is empty.
-    public var isEmpty: Bool { integers.isEmpty && strings.isEmpty }
+    public var isEmpty: Bool { integers.isEmpty && strings.isEmpty && prefixes.isEmpty }
 
-    /// Members in a stable order: integers ascending, then strings.
+    /// Members in a stable order: integers ascending, then strings, then prefixes as written (`"AuthFailure.*"`).
     public var sorted: [EnvelopeCode] {
-        integers.sorted().map { .integer($0) } + strings.sorted().map { .string($0) }
+        integers.sorted().map { .integer($0) } + strings.sorted().map { .string($0) } + prefixes.sorted().map { .string($0 + "*") }
     }
 
     /// The set as a JSON array.

@@ -46,7 +46,7 @@ public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UI
     case .failure:
         let errors = fieldErrors(envelope, body, compiled.dialect)
         // Success is decided first, so a code listed as both success and auth still succeeds.
-        if isAuth(envelope, compiled.dialect) {
+        if isAuthExpired(envelope, status: status, compiled) {
             return (.problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status,
                                                     extras: envelope.extras, errors: errors), config: config)), envelope.code)
         }
@@ -54,7 +54,7 @@ public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UI
                                                     extras: envelope.extras, errors: errors), config: config)), envelope.code)
     case .error:
         let errors = fieldErrors(envelope, body, compiled.dialect)
-        if isAuth(envelope, compiled.dialect) {
+        if isAuthExpired(envelope, status: status, compiled) {
             return (.problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status,
                                                     extras: envelope.extras, errors: errors), config: config)), envelope.code)
         }
@@ -64,10 +64,12 @@ public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UI
     }
 }
 
-/// Whether an envelope's failure means the user must sign in again.
-private func isAuth(_ envelope: Envelope, _ dialect: Dialect) -> Bool {
-    guard let code = envelope.code else { return false }
-    return dialect.authCodes.contains(code)
+/// Whether a failure means the user must sign in again: its code is an auth code, or the dialect's
+/// auth flag is set on an answer other than a 403 (ABP sets it for a missing permission too).
+func isAuthExpired(_ envelope: Envelope, status: Int, _ compiled: CompiledDialect) -> Bool {
+    // Through the shared reference: a copy of the dialect costs a retain per array.
+    if let code = envelope.code, compiled.dialect.authCodes.contains(code) { return true }
+    return envelope.authFlagged && status != 403
 }
 
 /// A 2xx under the `status` rule: any JSON text is the answer byte for byte (a BOM aside, RFC 8259
@@ -101,9 +103,9 @@ private func failure(_ answer: UpstreamAnswer, _ reading: Envelope.Reading?, _ b
     var read = false
     if case .envelope(let e)? = reading, e.code != nil || e.message != nil {
         words = FailureWords(code: e.code, message: e.message, errors: fieldErrors(e, body, dialect), upstream: e.extras)
-        if let code = e.code, dialect.authCodes.contains(code) {
-            return (.problem(problem(for: .authCode(code, message: e.message, upstreamStatus: status, extras: e.extras,
-                                                    errors: words.errors), config: config)), code)
+        if isAuthExpired(e, status: status, config.compiled) {
+            return (.problem(problem(for: .authCode(e.code, message: e.message, upstreamStatus: status, extras: e.extras,
+                                                    errors: words.errors), config: config)), e.code)
         }
     } else if let shaped = readShapes(answer, body, config, checked: reading.map(scanned) ?? false) {
         words = shaped

@@ -5,7 +5,7 @@ public enum Outcome: Sendable, Equatable {
     // What the upstream's answer said (decided by `judge`).
     /// A 2xx whose body is not a well-formed envelope.
     case malformedEnvelope(upstreamStatus: Int, reason: String? = nil)
-    /// The envelope code is an auth code, or the upstream answered 401: the client's token expired.
+    /// The envelope code is an auth code, its auth flag is set (unless 403), or the upstream answered 401: the client's token expired.
     case authCode(EnvelopeCode?, message: String?, upstreamStatus: Int, extras: [UpstreamMember] = [], errors: [UInt8]? = nil)
     /// The envelope says the call failed, with its code when it has one.
     case businessCode(EnvelopeCode?, message: String?, upstreamStatus: Int, extras: [UpstreamMember] = [], errors: [UInt8]? = nil)

@@ -151,7 +151,8 @@ extension ScanCore {
             k &+= 1
         }
         let suffix = names.suffix
-        if !suffix.isEmpty && name.count > suffix.count
+        // `*Response` also matches `Response` itself (Tencent Cloud API 3.0): the name ends that way.
+        if !suffix.isEmpty && name.count >= suffix.count
             && equal(name.baseAddress! + (name.count - suffix.count), suffix.baseAddress!, suffix.count)
         {
             return Field(names.count &+ 1)

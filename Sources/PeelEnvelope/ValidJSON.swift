@@ -141,12 +141,43 @@ enum ValidJSON {
         return ok ? top.members : nil
     }
 
+    /// The slot of the first envelope member that appears twice in the object spanning `object`.
+    static func duplicate(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, _ names: EnvelopeNames) -> Int? {
+        var top = ScanCore.TopLevel(names: names)
+        var slot: Int?
+        walk(base, object) { nameStart, nameEnd, value in
+            top.begin(base, nameStart, nameEnd)
+            let field = top.field
+            top.fieldStart = value.lowerBound
+            if top.end(value.upperBound) { return true }
+            slot = Int(field) - 1
+            return false
+        }
+        return slot
+    }
+
     /// The value of the member named `name` in the object spanning `object`.
     static func member(_ base: UnsafePointer<UInt8>, _ object: Range<Int>, _ name: String) -> Lookup {
         NameTable([name]).with { names in
             guard let found = members(base, object, names) else { return .duplicate }
             return found[0].map { .found($0.value) } ?? .absent
         }
+    }
+
+    /// The element at `index` of the array spanning `array`; nil when the array is shorter.
+    static func element(_ base: UnsafePointer<UInt8>, _ array: Range<Int>, _ index: Int) -> Range<Int>? {
+        let n = array.upperBound
+        var i = ScanCore.skipWhitespace(base, n, array.lowerBound &+ 1)
+        var k = 0
+        while base[i] != UInt8(ascii: "]") {
+            let valueEnd = end(base, n, i)
+            if k == index { return i..<valueEnd }
+            i = ScanCore.skipWhitespace(base, n, valueEnd)
+            guard base[i] == UInt8(ascii: ",") else { return nil }
+            i = ScanCore.skipWhitespace(base, n, i &+ 1)
+            k &+= 1
+        }
+        return nil
     }
 
     /// Calls `visit(nameStart, nameEnd, value)` for each member of the object spanning `object`

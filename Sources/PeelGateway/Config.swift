@@ -112,6 +112,8 @@ public struct GatewayConfig: Sendable {
     var dialectChoice = Dialect.peel
     /// What the field and code options change in the chosen dialect.
     var dialectOverrides = DialectOverrides()
+    /// Where the `dialect` option was set, so a dialect error names the key that set the part.
+    var dialectOrigin = DialectOrigin(option: "--dialect", object: false)
     /// Largest client request body in bytes (default 10 MiB).
     public var maxBody: Int = 10_485_760
     /// Largest upstream response body in bytes (default 64 MiB).

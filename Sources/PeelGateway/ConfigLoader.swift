@@ -86,23 +86,7 @@ public enum ConfigLoader {
         if c.probeTimeout > c.probeInterval * 10 {
             throw ConfigError(option: "--probe-timeout", problem: "must not exceed ten probe intervals")
         }
-        if !c.envelope.dialect.successCodes.isDisjoint(with: c.envelope.dialect.authCodes) {
-            throw ConfigError(option: "--auth-codes", problem: "overlaps --success-codes")
-        }
-        if let (part, why) = c.envelope.dialect.problem() {
-            // Name the option the user gave for that part, if any, else the dialect itself.
-            let o = c.dialectOverrides
-            let option: String
-            switch part {
-            case .code where o.code != nil: option = "--code-field"
-            case .message where o.message != nil: option = "--message-field"
-            case .payload where o.data != nil: option = "--data-field"
-            case .codes where o.authCodes != nil: option = "--auth-codes"
-            case .codes where o.successCodes != nil: option = "--success-codes"
-            default: option = "--dialect"
-            }
-            throw ConfigError(option: option, problem: why)
-        }
+        try DialectConfig.check(c.envelope.dialect, c.dialectOrigin, overrides: c.dialectOverrides)
         // The Fetch standard refuses a credentialed answer that allows every origin (Fetch §3.2.5).
         if c.corsCredentials && c.corsOrigins.contains("*") {
             throw ConfigError(option: "--cors-credentials", problem: "cannot be used with --cors-origins *")

@@ -159,7 +159,9 @@ extension ConfigLoader {
     /// A member name or dotted path.
     static func memberPath(_ v: ConfigValue, _ o: String) throws(ConfigError) -> MemberPath {
         let t = try nonEmpty(v, o)
-        guard let p = MemberPath(dotted: t) else { throw ConfigError(option: o, problem: "\(t) is not a member name or a dotted path") }
+        guard let p = MemberPath(dotted: t) else {
+            throw ConfigError(option: o, problem: "\(t) is not a member name or a dotted path: \(MemberPath.refusal(t) ?? "")")
+        }
         return p
     }
 

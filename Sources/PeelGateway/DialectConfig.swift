@@ -1,23 +1,6 @@
 import Foundation
 import PeelEnvelope
 
-/// A change to a code list: a list replaces the dialect's, a list that starts with `+` adds to it.
-enum CodeListChange: Sendable, Equatable {
-    case replace([EnvelopeCode])
-    case add([EnvelopeCode])
-
-    /// The list after the change.
-    func applied(to base: CodeSet) -> CodeSet {
-        switch self {
-        case .replace(let codes): return CodeSet(codes)
-        case .add(let codes):
-            var set = base
-            for c in codes { set.insert(c) }
-            return set
-        }
-    }
-}
-
 /// What the field and code options (`--code-field`, `--success-codes`, …) change in the chosen
 /// dialect. They apply after `dialect`, whichever source set either, so that `--dialect ruoyi
 /// --auth-codes +403` means RuoYi's dialect with one more auth code.
@@ -28,6 +11,8 @@ struct DialectOverrides: Sendable, Equatable {
     var successCodes: CodeListChange?
     var authCodes: CodeListChange?
     var codeStatus: CodeStatusMap?
+    /// Where each change came from (`--auth-codes`, `peel.json: auth_codes`), by the dialect key it changes.
+    var origins: [String: String] = [:]
 
     /// The dialect with these changes.
     func applied(to base: Dialect) -> Dialect {
@@ -42,8 +27,30 @@ struct DialectOverrides: Sendable, Equatable {
     }
 }
 
+/// Where a dialect was described: the option or key path (`--dialect`, `peel.json: routes[1].dialect`),
+/// and whether it was an object whose keys can be named (`peel.json: dialect.success_codes`).
+struct DialectOrigin: Sendable, Equatable {
+    var option: String
+    var object: Bool
+
+    /// The key path of one of its parts.
+    func at(_ part: Dialect.Part) -> String {
+        guard object, let key = part.key else { return option }
+        return "\(option).\(key)"
+    }
+}
+
 /// Reads dialects and codes from flags, the environment and the config file, and shows them.
 enum DialectConfig {
+    /// Refuses a dialect that cannot work or holds a setting that can never take effect, naming
+    /// the option or key that set the part at fault: a field or code option when one changed it,
+    /// else the dialect's own key path.
+    static func check(_ d: Dialect, _ origin: DialectOrigin, overrides: DialectOverrides? = nil) throws(ConfigError) {
+        guard let (part, why) = d.problem() else { return }
+        let option = part.key.flatMap { overrides?.origins[$0] } ?? origin.at(part)
+        throw ConfigError(option: option, problem: why)
+    }
+
     /// The presets' names, for errors.
     static var presetNames: String { Dialect.presets.map(\.preset).joined(separator: ", ") }
 
@@ -80,17 +87,12 @@ enum DialectConfig {
             switch member.name {
             case "preset": break
             case "code":
-                d.code = value == .null ? nil : try path(value, at)
+                d.codes = try paths(value, at, orNull: true)
             case "success": d.success = try success(value, at)
             case "success_codes": d.successCodes = try codes(ConfigLoader.fileValue(value) ?? .array([]), at).applied(to: d.successCodes)
-            case "auth_codes": d.authCodes = try codes(ConfigLoader.fileValue(value) ?? .array([]), at).applied(to: d.authCodes)
+            case "auth_codes": d.authCodes = try codes(ConfigLoader.fileValue(value) ?? .array([]), at, prefixes: true).applied(to: d.authCodes)
             case "code_status": d.codeStatus = try codeStatus(ConfigLoader.fileValue(value) ?? .map([]), at)
-            case "message":
-                if case .array(let list) = value {
-                    d.messages = try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(at)[\(k)]") }
-                } else {
-                    d.messages = [try path(value, at)]
-                }
+            case "message": d.messages = try paths(value, at)
             case "payload": d.payload = try payload(value, at)
             case "siblings":
                 guard let s = value.string, let rule = Siblings(rawValue: s) else {
@@ -103,6 +105,7 @@ enum DialectConfig {
                     guard let s = v.string, !s.isEmpty else { throw ConfigError(option: "\(at)[\(k)]", problem: "must be a member name") }
                     return s
                 }
+            case "auth_flag": d.authFlag = value == .null ? nil : try path(value, at)
             case "extras":
                 guard case .array(let list) = value else { throw ConfigError(option: at, problem: "must be a list of member paths") }
                 d.extras = try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(at)[\(k)]") }
@@ -112,19 +115,61 @@ enum DialectConfig {
                 guard case .bool(let b) = value else { throw ConfigError(option: at, problem: "must be true or false") }
                 d.exposes5xxMessages = b
             default:
-                throw ConfigError(option: at, problem: "unknown key (preset, code, success, success_codes, auth_codes, code_status, message, payload, siblings, ignore, extras, field_errors, expose_5xx_messages)")
+                throw ConfigError(option: at, problem: "unknown key (preset, code, success, success_codes, auth_codes, auth_flag, code_status, message, payload, siblings, ignore, extras, field_errors, expose_5xx_messages)")
             }
         }
         d.preset = presetName
+        return try settled(d, given: Set(object.map(\.name)), o)
+    }
+
+    /// The dialect without what its preset brought that the keys given make meaningless (a flag
+    /// rule leaves a preset's success codes nothing to do); a key given for nothing is refused.
+    static func settled(_ dialect: Dialect, given: Set<String>, _ o: String) throws(ConfigError) -> Dialect {
+        var d = dialect
+        let readsCode = if case .code = d.success { true } else if case .codeOrAbsent = d.success { true } else { false }
+        if !readsCode && !given.contains("success_codes") { d.successCodes = CodeSet() }
+        if d.codes.isEmpty && !given.contains("auth_codes") { d.authCodes = CodeSet() }
+        if d.codes.isEmpty && !given.contains("code_status") { d.codeStatus = CodeStatusMap() }
+        if case .member = d.payload {} else {
+            // `siblings` says what happens beside a payload member; there is none.
+            if given.contains("siblings") {
+                throw ConfigError(option: "\(o).siblings", problem: "never used: siblings apply beside a payload member, and the payload is not one")
+            }
+            d.siblings = .drop
+            if case .pattern = d.payload, !given.contains("ignore") { d.ignore = [] }
+        }
         return d
     }
 
-    /// A member path (`msg`, `error.message`).
+    /// A member path (`msg`, `error.message`, `errors.0.message`).
     static func path(_ value: ConfigJSON, _ o: String) throws(ConfigError) -> MemberPath {
-        guard let s = value.string, let p = MemberPath(dotted: s) else {
+        guard let s = value.string else {
             throw ConfigError(option: o, problem: "must be a member name or a dotted path (error.message)")
         }
+        guard let p = MemberPath(dotted: s) else {
+            let why = MemberPath.refusal(s) ?? "it is not one"
+            throw ConfigError(option: o, problem: "must be a member name or a dotted path (error.message, errors.0.message): \(why)")
+        }
         return p
+    }
+
+    /// One path, or a list of them tried in order (`["name", "error"]`); `null` for none when `orNull`.
+    static func paths(_ value: ConfigJSON, _ o: String, orNull: Bool = false) throws(ConfigError) -> [MemberPath] {
+        switch value {
+        case .null where orNull: return []
+        case .array(let list):
+            if list.isEmpty && orNull { throw ConfigError(option: o, problem: "must name at least one member (null for none)") }
+            return try list.enumerated().map { (k, v) throws(ConfigError) in try path(v, "\(o)[\(k)]") }
+        default: return [try path(value, o)]
+        }
+    }
+
+    /// Paths as the config file writes them: a string when one, a list when several (`null` for none when `orNull`).
+    static func json(_ paths: [MemberPath], orNull: Bool = false) -> String {
+        let q = ConfigLoader.q
+        if paths.isEmpty && orNull { return "null" }
+        if paths.count == 1 && orNull { return q(paths[0].description) }
+        return "[" + paths.map { q($0.description) }.joined(separator: ",") + "]"
     }
 
     /// A field-error location: a member path, or `{"path": PATH, "message": NAME, "field": NAME}`
@@ -156,12 +201,12 @@ enum DialectConfig {
             case "status": return .httpStatus
             default: break
             }
-        } else if case .object(let m) = value, m.count == 1, let name = m[0].value.string, let path = MemberPath(dotted: name) {
+        } else if case .object(let m) = value, m.count == 1, ["flag", "status", "error"].contains(m[0].name) {
+            let path = try path(m[0].value, "\(o).\(m[0].name)")
             switch m[0].name {
             case "flag": return .flag(path)
             case "status": return .status(path)
-            case "error": return .errorMember(path)
-            default: break
+            default: return .errorMember(path)
             }
         }
         throw ConfigError(option: o, problem: "must be code, code_or_absent, status, {\"flag\": PATH}, {\"status\": PATH} or {\"error\": PATH} (a member name or a dotted path)")
@@ -187,128 +232,12 @@ enum DialectConfig {
         throw ConfigError(option: o, problem: "must be a member path, {\"rest\": true} or {\"pattern\": \"*_response\", \"failure\": \"error_response\"}")
     }
 
-    /// A code list: from a flag or the environment, integers and double-quoted strings separated by
-    /// commas (`0,"00000"`); from the config file, a JSON array of integers and strings. A leading
-    /// `+` adds to the dialect's list (`+403`, `["+", 403]`).
-    /// An empty list is a statement (`"auth_codes": []`: no auth codes); `+` with nothing is not.
-    static func codes(_ v: ConfigValue, _ o: String, allowEmpty: Bool = true) throws(ConfigError) -> CodeListChange {
-        var add = false
-        var codes: [EnvelopeCode] = []
-        switch v {
-        case .map: throw ConfigError(option: o, problem: "must be a list of codes, not an object")
-        case .text, .list:
-            var text = v.flagText.trimmingCharacters(in: .whitespaces)
-            if text.hasPrefix("+") {
-                add = true
-                text = String(text.dropFirst())
-            }
-            for item in splitCodes(text) {
-                let trimmed = item.trimmingCharacters(in: .whitespaces)
-                if trimmed.isEmpty { continue }
-                codes.append(try flagCode(trimmed, o))
-            }
-        case .array(let items):
-            var rest = items[...]
-            if let first = rest.first?.string, first.hasPrefix("+") {
-                add = true
-                rest = rest.dropFirst()
-                let after = String(first.dropFirst())
-                if !after.isEmpty { codes.append(try flagCode(after, o)) }
-            }
-            for (k, item) in rest.enumerated() {
-                codes.append(try fileCode(item, "\(o)[\(k + items.count - rest.count)]"))
-            }
-        }
-        if codes.isEmpty && (add || !allowEmpty) {
-            throw ConfigError(option: o, problem: add ? "+ must be followed by what to add" : "needs at least one code")
-        }
-        return add ? .add(codes) : .replace(codes)
-    }
-
-    /// One code in flag syntax, or the error that says how to write one.
-    static func flagCode(_ text: String, _ o: String) throws(ConfigError) -> EnvelopeCode {
-        guard let code = EnvelopeCode.parse(flag: text) else {
-            throw ConfigError(option: o, problem: "\(text) is not a code: write an integer (200) or a string in double quotes (\"\(text)\")")
-        }
-        return code
-    }
-
-    /// One code in a JSON array: an integer within 64 bits (as written: no fraction or exponent), or a string.
-    static func fileCode(_ item: ConfigJSON, _ o: String) throws(ConfigError) -> EnvelopeCode {
-        switch item {
-        case .string(let s): return .string(s)
-        case .number(let t):
-            if case .integer(let n)? = EnvelopeCode.parse(flag: t) { return .integer(n) }
-            throw ConfigError(option: o, problem: "\(t) is not a code: an integer within 64 bits or a string")
-        default:
-            throw ConfigError(option: o, problem: "\(item.kind) is not a code: an integer or a string")
-        }
-    }
-
-    /// Splits a flag's code list on the commas outside double quotes.
-    static func splitCodes(_ text: String) -> [String] {
-        var items: [String] = []
-        var current = ""
-        var quoted = false
-        for ch in text {
-            if ch == "\"" { quoted.toggle() }
-            if ch == "," && !quoted {
-                items.append(current)
-                current = ""
-            } else {
-                current.append(ch)
-            }
-        }
-        items.append(current)
-        return items
-    }
-
-    /// The code → status map: `1001=409,"A0230"=401` from a flag; `{"1001": 409, "A0230": 401}` from
-    /// the file, where a key that is a canonical decimal integer means that integer.
-    static func codeStatus(_ v: ConfigValue, _ o: String) throws(ConfigError) -> CodeStatusMap {
-        var m: [EnvelopeCode: Int] = [:]
-        switch v {
-        case .map(let d):
-            for member in d {
-                let k = member.name
-                guard case .number(let t) = member.value, let st = Int(t), (400...599).contains(st) else {
-                    throw ConfigError(option: "\(o).\(k)", problem: "status must be a number 400-599")
-                }
-                let code: EnvelopeCode = EnvelopeCode.string(k).integerValue.map { .integer($0) } ?? .string(k)
-                m[code] = st
-            }
-        case .array:
-            throw ConfigError(option: o, problem: "must be an object ({\"1001\": 409}), not a list")
-        case .text, .list:
-            for item in splitCodes(v.flagText) {
-                let trimmed = item.trimmingCharacters(in: .whitespaces)
-                if trimmed.isEmpty { continue }
-                guard let eq = trimmed.lastIndex(of: "=") else { throw ConfigError(option: o, problem: "\(trimmed) is not CODE=STATUS") }
-                var code = try flagCode(String(trimmed[..<eq]).trimmingCharacters(in: .whitespaces), o)
-                // As in the config file: a key that spells a decimal integer means that integer.
-                if case .string = code, let n = code.integerValue { code = .integer(n) }
-                guard let st = Int(trimmed[trimmed.index(after: eq)...].trimmingCharacters(in: .whitespaces)), (400...599).contains(st) else {
-                    throw ConfigError(option: o, problem: "status for \(code) must be 400-599")
-                }
-                m[code] = st
-            }
-        }
-        return CodeStatusMap(m)
-    }
-
-    /// A code list change as the config file writes it: a list, or one that starts with `"+"`.
-    static func json(_ change: CodeListChange) -> String {
-        switch change {
-        case .replace(let codes): return "[" + codes.map(\.json).joined(separator: ",") + "]"
-        case .add(let codes): return "[\"+\"" + codes.map { "," + $0.json }.joined() + "]"
-        }
-    }
-
-    /// The effective dialect as a config-file object, which reads back as the same dialect.
+    /// The effective dialect as a config-file object, which reads back as the same dialect: the
+    /// keys that take effect under it, each once (no success codes beside a flag rule).
     static func json(_ d: Dialect) -> String {
         let q = ConfigLoader.q
         var fields: [String] = ["\"preset\":" + q(d.preset)]
-        fields.append("\"code\":" + (d.code.map { q($0.description) } ?? "null"))
+        fields.append("\"code\":" + json(d.codes, orNull: true))
         let success: String
         switch d.success {
         case .code: success = q("code")
@@ -319,9 +248,14 @@ enum DialectConfig {
         case .httpStatus: success = q("status")
         }
         fields.append("\"success\":" + success)
-        fields.append("\"success_codes\":" + d.successCodes.json)
-        fields.append("\"auth_codes\":" + d.authCodes.json)
-        fields.append("\"code_status\":" + d.codeStatus.json)
+        switch d.success {
+        case .code, .codeOrAbsent: fields.append("\"success_codes\":" + d.successCodes.json)
+        case .flag, .status, .errorMember, .httpStatus: break
+        }
+        if !d.codes.isEmpty {
+            fields.append("\"auth_codes\":" + d.authCodes.json)
+            fields.append("\"code_status\":" + d.codeStatus.json)
+        }
         fields.append("\"message\":[" + d.messages.map { q($0.description) }.joined(separator: ",") + "]")
         let payload: String
         switch d.payload {
@@ -331,9 +265,13 @@ enum DialectConfig {
             payload = "{\"pattern\":\(q("*" + suffix))" + (failure.map { ",\"failure\":\(q($0))" } ?? "") + "}"
         }
         fields.append("\"payload\":" + payload)
-        fields.append("\"siblings\":" + q(d.siblings.rawValue))
-        fields.append("\"ignore\":[" + d.ignore.map(q).joined(separator: ",") + "]")
+        if case .member = d.payload { fields.append("\"siblings\":" + q(d.siblings.rawValue)) }
+        if case .pattern = d.payload {} else { fields.append("\"ignore\":[" + d.ignore.map(q).joined(separator: ",") + "]") }
         fields.append("\"extras\":[" + d.extras.map { q($0.description) }.joined(separator: ",") + "]")
+        // Shown where it says something: set, or taken away from a preset that has one.
+        if d.authFlag != nil || Dialect.preset(named: d.preset)?.authFlag != nil {
+            fields.append("\"auth_flag\":" + (d.authFlag.map { q($0.description) } ?? "null"))
+        }
         if let f = d.fieldErrors {
             var rule = ["\"path\":" + q(f.path.description)]
             if let m = f.message { rule.append("\"message\":" + q(m)) }
@@ -342,17 +280,5 @@ enum DialectConfig {
         }
         if d.exposes5xxMessages { fields.append("\"expose_5xx_messages\":true") }
         return "{" + fields.joined(separator: ",") + "}"
-    }
-}
-
-extension ConfigValue {
-    /// The value as flag text: a list's items joined by commas.
-    var flagText: String {
-        switch self {
-        case .text(let t): return t
-        case .list(let l): return l.joined(separator: ",")
-        case .array(let a): return ConfigLoader.stringItems(a).joined(separator: ",")
-        case .map: return ""
-        }
     }
 }

@@ -71,26 +71,32 @@ extension ConfigLoader {
         OptionSpec(name: "rise", help: "consecutive successes to come back", value: "N", show: { c in "\(c.rise)" }) { c, v, o throws(ConfigError) in
             c.rise = try integer(v, o, 1...1000)
         },
-        OptionSpec(name: "dialect", help: "envelope dialect: a preset (peel, ruoyi, yudao, alibaba, wechat, jsend, antd, jeecg, alipay, error-object), or in the config file an object",
+        OptionSpec(name: "dialect", help: "envelope dialect: a preset (\(DialectConfig.presetNames)), or in the config file an object",
                    value: "NAME", fixedDefault: "peel", show: { c in DialectConfig.json(c.envelope.dialect) }) { c, v, o throws(ConfigError) in
             c.dialectChoice = try DialectConfig.dialect(v, o)
+            c.dialectOrigin = DialectOrigin(option: o, object: v.isMap)
         },
-        // The field and code options change the chosen dialect; check-config shows what they were
-        // given (null when nothing), and the effective dialect under `dialect`.
-        OptionSpec(name: "success-codes", help: "envelope codes that mean success: integers and \"quoted\" strings; +LIST adds to the dialect's", value: "LIST", fixedDefault: "the dialect's (0)", show: { c in c.dialectOverrides.successCodes.map(DialectConfig.json) ?? "null" }) { c, v, o throws(ConfigError) in
+        // The field and code options change the chosen dialect; check-config shows their effect
+        // once, in the effective `dialect`, and these as not set (null), so its output loads back.
+        OptionSpec(name: "success-codes", help: "envelope codes that mean success: integers and \"quoted\" strings; +LIST adds to the dialect's", value: "LIST", fixedDefault: "the dialect's (0)", show: { _ in "null" }) { c, v, o throws(ConfigError) in
             c.dialectOverrides.successCodes = try DialectConfig.codes(v, o)
+            c.dialectOverrides.origins["success_codes"] = o
         },
-        OptionSpec(name: "auth-codes", help: "envelope codes that mean token expired: integers and \"quoted\" strings; +LIST adds to the dialect's", value: "LIST", fixedDefault: "the dialect's (7)", show: { c in c.dialectOverrides.authCodes.map(DialectConfig.json) ?? "null" }) { c, v, o throws(ConfigError) in
-            c.dialectOverrides.authCodes = try DialectConfig.codes(v, o)
+        OptionSpec(name: "auth-codes", help: "envelope codes that mean token expired: integers and \"quoted\" strings (\"AuthFailure.*\" for a prefix); +LIST adds to the dialect's", value: "LIST", fixedDefault: "the dialect's (7)", show: { _ in "null" }) { c, v, o throws(ConfigError) in
+            c.dialectOverrides.authCodes = try DialectConfig.codes(v, o, prefixes: true)
+            c.dialectOverrides.origins["auth_codes"] = o
         },
-        OptionSpec(name: "code-field", help: "envelope code member (a dotted path reaches into objects)", value: "NAME", fixedDefault: "the dialect's (code)", show: { c in c.dialectOverrides.code.map { q($0.description) } ?? "null" }) { c, v, o throws(ConfigError) in
+        OptionSpec(name: "code-field", help: "envelope code member (a dotted path reaches into objects)", value: "NAME", fixedDefault: "the dialect's (code)", show: { _ in "null" }) { c, v, o throws(ConfigError) in
             c.dialectOverrides.code = try memberPath(v, o)
+            c.dialectOverrides.origins["code"] = o
         },
-        OptionSpec(name: "message-field", help: "envelope message member", value: "NAME", fixedDefault: "the dialect's (message)", show: { c in c.dialectOverrides.message.map { q($0.description) } ?? "null" }) { c, v, o throws(ConfigError) in
+        OptionSpec(name: "message-field", help: "envelope message member", value: "NAME", fixedDefault: "the dialect's (message)", show: { _ in "null" }) { c, v, o throws(ConfigError) in
             c.dialectOverrides.message = try memberPath(v, o)
+            c.dialectOverrides.origins["message"] = o
         },
-        OptionSpec(name: "data-field", help: "envelope payload member", value: "NAME", fixedDefault: "the dialect's (data)", show: { c in c.dialectOverrides.data.map { q($0.description) } ?? "null" }) { c, v, o throws(ConfigError) in
+        OptionSpec(name: "data-field", help: "envelope payload member", value: "NAME", fixedDefault: "the dialect's (data)", show: { _ in "null" }) { c, v, o throws(ConfigError) in
             c.dialectOverrides.data = try memberPath(v, o)
+            c.dialectOverrides.origins["payload"] = o
         },
         OptionSpec(name: "max-body", help: "largest client request body in bytes", value: "BYTES", show: { c in "\(c.maxBody)" }) { c, v, o throws(ConfigError) in
             c.maxBody = try integer(v, o, 0...(1 << 40))
@@ -231,8 +237,9 @@ extension ConfigLoader {
             for p in l where !p.hasPrefix("/") { throw ConfigError(option: o, problem: "\(p) must start with /") }
             c.envelope.passthroughPaths = l
         },
-        OptionSpec(name: "code-status", help: "business code to HTTP status map, e.g. 1001=409,\"A0400\"=400", value: "LIST", fixedDefault: "the dialect's (none)", show: { c in c.dialectOverrides.codeStatus.map(\.json) ?? "null" }) { c, v, o throws(ConfigError) in
+        OptionSpec(name: "code-status", help: "business code to HTTP status map, e.g. 1001=409,\"A0400\"=400", value: "LIST", fixedDefault: "the dialect's (none)", show: { _ in "null" }) { c, v, o throws(ConfigError) in
             c.dialectOverrides.codeStatus = try DialectConfig.codeStatus(v, o)
+            c.dialectOverrides.origins["code_status"] = o
         },
         OptionSpec(name: "cors-origins", help: "origins (exact, https://*.example.com for its subdomains, or *) whose CORS Peel answers itself, preflights included", value: "LIST", show: { c in strs(c.corsOrigins) }) { c, v, o throws(ConfigError) in
             let l = try list(v, o, default: GatewayConfig().corsOrigins)

@@ -268,8 +268,9 @@ extension RoutingConfig {
                 r.stripPrefix = b
             case "dialect":
                 guard let v = ConfigLoader.fileValue(m.value) else { continue }
-                r.dialect = try DialectConfig.dialect(v, here)
-                if let (_, why) = r.dialect?.problem() { throw ConfigError(option: here, problem: why) }
+                let d = try DialectConfig.dialect(v, here)
+                try DialectConfig.check(d, DialectOrigin(option: here, object: v.isMap))
+                r.dialect = d
             case "passthrough_paths":
                 let paths = try strings(m.value, at: here)
                 for p in paths where !p.hasPrefix("/") { throw ConfigError(option: here, problem: "\(p) must start with /") }

@@ -65,6 +65,7 @@ final class DialectEdgeTests: XCTestCase {
     func testflagNameWithADot_isReadAsAPath() {
         var d = Dialect.peel
         d.success = .flag("meta.ok")
+        d.successCodes = CodeSet()
         XCTAssertNil(d.problem())
         XCTAssertEqual(sent(#"{"meta":{"ok":true},"code":0,"data":1}"#, d), "1")
         XCTAssertEqual(sent(#"{"meta":{"ok":false},"code":5,"data":1}"#, d), "problem 422 business-error: ")

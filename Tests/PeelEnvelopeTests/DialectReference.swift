@@ -176,6 +176,19 @@ struct DialectReference {
 
     struct Malformed: Error {}
 
+    /// The code matching, written out apart from `CodeSet.contains`: an integer matches an
+    /// upstream integer or its exact decimal text; a string matches itself; a prefix matches the
+    /// string codes whose UTF-8 starts with it.
+    static func matches(_ set: CodeSet, _ code: EnvelopeCode) -> Bool {
+        switch code {
+        case .integer(let n): return set.integers.contains(n)
+        case .string(let s):
+            if set.strings.contains(s) { return true }
+            if set.prefixes.contains(where: { Array(s.utf8).starts(with: Array($0.utf8)) }) { return true }
+            return set.integers.contains { String($0) == s }
+        }
+    }
+
     /// The members of an object named exactly `name`; more than one is malformed.
     func member(_ members: [RefMember], _ name: String) throws(Malformed) -> RefNode? {
         let found = members.filter { $0.name == name }
@@ -183,12 +196,21 @@ struct DialectReference {
         return found.first?.value
     }
 
-    /// The node at `path`; a step into a non-object is absent, or malformed when `strict` (payloads).
+    /// The node at `path`; a step of digits past the head indexes an array (past its end: absent);
+    /// a step into a value of the wrong kind is absent, or malformed when `strict` (payloads).
     func value(_ members: [RefMember], _ path: MemberPath, strict: Bool = false) throws(Malformed) -> RefNode? {
         var node = try member(members, path.head)
         for step in path.steps.dropFirst() {
             guard let n = node else { return nil }
             if case .null = n { return nil }
+            if step.allSatisfy({ ("0"..."9").contains($0) }), let index = Int(step) {
+                guard case .array(let elements, _) = n else {
+                    if strict { throw Malformed() }
+                    return nil
+                }
+                node = index < elements.count ? elements[index] : nil
+                continue
+            }
             guard let m = n.members else {
                 if strict { throw Malformed() }
                 return nil
@@ -198,16 +220,21 @@ struct DialectReference {
         return node
     }
 
-    /// Names the dialect reads in its envelope object.
-    var envelopeNames: [String] {
-        var names = [dialect.code?.head].compactMap { $0 } + dialect.messages.map(\.head) + dialect.extras.map(\.head)
+    /// Names a success's rest-of-object answer leaves out: code, success rule, messages and ignored
+    /// members (a pattern dialect's ignore list names top-level members, never in its answer).
+    var cutNames: [String] {
+        var names = dialect.codes.map(\.head) + dialect.messages.map(\.head)
         switch dialect.success {
         case .flag(let m), .status(let m), .errorMember(let m): names.append(m.head)
         default: break
         }
+        if let flag = dialect.authFlag { names.append(flag.head) }
         if case .pattern = dialect.payload {} else { names += dialect.ignore }
         return names
     }
+
+    /// Names the dialect reads in its envelope object: a second member of one of them is malformed.
+    var envelopeNames: [String] { cutNames + dialect.extras.map(\.head) }
 
     struct Read {
         var code: EnvelopeCode?
@@ -215,12 +242,19 @@ struct DialectReference {
         var extras: [UpstreamMember]
         var verdict: Bool?  // true success, false failure, nil JSend error
         var scope: [RefMember]
+        var authFlagged = false
+
+        /// The auth rule: an auth code, or the auth flag on anything but a 403.
+        func isAuth(_ d: Dialect, status: Int) -> Bool {
+            if let code, DialectReference.matches(d.authCodes, code) { return true }
+            return authFlagged && status != 403
+        }
     }
 
     func read(_ root: RefNode) throws(Malformed) -> Read {
         guard var scope = root.members else { throw Malformed() }
         if case .pattern(let suffix, let failure) = dialect.payload {
-            let matches = scope.filter { $0.name != failure && $0.name.hasSuffix(suffix) && $0.name.utf8.count > suffix.utf8.count }
+            let matches = scope.filter { $0.name != failure && $0.name.hasSuffix(suffix) && $0.name.utf8.count >= suffix.utf8.count }
             if matches.count > 1 { throw Malformed() }
             var chosen = matches.first?.value
             if let failure, let f = try member(scope, failure) { chosen = f }
@@ -232,15 +266,17 @@ struct DialectReference {
         for n in Set(names) where scope.filter({ $0.name == n }).count > 1 { throw Malformed() }
 
         var code: EnvelopeCode?
-        if let path = dialect.code, let n = try value(scope, path) {
+        for path in dialect.codes {
+            guard let n = try value(scope, path) else { continue }
             switch n {
-            case .null: code = nil
+            case .null: continue
             case .string(let s, _): code = .string(s)
             case .number(let t, _):
                 guard !t.contains("."), !t.contains("e"), !t.contains("E"), let v = Int64(t) else { throw Malformed() }
                 code = .integer(v)
             default: throw Malformed()
             }
+            break
         }
         var message: String?
         for path in dialect.messages {
@@ -254,15 +290,17 @@ struct DialectReference {
         }
         var extras: [UpstreamMember] = []
         for path in dialect.extras {
-            if let n = try value(scope, path) { extras.append(UpstreamMember(name: path.description, raw: Array(bytes[n.range]))) }
+            guard let n = try value(scope, path) else { continue }
+            if case .null = n { continue }
+            extras.append(UpstreamMember(name: path.description, raw: Array(bytes[n.range])))
         }
         var verdict: Bool?
         switch dialect.success {
         case .code:
             guard let code else { throw Malformed() }
-            verdict = dialect.successCodes.contains(code)
+            verdict = DialectReference.matches(dialect.successCodes, code)
         case .codeOrAbsent:
-            verdict = code.map { dialect.successCodes.contains($0) } ?? true
+            verdict = code.map { DialectReference.matches(dialect.successCodes, $0) } ?? true
         case .httpStatus:
             verdict = true
         case .flag(let name):
@@ -285,12 +323,14 @@ struct DialectReference {
             default: verdict = false
             }
         }
-        return Read(code: code, message: message, extras: extras, verdict: verdict, scope: scope)
+        var flagged = false
+        if let path = dialect.authFlag, case .bool(true, _)? = try value(scope, path) { flagged = true }
+        return Read(code: code, message: message, extras: extras, verdict: verdict, scope: scope, authFlagged: flagged)
     }
 
     /// The members a rest-of-object answer holds, as `name=raw`.
     func rest(_ scope: [RefMember], keeping kept: String?) -> [String] {
-        let cut = Set(envelopeNames + ([dialect.payload].compactMap { p -> String? in
+        let cut = Set(cutNames + ([dialect.payload].compactMap { p -> String? in
             if case .member(let path) = p { return path.head }
             return nil
         })).subtracting(kept.map { [$0] } ?? [])
@@ -323,7 +363,7 @@ struct DialectReference {
         guard let r = reading else { return .verdict(.problem(Problem(kind: .badUpstreamFormat, upstreamStatus: status))) }
         switch r.verdict {
         case true?:
-            let named = Set(envelopeNames + { if case .member(let p) = dialect.payload { return [p.head] } else { return [] } }())
+            let named = Set(cutNames + { if case .member(let p) = dialect.payload { return [p.head] } else { return [] } }())
             let others = r.scope.filter { !named.contains($0.name) }
             let members: [String]
             switch dialect.payload {
@@ -350,8 +390,8 @@ struct DialectReference {
             return members.isEmpty ? .verdict(.unwrap(status: 204, data: nil)) : .members(status: status, members)
         case false?:
             let errors = dialectFieldErrors(r.scope)
-            if let code = r.code, dialect.authCodes.contains(code) {
-                return .verdict(.problem(Problem(kind: .authExpired, code: code, detail: r.message, upstreamStatus: status, upstream: r.extras,
+            if r.isAuth(dialect, status: status) {
+                return .verdict(.problem(Problem(kind: .authExpired, code: r.code, detail: r.message, upstreamStatus: status, upstream: r.extras,
                                                  errors: errors)))
             }
             let st = r.code.flatMap { dialect.codeStatus.status(for: $0) } ?? config.businessStatus
@@ -359,8 +399,8 @@ struct DialectReference {
                                              upstream: r.extras, errors: errors)))
         case nil:
             let errors = dialectFieldErrors(r.scope)
-            if let code = r.code, dialect.authCodes.contains(code) {
-                return .verdict(.problem(Problem(kind: .authExpired, code: code, detail: r.message, upstreamStatus: status, upstream: r.extras,
+            if r.isAuth(dialect, status: status) {
+                return .verdict(.problem(Problem(kind: .authExpired, code: r.code, detail: r.message, upstreamStatus: status, upstream: r.extras,
                                                  errors: errors)))
             }
             return .verdict(.problem(Problem(kind: .upstreamError, status: 502, code: r.code ?? -104, detail: r.message,
@@ -462,11 +502,14 @@ struct EnvelopeGenerator {
 
     mutating func envelope() -> [UInt8] { Array(object(depth: 0).utf8) }
 
-    /// An envelope made mostly of the dialect's own members and codes, so every outcome is reached.
+    /// An envelope made mostly of the dialect's own members and codes, so every outcome is reached:
+    /// half the time with each member at its whole path (`Response.Error.Code`, `errors.0.message`),
+    /// else with the last step of each path at the top level.
     mutating func envelope(for d: Dialect) -> [UInt8] {
+        if next(2) == 0 { return nestedEnvelope(for: d) }
         var members: [String] = []
         let codes = (d.successCodes.sorted + d.authCodes.sorted).map(\.json) + ["1001", "\"B0001\"", "500"]
-        if let code = d.code, next(5) > 0 { members.append("\"\(code.steps.last!)\":" + (next(4) > 0 ? pick(codes) : scalar())) }
+        for code in d.codes where next(5) > 0 { members.append("\"\(code.steps.last!)\":" + (next(4) > 0 ? pick(codes) : scalar())) }
         for m in d.messages where next(2) == 0 { members.append("\"\(m.steps.last!)\":" + pick(["\"ok\"", "\"余额不足\"", "null", "\"\""])) }
         switch d.success {
         case .flag(let f) where next(6) > 0: members.append("\"\(f)\":" + pick(["true", "false"]))
@@ -512,6 +555,61 @@ struct EnvelopeGenerator {
             body = "{\"\(name)\":\(body)" + (next(2) == 0 ? ",\"sign\":\"s\"" : "") + "}"
         }
         return Array(body.utf8)
+    }
+
+    /// An envelope whose members sit at the dialect's paths, objects and arrays built around them.
+    mutating func nestedEnvelope(for d: Dialect) -> [UInt8] {
+        var entries: [([String], String)] = []
+        let codes = (d.successCodes.sorted + d.authCodes.sorted).map(\.json) + ["1001", "\"B0001\"", "500", "\"AuthFailure.X\""]
+        for code in d.codes where next(3) > 0 { entries.append((code.steps, next(4) > 0 ? pick(codes) : scalar())) }
+        for m in d.messages where next(2) == 0 { entries.append((m.steps, pick(["\"ok\"", "\"余额不足\"", "null", "\"\""]))) }
+        switch d.success {
+        case .flag(let f) where next(6) > 0: entries.append((f.steps, pick(["true", "false"])))
+        case .status(let f) where next(6) > 0: entries.append((f.steps, pick(["\"success\"", "\"fail\"", "\"error\""])))
+        case .errorMember(let e) where next(4) == 0: entries.append((e.steps, pick(["null", "{}", "false", "[]", "\"x\""])))
+        default: break
+        }
+        if let flag = d.authFlag, next(2) == 0 { entries.append((flag.steps, pick(["true", "false", "null", "\"true\""]))) }
+        for e in d.extras where next(3) == 0 { entries.append((e.steps, value(depth: 1))) }
+        for i in d.ignore where next(3) == 0 { entries.append(([i], scalar())) }
+        if case .member(let p) = d.payload {
+            if next(3) == 0 { entries.append((p.steps, value(depth: 1))) }
+            if next(2) == 0 { entries.append((p.steps + [pick(Self.names)], value(depth: 1))) }
+        }
+        for _ in 0..<next(3) { entries.append(([pick(Self.names)], value(depth: 1))) }
+        for k in stride(from: entries.count - 1, to: 0, by: -1) { entries.swapAt(k, next(k + 1)) }
+        var body = build(entries)
+        if case .pattern(let suffix, let failure) = d.payload {
+            let name = next(3) == 0 ? (failure ?? suffix) : pick(["alipay_trade_query", "", "a_b"]) + suffix
+            body = "{\"\(name)\":\(body)" + (next(2) == 0 ? ",\"sign\":\"s\"" : "") + "}"
+        }
+        return Array(body.utf8)
+    }
+
+    /// One object from (path, value) entries: a value at a path wins over members below it; a
+    /// member whose next steps are all digits is an array (missing elements are `{}`).
+    mutating func build(_ entries: [([String], String)]) -> String {
+        var order: [String] = []
+        var groups: [String: [([String], String)]] = [:]
+        for (steps, v) in entries {
+            if groups[steps[0]] == nil { order.append(steps[0]) }
+            groups[steps[0], default: []].append((Array(steps.dropFirst()), v))
+        }
+        let ws = pick(["", "", " ", "\n  "])
+        let members = order.map { name -> String in
+            let inner = groups[name]!
+            if let leaf = inner.first(where: { $0.0.isEmpty }) { return "\"\(name)\":" + leaf.1 }
+            let indices = inner.compactMap { Int($0.0[0]) }
+            guard indices.count == inner.count, let last = indices.max() else { return "\"\(name)\":" + build(inner) }
+            let elements = (0...last).map { k -> String in
+                let here = inner.filter { Int($0.0[0]) == k }.map { (Array($0.0.dropFirst()), $0.1) }
+                if here.isEmpty { return "{}" }
+                if let leaf = here.first(where: { $0.0.isEmpty }) { return leaf.1 }
+                return build(here)
+            }
+            return "\"\(name)\":[" + elements.joined(separator: ",") + "]"
+        }
+        return "{" + ws + members.joined(separator: "," + ws) + ws + "}"
     }
 }
 
@@ -1039,7 +1137,7 @@ extension DialectReference {
         let shown = (400...499).contains(status) ? status : 502
         if let r, r.code != nil || r.message != nil {
             let errors = dialectFieldErrors(r.scope)
-            if status == 401 || r.code.map(dialect.authCodes.contains) == true {
+            if status == 401 || r.isAuth(dialect, status: status) {
                 return (Problem(kind: .authExpired, code: r.code, detail: r.message, upstreamStatus: status, upstream: r.extras, errors: errors), nil)
             }
             return (Problem(kind: .upstreamError, status: shown, code: r.code ?? -104, detail: r.message, upstreamStatus: status,

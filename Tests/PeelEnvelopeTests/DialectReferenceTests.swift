@@ -10,7 +10,7 @@ final class DialectReferenceTests: XCTestCase {
         var outcomes: [String: Int] = [:]
         for _ in 0..<800 {
             let random = generator.envelope()
-            for dialect in Dialect.presets {
+            for dialect in Dialect.presets + Self.custom {
                 let body = generator.next(4) == 0 ? random : generator.envelope(for: dialect)
                 var config = EnvelopeConfig()
                 config.dialect = dialect
@@ -29,7 +29,7 @@ final class DialectReferenceTests: XCTestCase {
                 }
             }
         }
-        XCTAssertEqual(judged, 800 * Dialect.presets.count * 3)
+        XCTAssertEqual(judged, 800 * (Dialect.presets.count + Self.custom.count) * 3)
         // The generator must reach every outcome, or agreement would prove little.
         for (outcome, n) in outcomes.sorted(by: { $0.key < $1.key }) { print("dialect reference: \(outcome) \(n)") }
         for outcome in ["members", "unwrap", "204", "business-error", "auth-expired", "bad-upstream-format", "upstream-error"] {
@@ -114,6 +114,23 @@ final class DialectReferenceTests: XCTestCase {
             XCTAssertGreaterThan(seen["feature " + feature] ?? 0, 20, feature)
         }
         XCTAssertEqual(disagreements.count, 0, disagreements.prefix(40).joined(separator: "\n"))
+    }
+
+    /// Dialects no preset has: array-index paths (GraphQL), several code members (PayPal), a prefix
+    /// auth code and an auth flag on one dialect, and extras beside a rest-of-object payload.
+    static let custom: [Dialect] = {
+        let graphQL = Dialect(preset: "peel", code: "errors.0.extensions.code", success: .errorMember("errors"),
+                              authCodes: CodeSet(["UNAUTH*"]), messages: ["errors.0.message", "errors.1.message"], payload: .member("data"))
+        var paypal = Dialect(preset: "peel", code: "name", success: .codeOrAbsent, authCodes: CodeSet(["invalid_token", "AUTH*"]),
+                             messages: ["message", "error_description"], payload: .rest, ignore: ["links"], extras: ["debug_id", "details"])
+        paypal.codes = ["name", "error"]
+        let flagged = Dialect(preset: "peel", code: "code", success: .code, successCodes: CodeSet([0]), authCodes: CodeSet(["A0*", 7]),
+                              messages: ["msg"], payload: .member("data"), siblings: .keep, extras: ["trace"], authFlag: "meta.unauth")
+        return [graphQL, paypal, flagged]
+    }()
+
+    func testCustomDialects_areValid() {
+        for d in Self.custom { XCTAssertNil(d.problem(), "\(d)") }
     }
 
     func testTheReferenceSeesWhatTheIssueDescribes() {

@@ -301,7 +301,8 @@ final class DialectTests: XCTestCase {
 
     func testPresets_areValidAndTheirSamplesJudgeAsLabelled() {
         XCTAssertEqual(Dialect.presets.map(\.preset),
-                       ["peel", "ruoyi", "yudao", "alibaba", "wechat", "jsend", "antd", "jeecg", "alipay", "error-object", "rest"])
+                       ["peel", "ruoyi", "yudao", "alibaba", "wechat", "jsend", "antd", "jeecg", "alipay", "error-object", "rest",
+                        "tencent", "baidu", "slack", "telegram", "gin-vue-admin", "abp"])
         for d in Dialect.presets {
             XCTAssertNil(d.problem(), d.preset)
             let samples = Dialect.samples(for: d.preset)
@@ -318,7 +319,9 @@ final class DialectTests: XCTestCase {
                     guard case .problem(let p) = v, p.reason?.hasSuffix("read as " + shape) == true, p.detail != nil else {
                         return XCTFail("\(d.preset) \(s.label): \(v)")
                     }
-                case "error", "server error":
+                case "HTTP 401":
+                    guard case .problem(let p) = v, p.status == 401 else { return XCTFail("\(d.preset) \(s.label): \(v)") }
+                case _ where s.label == "error" || s.label == "server error" || !(200...299).contains(s.status):
                     guard case .problem(let p) = v, p.kind == .upstreamError else { return XCTFail("\(d.preset) \(s.label): \(v)") }
                 default:
                     switch v {

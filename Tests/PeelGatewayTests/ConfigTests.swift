@@ -116,7 +116,9 @@ final class ConfigTests: XCTestCase {
         let text = ConfigLoader.describe(c)
         let obj = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         XCTAssertEqual(obj["upstream"] as? String, "https://api.example.com/v1")
-        XCTAssertEqual((obj["code_status"] as? [String: Int])?["1001"], 409)
+        // The code map's effect is shown once, in the effective dialect; the option itself reads as not set.
+        XCTAssertEqual(((obj["dialect"] as? [String: Any])?["code_status"] as? [String: Int])?["1001"], 409)
+        XCTAssertTrue(obj["code_status"] is NSNull)
         XCTAssertEqual(obj["admin_listen"] as? String, "127.0.0.1:9090")
     }
 

@@ -80,9 +80,10 @@ final class DialectConfigTests: XCTestCase {
         XCTAssertTrue(refusal([], file: #"{"dialect": {"preset": "ruoyi", "sucess": "code"}}"#)?.option.hasSuffix("dialect.sucess") ?? false)
         XCTAssertTrue(refusal([], file: #"{"dialect": {"message": ["msg", ""]}}"#)?.option.hasSuffix("dialect.message[1]") ?? false)
         XCTAssertTrue(refusal([], file: #"{"dialect": {"payload": {"pattern": "response"}}}"#)?.option.hasSuffix("dialect.payload.pattern") ?? false)
-        XCTAssertTrue(refusal([], file: #"{"dialect": {"success": {"flag": ""}}}"#)?.option.hasSuffix("dialect.success") ?? false)
+        XCTAssertTrue(refusal([], file: #"{"dialect": {"success": {"flag": ""}}}"#)?.option.hasSuffix("dialect.success.flag") ?? false)
         XCTAssertNotNil(refusal([], file: #"{"dialect": {"code": "msg", "message": ["msg"], "payload": "msg"}}"#), "payload cannot be an envelope member")
-        XCTAssertEqual(refusal(["--auth-codes", "0"])?.problem, "overlaps --success-codes")
+        XCTAssertEqual(refusal(["--auth-codes", "0"])?.problem, "auth codes overlap success codes")
+        XCTAssertEqual(refusal(["--auth-codes", "0"])?.option, "--auth-codes")
     }
 
     func testFieldFlags_overrideThePreset() throws {

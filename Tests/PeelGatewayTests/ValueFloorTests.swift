@@ -45,7 +45,7 @@ final class ValueFloorTests: XCTestCase {
         let text = ConfigLoader.describe(c)
         let parsed = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
         XCTAssertEqual(parsed?["problem_type_base"] as? String, "urn:x\u{01}\u{1f}\"\\:")
-        XCTAssertEqual(parsed?["code_field"] as? String, "c\u{7}")
+        XCTAssertEqual((parsed?["dialect"] as? [String: Any])?["code"] as? String, "c\u{7}", "shown once, in the effective dialect")
         XCTAssertFalse(text.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "no raw control characters")
     }
 }
