@@ -109,7 +109,7 @@ enum FailureShapes {
     /// `checked`: the body already passed the strict scan (else it is scanned first).
     static func read(_ body: UnsafeBufferPointer<UInt8>, _ object: Range<Int>, maxDepth: Int, checked: Bool,
                      problemType: Bool) -> FailureWords? {
-        var top = TopMembers(body.baseAddress!)
+        var top = TopMembers(body.baseAddress!, count: body.count)
         if !checked {
             var members = EnvelopeMembers()
             guard ScanCore.run(body, maxDepth: maxDepth, names: nil, members: &members) else { return nil }
@@ -140,9 +140,9 @@ private struct TopMembers {
     var slot = [Int](repeating: -1, count: Name.allCases.count)
     var reader: FieldErrorReader
 
-    init(_ base: UnsafePointer<UInt8>) {
+    init(_ base: UnsafePointer<UInt8>, count: Int) {
         self.base = base
-        reader = FieldErrorReader(base)
+        reader = FieldErrorReader(base, count: count)
     }
 
     /// The names by length, for matching a member's name without decoding it.

@@ -152,7 +152,7 @@ private func scanned(_ reading: Envelope.Reading) -> Bool {
 private func fieldErrors(_ envelope: Envelope, _ body: UnsafeBufferPointer<UInt8>, _ dialect: Dialect) -> [UInt8]? {
     guard let rule = dialect.fieldErrors, let base = body.baseAddress,
           let value = ValidJSON.lookup(base, envelope.object, rule.path) else { return nil }
-    var reader = FieldErrorReader(base)
+    var reader = FieldErrorReader(base, count: body.count)
     switch base[value.lowerBound] {
     case UInt8(ascii: "{"): reader.map(value, dotted: true, nonField: true)
     case UInt8(ascii: "["): reader.list(value, messageKey: rule.message, fieldKey: rule.field)

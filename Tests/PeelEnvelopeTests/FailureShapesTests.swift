@@ -216,6 +216,20 @@ final class FailureShapesTests: XCTestCase {
         XCTAssertEqual(errors(p), ##"[{"detail":"\u00e9tait \"vide\"","pointer":"#/a~1b~0c"},{"detail":"必填","pointer":"#/%E5%90%8D%E5%AD%97"},{"detail":"blank key","pointer":"#"}]"##)
     }
 
+    func testDottedKeys_shortAndLong_plainAndNot_giveTheSamePointers() {
+        // 4 to 16 plain bytes take a 16-byte path; the rest go byte by byte: both must agree.
+        let keys: [(String, String)] = [
+            ("items.0.name", "#/items/0/name"), ("a.b", "#/a/b"), ("user_name-x.y", "#/user_name-x/y"),
+            ("x..y", "#/x/y"), (".lead", "#/lead"), ("trail.", "#/trail"), ("abcdefghij.klmno", "#/abcdefghij/klmno"),
+            ("abcdefghij.klmnop", "#/abcdefghij/klmnop"), ("Ab9_", "#/Ab9_"), ("a b.c", "#/a%20b/c"), ("k[0].v", "#/k/0/v"),
+            ("é.x", "#/%C3%A9/x"), ("a~b.c/d", "#/a~0b/c~1d"),
+        ]
+        for (key, pointer) in keys {
+            let p = problem(##"{"errors":{"\##(key)":["bad"]}}"##, status: 422)
+            XCTAssertEqual(errors(p), ##"[{"detail":"bad","pointer":"\##(pointer)"}]"##, key)
+        }
+    }
+
     func testEmptyErrors_fallBackToTheMessage() {
         let p = problem(##"{"message":"Unprocessable","errors":[]}"##, status: 422)
         XCTAssertEqual(p?.detail, "Unprocessable")

@@ -324,4 +324,69 @@ final class EndpointFailoverLiveTests: XCTestCase {
         XCTAssertEqual(v1.requests.map(\.path).filter { $0.hasSuffix("start") }, ["/v1/start"])
         XCTAssertEqual(seen, ["/v1/next": "s=1; Path=/v1", "/next": "s=1; Path=/"])
     }
+
+    /// An HTTP answer with a JSON body, as the fakes below write them.
+    private static func answer(_ status: String, _ body: String, fields: String = "") -> RawUpstream.Reply {
+        .send("HTTP/1.1 \(status)\r\n\(fields)Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+    }
+
+    func testOnePeel_normalizesARuoYiBackendAndARESTBackend_eachByItsRoute() throws {
+        // RuoYi-Vue answers 200 with its AjaxResult/TableDataInfo (Jackson writes msg, code, …).
+        let ruoyi = try RawUpstream { r in
+            switch r.path {
+            case "/system/user/list":
+                return Self.answer("200 OK", #"{"total":1,"rows":[{"userId":1,"userName":"admin"}],"code":200,"msg":"查询成功"}"#)
+            default:
+                return Self.answer("200 OK", #"{"msg":"用户不存在/密码错误","code":500}"#)
+            }
+        }
+        defer { ruoyi.stop() }
+        // A REST backend without an envelope: bare JSON on 2xx, its framework's error bodies otherwise.
+        let rest = try RawUpstream { r in
+            switch r.path {
+            case "/orders": return Self.answer("200 OK", #"[{"id":7,"total":"19.90"}]"#)
+            case "/orders/new":
+                return Self.answer("422 Unprocessable Content",
+                                   #"{"detail":[{"type":"missing","loc":["body","items",0,"sku"],"msg":"Field required","input":{}}]}"#)
+            case "/me": return Self.answer("401 Unauthorized", #"{"detail":"Not authenticated"}"#, fields: "WWW-Authenticate: Bearer\r\n")
+            default: return Self.answer("500 Internal Server Error", #"{"message":"column users.pw does not exist"}"#)
+            }
+        }
+        defer { rest.stop() }
+        let config = try loadConfig(file: """
+            {"upstreams": {"admin": {"endpoints": ["\(ruoyi.baseURL)"], "probe": {"interval": 3600}},
+                           "shop": {"endpoints": ["\(rest.baseURL)"], "probe": {"interval": 3600}}},
+             "routes": [{"prefix": "/admin/", "upstream": "admin", "strip_prefix": true, "dialect": "ruoyi"},
+                        {"prefix": "/v2/", "upstream": "shop", "strip_prefix": true, "dialect": "rest"}]}
+            """, environment: [:])
+        let h = try Harness(workers: 1) { c in c.routing = config.routing }
+        defer { h.stop() }
+
+        let list = try h.request("GET", "/admin/system/user/list")
+        XCTAssertEqual(list.status, 200, list.text)
+        XCTAssertEqual(list.text, #"{"total":1,"rows":[{"userId":1,"userName":"admin"}]}"#)
+        let refused = problem(try h.request("POST", "/admin/login"))
+        XCTAssertEqual(refused["kind"] as? String, "business-error")
+        XCTAssertEqual(refused["detail"] as? String, "用户不存在/密码错误")
+        XCTAssertEqual(refused["code"] as? Int, 500)
+
+        let orders = try h.request("GET", "/v2/orders")
+        XCTAssertEqual(orders.status, 200, orders.text)
+        XCTAssertEqual(orders.text, #"[{"id":7,"total":"19.90"}]"#, "a bare array passes byte for byte")
+        XCTAssertEqual(orders.header("Content-Type"), "application/json")
+        let invalid = try h.request("POST", "/v2/orders/new")
+        XCTAssertEqual(invalid.status, 422)
+        XCTAssertEqual(invalid.header("Content-Type"), "application/problem+json")
+        XCTAssertTrue(invalid.text.contains(##""errors":[{"detail":"Field required","pointer":"#/items/0/sku"}]"##), invalid.text)
+        XCTAssertEqual(problem(invalid)["detail"] as? String, "Field required")
+        let expired = try h.request("GET", "/v2/me")
+        XCTAssertEqual(expired.status, 401)
+        XCTAssertEqual(problem(expired)["kind"] as? String, "auth-expired")
+        XCTAssertEqual(problem(expired)["detail"] as? String, "Not authenticated")
+        XCTAssertEqual(expired.header("WWW-Authenticate"), "Bearer")
+        let broken = try h.request("GET", "/v2/report")
+        XCTAssertEqual(broken.status, 502)
+        XCTAssertNil(problem(broken)["upstream"])
+        XCTAssertFalse(broken.text.contains("column users.pw"), "a 5xx's words never reach the client: \(broken.text)")
+    }
 }
