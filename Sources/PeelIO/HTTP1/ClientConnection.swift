@@ -124,7 +124,7 @@ final class ClientConnection {
             let buffer = machine.buffer
             // What is known of the request line, for the log (nothing when it never completed).
             let method = p.methodRange.isEmpty || p.methodRange.upperBound > buffer.count ? "" : buffer.string(p.methodRange)
-            let target = p.targetRange.isEmpty || p.targetRange.upperBound > buffer.count ? "" : buffer.string(p.targetRange)
+            let target = p.targetRange.isEmpty || p.targetRange.upperBound > buffer.count ? "" : buffer.target(p.targetRange)
             // A refusal after a whole head (body too large, expectation, body timeout) still knows the
             // request's Origin, so a browser app can read why it was refused (CORS).
             var origin: String? = nil

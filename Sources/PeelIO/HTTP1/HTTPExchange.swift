@@ -18,7 +18,8 @@ public final class HTTPExchange {
     public let method: String
     /// The method as a token, for the comparisons every stage makes.
     public let methodToken: MethodToken
-    /// Raw request target as sent (origin-form `/a/b?x=1`, or absolute-form).
+    /// The request target as sent (origin-form `/a/b?x=1`, or absolute-form), with any byte that is
+    /// not part of well-formed UTF-8 percent-encoded (`TargetText`).
     public let target: String
     /// HTTP major and minor version.
     public let version: (major: Int, minor: Int)
@@ -41,7 +42,7 @@ public final class HTTPExchange {
         refusedOrigin = nil
         method = request.buffer.string(request.method)
         methodToken = MethodToken(method)
-        target = request.buffer.string(request.target)
+        target = request.buffer.target(request.target)
         version = (1, request.minorVersion)
         lastClientAddress = connection.clientAddress
         clientAddress = connection.clientAddress

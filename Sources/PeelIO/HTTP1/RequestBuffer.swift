@@ -57,6 +57,12 @@ final class RequestBuffer {
         String(decoding: UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count), as: UTF8.self)
     }
 
+    /// The request target in `range` as a String, bytes outside well-formed UTF-8 percent-encoded
+    /// (`TargetText`).
+    func target(_ range: Range<Int>) -> String {
+        TargetText.string(slice(range))
+    }
+
     /// The bytes in `range`, borrowed.
     func slice(_ range: Range<Int>) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: base + range.lowerBound, count: range.count)
