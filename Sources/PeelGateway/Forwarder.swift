@@ -117,8 +117,8 @@ final class Forwarder {
         // forge the chain the upstream sees.
         let peer = ex.peerAddress
         let trusted = IPNetwork.any(general.trustedProxies, contain: peer)
-        // Immutable once read: the stages borrow it.
-        let facts = RequestFacts(ex, keys: caching ? routes.keyFields : nil, trustingForwarding: trusted)
+        // Read once; the plan names its host (an absolute-form target's authority), then the stages borrow it.
+        var facts = RequestFacts(ex, keys: caching ? routes.keyFields : nil, trustingForwarding: trusted)
         if trusted {
             ex.clientAddress = Self.realClient(peer: peer, forwardedFor: facts.xForwardedFor, trusted: general.trustedProxies)
         }
@@ -127,7 +127,6 @@ final class Forwarder {
                         language: Language(acceptLanguage: facts.acceptLanguage))
         call.origin = facts.origin ?? ex.refusedOrigin
         call.acceptEncoding = facts.acceptEncoding.map { AcceptedCodings($0) }
-        call.addressFields = (facts.host, facts.xForwardedProto, facts.xForwardedHost)
 
         // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
         if let refusal = ex.refusal {
@@ -143,9 +142,10 @@ final class Forwarder {
         }
 
         let (plan, path) = RequestPlan.decide(method: ex.method, target: ex.target, http11: ex.version.major == 1 && ex.version.minor >= 1,
-                                              facts, selfAuthorities: selfAuthorities, managesCORS: general.cors != nil,
+                                              &facts, selfAuthorities: selfAuthorities, managesCORS: general.cors != nil,
                                               reachabilityPath: general.reachabilityPath, accept: { ex.header(.accept) })
         call.path = path
+        call.addressFields = (facts.host, facts.xForwardedProto, facts.xForwardedHost)
         let target: (path: String, query: String?)
         switch plan {
         case .refuse(let why): return refuse(call, why)

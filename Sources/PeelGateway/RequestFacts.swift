@@ -88,6 +88,15 @@ struct RequestFacts {
         }
     }
 
+    /// An absolute-form target names the host (RFC 9112 §3.2.2: a server MUST ignore Host then):
+    /// `authority` replaces Host for routing, the cache's tenant, rewritten URLs and what goes
+    /// upstream, and a trusted proxy's X-Forwarded-Host goes too. The Host field was checked first
+    /// (§3.2 still refuses a missing, doubled or invalid one).
+    mutating func nameHost(byTarget authority: String) {
+        host = authority
+        xForwardedHost = nil
+    }
+
     /// The fields a trusted proxy sends about the client, forgotten for a request from anyone else
     /// (from an untrusted client they could steer rewritten redirects and forge the chain).
     mutating func distrustForwardingFields() {
@@ -149,9 +158,10 @@ enum RequestPlan: Equatable {
     /// Forward `path` with `query`.
     case forward(path: String, query: String?)
 
-    /// Decides what to do with a request (`method`, `target`, HTTP/1.1 or later, fields `facts`).
-    /// Pure; `accept` reads Accept, which only the reachability path needs.
-    static func decide(method: String, target: String, http11: Bool, _ facts: RequestFacts, selfAuthorities: Set<String>,
+    /// Decides what to do with a request (`method`, `target`, HTTP/1.1 or later, fields `facts`),
+    /// and is the one place that decides the request's host: an absolute-form target's authority
+    /// replaces Host in `facts`. Pure; `accept` reads Accept, which only the reachability path needs.
+    static func decide(method: String, target: String, http11: Bool, _ facts: inout RequestFacts, selfAuthorities: Set<String>,
                        managesCORS: Bool, reachabilityPath: String?, accept: () -> String?) -> (RequestPlan, path: String) {
         // RFC 9112 §3.2: a 1.1 request without Host, or with two, is refused.
         if facts.duplicateHost { return (.refuse("more than one Host header"), "") }
@@ -160,7 +170,8 @@ enum RequestPlan: Equatable {
         // Content-Length and Transfer-Encoding framing was judged by the server's parser.
         switch RequestPolicy.check(method: method, target: target, selfAuthorities: selfAuthorities) {
         case .refuse(let why): return (.refuse(why), "")
-        case .forward(let path, let query):
+        case .forward(let path, let query, let authority):
+            if let authority { facts.nameHost(byTarget: authority) }
             // A preflight is Peel's to answer when it manages CORS: the upstream is not contacted.
             if managesCORS, CORSPolicy.isPreflight(method: method, origin: facts.origin,
                                                    requestMethod: facts.accessControlRequestMethod) {

@@ -3,8 +3,9 @@ import PeelIO
 
 /// What the forwarder decided about a request before any upstream work.
 enum RequestCheck: Equatable {
-    /// Forward to `path` (with `query`, no leading `?`).
-    case forward(path: String, query: String?)
+    /// Forward to `path` (with `query`, no leading `?`); `authority` is an absolute-form target's
+    /// (one of Peel's own), nil for origin-form.
+    case forward(path: String, query: String?, authority: String? = nil)
     /// Refuse with 400 and this detail.
     case refuse(String)
 }
@@ -40,6 +41,7 @@ enum RequestPolicy {
         if method == "CONNECT" { return .refuse("CONNECT is not forwarded: Peel only talks to its configured upstream") }
         if method == "TRACE" { return .refuse("TRACE is not forwarded") }
         var origin = Substring(target)
+        var named: String? = nil
         if !target.hasPrefix("/") {
             // Absolute-form (RFC 9112 §3.2.2) is accepted only when it names Peel's own listener:
             // anything else is a client using Peel as a forward proxy.
@@ -54,9 +56,10 @@ enum RequestPolicy {
             guard selfAuthorities.contains(authority.lowercased()) else {
                 return .refuse("absolute-form target names another host; Peel only forwards to its upstream")
             }
+            named = String(authority)
             origin = afterScheme[slash...]
             if origin.isEmpty { origin = "/" }
-            if origin.hasPrefix("?") { return .forward(path: "/", query: String(origin.dropFirst())) }
+            if origin.hasPrefix("?") { return .forward(path: "/", query: String(origin.dropFirst()), authority: named) }
         }
         for b in origin.utf8 where b <= 0x20 || b == 0x7F || b == UInt8(ascii: "#") {
             if b == UInt8(ascii: "#") { return .refuse("request target must not carry a fragment") }
@@ -73,7 +76,7 @@ enum RequestPolicy {
         }
         if hasOverlongUTF8(path) { return .refuse("path holds an overlong UTF-8 encoding") }
         if climbsAboveRoot(path) { return .refuse("path climbs above the upstream base path") }
-        return .forward(path: String(path), query: query.map(String.init))
+        return .forward(path: String(path), query: query.map(String.init), authority: named)
     }
 
     /// True when dot-segments (also percent-encoded, or with backslashes some servers treat as

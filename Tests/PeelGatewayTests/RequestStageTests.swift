@@ -65,9 +65,28 @@ final class RequestStageTests: XCTestCase {
 
     private func plan(method: String = "GET", target: String = "/v1/x", http11: Bool = true, _ pairs: [(String, String)],
                       cors: Bool = false, reachability: String? = "/_peel/reachability") -> RequestPlan {
-        RequestPlan.decide(method: method, target: target, http11: http11, facts(pairs), selfAuthorities: ["peel:80"],
+        var read = facts(pairs)
+        return RequestPlan.decide(method: method, target: target, http11: http11, &read, selfAuthorities: ["peel:80"],
                            managesCORS: cors, reachabilityPath: reachability,
                            accept: { pairs.first { $0.0.lowercased() == "accept" }?.1 }).0
+    }
+
+    func testAnAbsoluteFormTargetNamingPeel_namesTheHost_overHostAndXForwardedHost() {
+        var f = facts([("Host", "other"), ("X-Forwarded-Host", "pub.example")])
+        let (decided, path) = RequestPlan.decide(method: "GET", target: "http://PEEL:80/v1/x?q=1", http11: true, &f,
+                                                 selfAuthorities: ["peel:80"], managesCORS: false, reachabilityPath: nil, accept: { nil })
+        XCTAssertEqual(decided, .forward(path: "/v1/x", query: "q=1"))
+        XCTAssertEqual(path, "/v1/x")
+        XCTAssertEqual(f.host, "PEEL:80", "RFC 9112 §3.2.2: Host is ignored")
+        XCTAssertNil(f.xForwardedHost)
+        // Origin-form leaves Host as it came; another authority, or a bad Host field, is refused.
+        var g = facts([("Host", "other")])
+        _ = RequestPlan.decide(method: "GET", target: "/v1/x", http11: true, &g, selfAuthorities: ["peel:80"], managesCORS: false,
+                               reachabilityPath: nil, accept: { nil })
+        XCTAssertEqual(g.host, "other")
+        XCTAssertEqual(plan(target: "http://other/v1/x", [("Host", "peel")]),
+                       .refuse("absolute-form target names another host; Peel only forwards to its upstream"))
+        XCTAssertEqual(plan(target: "http://peel/v1/x", [("Host", "u@x")]), .refuse("Host must not carry userinfo"))
     }
 
     func testThePlan_forEachKindOfRequest() {

@@ -26,6 +26,44 @@ final class RequestTargetTests: XCTestCase {
         echoedHeaders(e).first { $0.0.lowercased() == name }?.1
     }
 
+    func testAnAbsoluteFormTargetNamingPeel_isRoutedByItsAuthority_andHostIsIgnored() throws {
+        let pay = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try pay.start()
+        defer { pay.stop() }
+        let r = try routing("""
+            {"upstreams": {"pay": {"endpoints": ["\(pay.baseURL)"]}},
+             "routes": [{"host": "other", "prefix": "/", "upstream": "default"},
+                        {"host": "127.0.0.1", "prefix": "/", "upstream": "pay"}]}
+            """)
+        // A trusted peer: its X-Forwarded-Host would otherwise be believed.
+        let loopback = try IPNetwork.parse("127.0.0.1/32").get()
+        let h = try Harness { c in c.routing = r; c.preserveHost = true; c.trustedProxies = [loopback] }
+        defer { h.stop() }
+        h.upstream.resetCount()
+        let authority = "127.0.0.1:\(h.port)"
+        // RFC 9112 §3.2.2: the target's authority names the host; Host and X-Forwarded-Host are ignored.
+        let absolute = try h.raw("GET http://\(authority)/api/echo/x?a=1 HTTP/1.1\r\nHost: other\r\nX-Forwarded-Host: evil.example\r\n"
+                                 + "Connection: close\r\n\r\n")
+        let e = echo(absolute)
+        XCTAssertEqual(pay.requestCount, 1, "routed by Host, not by the target's authority")
+        XCTAssertEqual(h.upstream.requestCount, 0)
+        XCTAssertEqual(e["target"] as? String, "/api/echo/x?a=1")
+        XCTAssertEqual(header(e, "host"), authority, "the preserved Host is the one the target names")
+        XCTAssertEqual(header(e, "x-forwarded-host"), authority)
+        XCTAssertEqual(header(e, "forwarded").map { $0.contains("host=\"\(authority)\"") }, true, header(e, "forwarded") ?? "none")
+
+        // Origin-form, Host routes as before.
+        XCTAssertEqual(try h.raw("GET /api/echo/x HTTP/1.1\r\nHost: other\r\nConnection: close\r\n\r\n").status, 200)
+        XCTAssertEqual(h.upstream.requestCount, 1)
+        // An absolute-form target naming any other authority stays refused, whatever Host says.
+        let foreign = try h.raw("GET http://other/api/echo/x HTTP/1.1\r\nHost: \(authority)\r\nConnection: close\r\n\r\n")
+        XCTAssertEqual(foreign.status, 400, foreign.text)
+        XCTAssertEqual(pay.requestCount + h.upstream.requestCount, 2)
+        // The Host field is still checked (RFC 9112 §3.2): an invalid one is refused even when ignored.
+        let badHost = try h.raw("GET http://\(authority)/api/echo/x HTTP/1.1\r\nHost: a:b:c\r\nConnection: close\r\n\r\n")
+        XCTAssertEqual(badHost.status, 400, badHost.text)
+    }
+
     func testBytesThatAreNotUTF8_reachTheUpstreamPercentEncoded_soDistinctPathsStayDistinct() throws {
         let h = try Harness()
         defer { h.stop() }
