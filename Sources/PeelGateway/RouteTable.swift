@@ -102,19 +102,69 @@ struct RouteTable<Target> {
         return found.map { entries[$0].target }
     }
 
-    /// A Host value as routes match it (RFC 9110 §7.2, §4.2.3): lowercased, without its port and
-    /// any trailing dot; an IPv6 literal keeps its brackets.
+    /// A Host value in the form route hosts are written in (RFC 9110 §7.2, §4.2.3; RFC 3986 §6.2.2):
+    /// lowercased, without its port and any trailing dot, escapes of unreserved characters decoded
+    /// (`%61pi` is `api`), and an IPv6 literal in its one text form (RFC 5952), brackets kept:
+    /// `[0:0:0:0:0:0:0:1]` is `[::1]`, as `RoutingConfig.hostPattern` writes a route's.
     static func hostName(_ host: String?) -> [UInt8] {
         guard let host else { return [] }
         var bytes = Array(host.utf8)
         if bytes.first == 0x5B {
-            if let close = bytes.firstIndex(of: 0x5D) { bytes.removeSubrange((close + 1)...) }
+            if let close = bytes.firstIndex(of: 0x5D) {
+                bytes.removeSubrange((close + 1)...)
+                if let canonical = canonicalIPv6(bytes[1..<close]) { return canonical }
+            }
         } else if let colon = bytes.lastIndex(of: 0x3A) {
             bytes.removeSubrange(colon...)
         }
+        var escaped = false
+        for i in bytes.indices {
+            if bytes[i] &- 0x41 < 26 { bytes[i] |= 0x20 } else if bytes[i] == 0x25 { escaped = true }
+        }
+        if escaped { bytes = decodingUnreserved(bytes) }
         if bytes.last == 0x2E { bytes.removeLast() }
-        for i in bytes.indices where bytes[i] &- 0x41 < 26 { bytes[i] |= 0x20 }
         return bytes
+    }
+
+    /// `[` the RFC 5952 text of the IPv6 address in `text` (lowercase hex, the longest run of zero
+    /// groups as `::`) `]`, from inet_ntop; nil when `text` is not one.
+    static func canonicalIPv6(_ text: ArraySlice<UInt8>) -> [UInt8]? {
+        guard !text.isEmpty, text.count < 46 else { return nil }
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, String(decoding: text, as: UTF8.self), &address) == 1 else { return nil }
+        var out = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        guard inet_ntop(AF_INET6, &address, &out, socklen_t(out.count)) != nil else { return nil }
+        return [0x5B] + out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) } + [0x5D]
+    }
+
+    /// `name` with each `%XX` that encodes an unreserved character (RFC 3986 §2.3) decoded and
+    /// lowercased (§6.2.2.2); other escapes stay, and match no route's name.
+    private static func decodingUnreserved(_ name: [UInt8]) -> [UInt8] {
+        func hex(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: return c - 0x30
+            case 0x41...0x46: return c - 0x37
+            case 0x61...0x66: return c - 0x57
+            default: return nil
+            }
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(name.count)
+        var i = 0
+        while i < name.count {
+            if name[i] == 0x25, i + 2 < name.count, let hi = hex(name[i + 1]), let lo = hex(name[i + 2]) {
+                var c = hi << 4 | lo
+                if c &- 0x41 < 26 { c |= 0x20 }
+                if (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x2E || c == 0x5F || c == 0x7E {
+                    out.append(c)
+                    i += 3
+                    continue
+                }
+            }
+            out.append(name[i])
+            i += 1
+        }
+        return out
     }
 }
 

@@ -287,14 +287,16 @@ extension RoutingConfig {
     /// under it (one or more labels, never the name itself).
     static func hostPattern(_ json: ConfigJSON, at: String) throws(ConfigError) -> String {
         let host = try string(json, at: at).lowercased()
-        // An IPv6 literal in brackets, as a Host field carries it (RFC 9110 §7.2, RFC 3986 §3.2.2).
+        // An IPv6 literal in brackets, as a Host field carries it (RFC 9110 §7.2, RFC 3986 §3.2.2), in
+        // its one text form (RFC 5952), which a request's Host is brought to before it is matched.
         if host.hasPrefix("[") {
-            let inner = host.utf8.dropFirst().dropLast()
+            let inner = Array(host.utf8.dropFirst().dropLast())
             guard host.hasSuffix("]"), inner.contains(0x3A),
-                  inner.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || $0 == 0x3A || $0 == 0x2E }) else {
+                  inner.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) || $0 == 0x3A || $0 == 0x2E }),
+                  let canonical = RouteTable<Void>.canonicalIPv6(inner[...]) else {
                 throw ConfigError(option: at, problem: "must be an IPv6 address in brackets ([2001:db8::1])")
             }
-            return host
+            return String(decoding: canonical, as: UTF8.self)
         }
         let name = host.hasPrefix("*.") ? String(host.dropFirst(2)) : host
         let ok = !name.isEmpty && name.utf8.allSatisfy { b in

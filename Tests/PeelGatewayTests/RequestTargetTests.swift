@@ -89,4 +89,31 @@ final class RequestTargetTests: XCTestCase {
         }
         XCTAssertEqual(h.upstream.requestCount, 0)
     }
+
+    func testRequestHosts_areCanonicalisedAsRouteHostsAre() throws {
+        let pay = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try pay.start()
+        defer { pay.stop() }
+        let r = try routing("""
+            {"upstreams": {"pay": {"endpoints": ["\(pay.baseURL)"]}},
+             "routes": [{"prefix": "/", "upstream": "default"},
+                        {"host": "[::1]", "prefix": "/", "upstream": "pay"},
+                        {"host": "[2001:DB8:0:0:0:0:0:1]", "prefix": "/", "upstream": "pay"},
+                        {"host": "api.example", "prefix": "/", "upstream": "pay"}]}
+            """)
+        XCTAssertEqual(r.routes[2].host, "[2001:db8::1]", "a route's IPv6 host is kept in its RFC 5952 form")
+        let h = try Harness { c in c.routing = r }
+        defer { h.stop() }
+        h.upstream.resetCount()
+        let hosts = ["[0:0:0:0:0:0:0:1]", "[0:0::1]:8080", "[::1]", "[2001:db8::0:1]", "[2001:0DB8::1]:80", "API.Example.", "%61pi.example",
+                     "api.ex%41mple:81"]
+        for host in hosts {
+            let r = try h.raw("GET /api/user HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+            XCTAssertEqual(r.status, 200, "\(host): \(r.text)")
+        }
+        XCTAssertEqual(pay.requestCount, hosts.count, "every form of a route's host takes its route")
+        XCTAssertEqual(h.upstream.requestCount, 0)
+        XCTAssertEqual(try h.raw("GET /api/user HTTP/1.1\r\nHost: [::2]\r\nConnection: close\r\n\r\n").status, 200)
+        XCTAssertEqual(h.upstream.requestCount, 1, "another address takes the route without a host")
+    }
 }

@@ -36,6 +36,17 @@ final class RouteTableTests: XCTestCase {
         XCTAssertEqual(RouteTable<Int>.hostName("[::1]:8080"), Array("[::1]".utf8))
     }
 
+    func testRequestHosts_takeTheFormRouteHostsAreWrittenIn() {
+        func name(_ host: String) -> String { String(decoding: RouteTable<Int>.hostName(host), as: UTF8.self) }
+        XCTAssertEqual(name("[0:0:0:0:0:0:0:1]"), "[::1]")
+        XCTAssertEqual(name("[0:0::1]:8080"), "[::1]")
+        XCTAssertEqual(name("[2001:0DB8:0:0:1:0:0:1]"), "[2001:db8::1:0:0:1]", "RFC 5952: the first longest zero run")
+        XCTAssertEqual(name("[::FFFF:127.0.0.1]"), "[::ffff:127.0.0.1]")
+        XCTAssertEqual(name("%61pi.Ex%41mple.com.:80"), "api.example.com", "escaped unreserved characters are decoded")
+        XCTAssertEqual(name("a%2Fb"), "a%2fb", "other escapes stay, lowercased (and match no route's name)")
+        XCTAssertEqual(name("example.com%2e"), "example.com", "a trailing dot, escaped")
+    }
+
     func testListOrderDecidesNothing() {
         let rules: [(host: String?, prefix: String, target: String)] = [
             (nil, "/", "a"), ("x.example.com", "/", "b"), ("*.example.com", "/", "c"), (nil, "/api/", "d")]

@@ -185,6 +185,10 @@ final class RoutingConfigTests: XCTestCase {
     func testARouteMayNameAnIPv6Literal() throws {
         let c = try load(#"{"routes": [{"prefix": "/", "upstream": "default", "host": "[::1]"}]}"#, upstreamFlag: true)
         XCTAssertEqual(c.routing?.routes[0].host, "[::1]")
+        let long = try load(#"{"routes": [{"prefix": "/", "upstream": "default", "host": "[0:0:0:0:0:0:0:1]"}]}"#, upstreamFlag: true)
+        XCTAssertEqual(long.routing?.routes[0].host, "[::1]", "kept in the form a request's Host is matched in")
+        XCTAssertEqual(refusal(#"{"routes": [{"prefix": "/", "upstream": "default", "host": "[1:2:3]"}]}"#, upstreamFlag: true)?.at,
+                       "routes[0].host")
         XCTAssertEqual(refusal(#"{"routes": [{"prefix": "/", "upstream": "default", "host": "[::1"}]}"#, upstreamFlag: true)?.at,
                        "routes[0].host")
         XCTAssertEqual(refusal(#"{"routes": [{"prefix": "/", "upstream": "default", "host": "[example]"}]}"#, upstreamFlag: true)?.at,
