@@ -116,4 +116,23 @@ final class RequestTargetTests: XCTestCase {
         XCTAssertEqual(try h.raw("GET /api/user HTTP/1.1\r\nHost: [::2]\r\nConnection: close\r\n\r\n").status, 200)
         XCTAssertEqual(h.upstream.requestCount, 1, "another address takes the route without a host")
     }
+
+    func testPassthroughPaths_matchThePathAsSent_beforeTheRoutesPrefixIsStripped() throws {
+        let r = try routing("""
+            {"routes": [{"prefix": "/", "upstream": "default"},
+                        {"prefix": "/raw/", "upstream": "default", "strip_prefix": true, "passthrough_paths": ["/raw/api/user"]},
+                        {"prefix": "/stripped/", "upstream": "default", "strip_prefix": true, "passthrough_paths": ["/api/user"]}]}
+            """)
+        let h = try Harness { c in c.routing = r }
+        defer { h.stop() }
+        // As sent: `/raw/api/user` passes through; the upstream got `/api/user` and its envelope comes whole.
+        let passed = try h.request("GET", "/raw/api/user")
+        XCTAssertEqual(passed.status, 200, passed.text)
+        XCTAssertEqual(passed.text, DemoCatalog.userEnvelope)
+        XCTAssertEqual(h.upstream.lastRequest?.target, "/api/user")
+        // The stripped path is not what they match: `/stripped/api/user` is unwrapped.
+        let judged = try h.request("GET", "/stripped/api/user")
+        XCTAssertEqual(judged.text, DemoCatalog.userData)
+        XCTAssertEqual(h.upstream.lastRequest?.target, "/api/user")
+    }
 }
