@@ -98,7 +98,7 @@ extension Forwarder {
                                                                               ("Cache-Control", "no-store")],
                                             body: .stream(contentLength: nil)), context(call), encode: { _, _ in nil })
             let rewrite = call.route.rewrite
-            guard let stream = ex.startStream(status: 200, headers: { out in
+            guard let stream = ex.startStream(status: 200, endless: true, headers: { out in
                 shaped.forEachField(rewrite: rewrite, publicOrigin: { nil }, { out.add($0) }, { out.add($0, $1) })
             }) else {
                 streams.release(client: client)

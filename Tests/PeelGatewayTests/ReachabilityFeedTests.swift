@@ -94,11 +94,25 @@ final class ReachabilityFeedTests: XCTestCase {
         XCTAssertEqual(problem(over)["kind"] as? String, "server-busy")
         XCTAssertNotNil(over.header("Retry-After"))
         XCTAssertEqual(try h.request("GET", "/_peel/reachability").status, 200, "the document needs no place")
-        // A reset is seen at once; a FIN only at the next write (a half-closed client still reads).
         c.close(reset: true)
         XCTAssertTrue(h.eventually(2) { (try? h.admin("/status").text.contains("\"streams\":0")) == true })
         let again = try openStream(h)
         XCTAssertTrue(try again.readUntil("event: reachability").hasPrefix("HTTP/1.1 200"))
+    }
+
+    func testStreamPlace_isFreedAtOnceWhenItsClientCloses_soReconnectsAreNotRefused() throws {
+        // A client's FIN ends its stream: its place was held until the second heartbeat after it
+        // (~28 s), so an app that reconnected 8 times within half a minute got 429.
+        let h = try Harness { c in c.maxStreamsPerClient = 8 }
+        defer { h.stop() }
+        for i in 0..<10 {
+            let c = try openStream(h)
+            let opened = try c.readUntil("event: reachability")
+            XCTAssertTrue(opened.hasPrefix("HTTP/1.1 200"), "reconnect \(i): \(opened)")
+            c.close()
+            XCTAssertTrue(h.eventually(1) { (try? h.admin("/status").text.contains("\"streams\":0")) == true },
+                          "reconnect \(i): the place was still taken a second after the client closed")
+        }
     }
 
     func testStreamsPerClient_oneAddressCannotHoldEverySlot() throws {

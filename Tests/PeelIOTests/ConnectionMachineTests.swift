@@ -184,6 +184,32 @@ final class ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(m.phase, .closed)
     }
 
+    func testEndlessStream_closesAtTheClientsEndOfInput() {
+        var m = machine()
+        _ = dispatched(get, to: &m, now: t0)
+        XCTAssertFalse(m.replyStarted(closing: false, now: t0))
+        XCTAssertEqual(Seen(m.streamEndsWithInput()), .none)
+        XCTAssertTrue(m.wantsRead, "an endless stream must hear its client leave")
+        XCTAssertEqual(Seen(m.endOfInput(now: t0 + 1)), .close)
+        XCTAssertEqual(m.phase, .closed)
+    }
+
+    func testEndlessStream_afterTheClientsEndOfInput_closesAtOnce() {
+        var m = machine()
+        _ = dispatched(get, to: &m, now: t0)
+        XCTAssertEqual(Seen(m.endOfInput(now: t0)), .probe)
+        _ = m.replyStarted(closing: false, now: t0)
+        XCTAssertEqual(Seen(m.streamEndsWithInput()), .close)
+    }
+
+    func testOtherStream_keepsWritingToAHalfClosedClient() {
+        var m = machine()
+        _ = dispatched(get, to: &m, now: t0)
+        _ = m.replyStarted(closing: false, now: t0)
+        XCTAssertEqual(Seen(m.endOfInput(now: t0 + 1)), .none)
+        XCTAssertEqual(m.phase, .writing)
+    }
+
     func testLingering_endsAtTheLingerTime() {
         var m = machine()
         _ = dispatched("GET / HTTP/1.0\r\n\r\n", to: &m, now: t0)

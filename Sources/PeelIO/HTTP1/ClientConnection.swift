@@ -205,7 +205,7 @@ final class ClientConnection {
     /// Writes `ex`'s head for a streamed body and returns the stream (called by the exchange, once).
     /// With `contentLength` the body is sent as is under that length (the upstream's declared one);
     /// without it, chunked (HTTP/1.1) or ended by the close (HTTP/1.0).
-    func startStream(_ ex: HTTPExchange, status: Int, contentLength: Int?,
+    func startStream(_ ex: HTTPExchange, status: Int, contentLength: Int?, endless: Bool = false,
                      headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
         guard !closed, exchange === ex else { return nil }
         head.begin(status: status)
@@ -223,6 +223,10 @@ final class ClientConnection {
         streamChunked = !http10 && !noBody && !resetContent && declared == nil
         streamRemaining = resetContent ? nil : declared
         server.withDate { head.end(date: $0, contentLength: length, connection: closing ? "close" : nil, chunked: streamChunked) }
+        if endless, case .close = machine.streamEndsWithInput() {
+            close()
+            return nil
+        }
         let s = ReplyStream(connection: self)
         stream = s
         replying = true

@@ -115,6 +115,9 @@ struct ConnectionMachine {
     /// True while the current request is HTTP/1.0 (no 1xx may be sent to it, RFC 9110 §15.2).
     private var http10 = false
     private var probed = false
+    /// True while the answer is a stream with no end of its own (server-sent events): only the
+    /// client ends it, and its end of input does, at once.
+    private var endsWithInput = false
     /// Empty lines dropped before the current request line: they count toward `maxHead`, or a
     /// client could send gigabytes of CRLF before its request line.
     private var droppedBlank = 0
@@ -210,6 +213,9 @@ struct ConnectionMachine {
             }
             return .probe
         case .writing:
+            // A stream only the client ends: its FIN is its leaving. Waiting for a write to fail
+            // instead kept the stream's place taken until the second heartbeat after it (~28 s).
+            if endsWithInput { return closeNow() }
             return .none
         case .closed:
             return .none
@@ -234,6 +240,16 @@ struct ConnectionMachine {
         phase = .writing
         since = now
         return closeAfterReply
+    }
+
+    /// The answer being written is a stream with no end of its own (server-sent events): the
+    /// client's end of input ends it (`endOfInput` closes), as its reset does; when that input has
+    /// ended already, it closes now.
+    mutating func streamEndsWithInput() -> Action {
+        guard phase == .writing else { return .none }
+        if peerClosed { return closeNow() }
+        endsWithInput = true
+        return .none
     }
 
     /// Some of the answer left, or more was queued (the write timeout counts from here).
@@ -316,6 +332,7 @@ struct ConnectionMachine {
         releaseBudget()
         since = now
         producerIdle = false
+        endsWithInput = false
         if closeAfterReply {
             // Closing with bytes of the client's still unread makes the kernel send a reset, which
             // discards whatever of the answer is not yet delivered (RFC 9112 §9.6). Shut the
