@@ -250,7 +250,10 @@ public final class Gateway: @unchecked Sendable {
             probe = "{\"ok\":\(p.ok),\"busy\":\(p.busy),\"status\":\(p.status.map(String.init) ?? "null"),\"error\":\(p.error.map(jsonEscaped) ?? "null")"
                 + ",\"latency_ms\":\((p.latency * 1_000_000).rounded() / 1000),\"at\":\"\(rfc3339(p.at))\"}"
         }
-        return "{\"version\":\(jsonEscaped(peelVersion)),\"upstream\":\(jsonEscaped(config.upstream.description))"
+        let config = self.config
+        // With routes only there is no `--upstream`: null, as `check-config` and the start line say.
+        let upstream = config.routing?.hasDefaultGroup == false ? "null" : jsonEscaped(config.upstream.description)
+        return "{\"version\":\(jsonEscaped(peelVersion)),\"upstream\":\(upstream)"
             + ",\"reachability\":{\"state\":\"\(snap.state)\",\"since\":\"\(rfc3339(since))\""
             + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null"),\"public_reason\":\(snap.publicReason.map(jsonEscaped) ?? "null")"
             + ",\"busy_probes\":\(snap.busyProbes),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"

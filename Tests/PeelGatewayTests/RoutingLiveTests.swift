@@ -179,6 +179,26 @@ final class RoutingLiveTests: XCTestCase {
         XCTAssertEqual(try h.request("GET", "/other").status, 404, "the new routes apply")
         XCTAssertEqual(problem(try h.request("GET", "/api/user"))["kind"] as? String, "offline", "the kept state applies")
     }
+
+    /// A routes-only configuration (no `--upstream`) of groups `names`, each on `upstream`, with
+    /// `routes` as written.
+    private func routesOnly(_ names: [String], on upstream: DemoUpstream, routes: String) throws -> RoutingConfig {
+        let groups = names.map { "\"\($0)\": {\"endpoints\": [\"\(upstream.baseURL)\"], \"probe\": {\"path\": \"/__demo/health\"}}" }
+        let file = "{\"upstreams\": {" + groups.joined(separator: ", ") + "}, \"routes\": [" + routes + "]}"
+        return try XCTUnwrap(try loadConfig(file: file, environment: [:]).routing)
+    }
+
+    func testRoutesOnly_statusNamesNoUpstream() throws {
+        let up = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try up.start()
+        defer { up.stop() }
+        let r = try routesOnly(["app"], on: up, routes: #"{"prefix": "/", "upstream": "app"}"#)
+        let h = try Harness { c in c.routing = r }
+        defer { h.stop() }
+        let status = json(try h.admin("/status"))
+        XCTAssertTrue(status["upstream"] is NSNull, "a phantom upstream: \(status["upstream"] ?? "none")")
+        XCTAssertNotNil((status["upstreams"] as? [String: Any])?["app"])
+    }
 }
 
 /// A group of several endpoints, end to end (issue 27): balanced calls, failover that never re-sends
