@@ -49,6 +49,7 @@ public final class Gateway: @unchecked Sendable {
                                     override: config.offlineCacheOverride)
         offlineStoreStats = config.offlineStore == .memory ? nil : OfflineStoreStats(endpoint: config.offlineStore.description)
         currentGroups = Locked(UpstreamGroups(config, onTransition: Self.transitionHandler(listeners)))
+        routeLabels.keep(RouteLabels.pairs(config))
     }
 
     /// What a group's transition does: one log line, and every worker's event streams hear of it
@@ -120,6 +121,7 @@ public final class Gateway: @unchecked Sendable {
         current.withLock { $0 = next }
         let groups = UpstreamGroups(next, previous: self.groups, onTransition: Self.transitionHandler(listeners))
         currentGroups.withLock { $0 = groups }
+        routeLabels.keep(RouteLabels.pairs(next))
         budget.limit = next.maxBuffered
         LogSinks.configure(buffer: next.logBuffer)
         budget.perClientLimit = next.bufferedPerClient

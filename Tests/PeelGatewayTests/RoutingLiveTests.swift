@@ -199,6 +199,36 @@ final class RoutingLiveTests: XCTestCase {
         XCTAssertTrue(status["upstream"] is NSNull, "a phantom upstream: \(status["upstream"] ?? "none")")
         XCTAssertNotNil((status["upstreams"] as? [String: Any])?["app"])
     }
+
+    func testReload_removedRoutesAndGroupsLeaveMetrics() throws {
+        let up = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try up.start()
+        defer { up.stop() }
+        let h = try Harness { c in
+            c.routing = try? self.routesOnly(["app", "pay"], on: up, routes: """
+                {"name": "old", "prefix": "/", "upstream": "app"}, {"prefix": "/pay/", "upstream": "pay"}
+                """)
+        }
+        defer { h.stop() }
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200)
+        XCTAssertEqual(try h.request("GET", "/pay/api/user").status, 200)
+        let before = String(decoding: try h.admin("/metrics").body, as: UTF8.self)
+        XCTAssertTrue(before.contains(#"peel_route_requests_total{route="old",upstream="app",class="2xx"} 1"#), before)
+        XCTAssertTrue(before.contains(#"peel_upstream_group_up{upstream="pay"}"#), before)
+        // A route renamed by every reload, and the pay group gone: only the newest route's series stay.
+        for i in 0..<20 {
+            var next = h.gateway.config
+            next.routing = try routesOnly(["app"], on: up, routes: #"{"name": "r\#(i)", "prefix": "/", "upstream": "app"}"#)
+            XCTAssertEqual(h.gateway.reload(next), [])
+        }
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200)
+        let after = String(decoding: try h.admin("/metrics").body, as: UTF8.self)
+        let series = after.split(separator: "\n").filter { $0.hasPrefix("peel_route_requests_total{") }
+        XCTAssertEqual(series.count, 5, series.joined(separator: "\n"))
+        XCTAssertTrue(after.contains(#"peel_route_requests_total{route="r19",upstream="app",class="2xx"} 1"#), after)
+        XCTAssertFalse(after.contains(#"route="old""#), after)
+        XCTAssertFalse(after.contains(#"upstream="pay""#), after)
+    }
 }
 
 /// A group of several endpoints, end to end (issue 27): balanced calls, failover that never re-sends
