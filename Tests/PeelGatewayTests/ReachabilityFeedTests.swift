@@ -58,7 +58,7 @@ final class ReachabilityFeedTests: XCTestCase {
         XCTAssertTrue(first.lowercased().contains("content-type: text/event-stream"), first)
         XCTAssertTrue(first.lowercased().contains("transfer-encoding: chunked"), first)
         let current = try c.readUntil("\n\n")
-        XCTAssertTrue(current.contains("event: reachability\ndata: {\"state\":\"reachable\""), current)
+        XCTAssertTrue(current.contains("event: reachability\ndata: " + #"{"upstream":"default","state":"reachable""#), current)
 
         // Transitions happen on whichever thread observes them; here the test's own.
         h.gateway.reachability.recordPassiveFailure("connect refused")
@@ -66,11 +66,11 @@ final class ReachabilityFeedTests: XCTestCase {
         let detected = Date()
         let down = try c.readUntil("\n\n")
         XCTAssertLessThan(Date().timeIntervalSince(detected), 1)
-        XCTAssertTrue(down.contains(#"data: {"state":"unreachable""#), down)
+        XCTAssertTrue(down.contains(#"data: {"upstream":"default","state":"unreachable""#), down)
         XCTAssertTrue(down.contains(#""reason":"connect refused"}"#), down)
         h.gateway.reachability.recordProbe(ProbeReport(ok: true, status: 200, error: nil, latency: 0.001, at: 0))
         let up = try c.readUntil("\n\n")
-        XCTAssertTrue(up.contains(#"data: {"state":"reachable""#), up)
+        XCTAssertTrue(up.contains(#"data: {"upstream":"default","state":"reachable""#), up)
         XCTAssertEqual(try h.admin("/status").text.contains("\"streams\":1"), true)
     }
 
@@ -113,6 +113,24 @@ final class ReachabilityFeedTests: XCTestCase {
             XCTAssertTrue(h.eventually(1) { (try? h.admin("/status").text.contains("\"streams\":0")) == true },
                           "reconnect \(i): the place was still taken a second after the client closed")
         }
+    }
+
+    func testDocumentAndStream_withUpstreamAlone_carryUpstreamsWithTheGroupDefault() throws {
+        // One shape for apps: the groups are under `upstreams` whether or not the config has routes.
+        let h = try Harness()
+        defer { h.stop() }
+        XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })
+        let r = try h.request("GET", "/_peel/reachability")
+        let doc = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any])
+        XCTAssertEqual(doc["state"] as? String, "reachable")
+        let upstreams = try XCTUnwrap(doc["upstreams"] as? [String: [String: Any]], r.text)
+        XCTAssertEqual(Array(upstreams.keys), ["default"])
+        XCTAssertEqual(upstreams["default"]?["state"] as? String, "reachable")
+        XCTAssertEqual(upstreams["default"]?["reason"] as? String, "probe passed")
+        let c = try openStream(h)
+        _ = try c.readUntil("\r\n\r\n")
+        let event = try c.readUntil("\n\n")
+        XCTAssertTrue(event.contains(#"data: {"upstream":"default","state":"reachable""#), event)
     }
 
     func testStreamsPerClient_oneAddressCannotHoldEverySlot() throws {
