@@ -119,7 +119,8 @@ public final class Gateway: @unchecked Sendable {
         if next.offlineStoreMaxEntry != old.offlineStoreMaxEntry { kept.append("offline_store_max_entry"); next.offlineStoreMaxEntry = old.offlineStoreMaxEntry }
         if next.offlineStoreTimeout != old.offlineStoreTimeout { kept.append("offline_store_timeout"); next.offlineStoreTimeout = old.offlineStoreTimeout }
         current.withLock { $0 = next }
-        let groups = UpstreamGroups(next, previous: self.groups, onTransition: Self.transitionHandler(listeners))
+        let previous = self.groups
+        let groups = UpstreamGroups(next, previous: previous, onTransition: Self.transitionHandler(listeners))
         currentGroups.withLock { $0 = groups }
         routeLabels.keep(RouteLabels.pairs(next))
         budget.limit = next.maxBuffered
@@ -149,6 +150,11 @@ public final class Gateway: @unchecked Sendable {
         let deadline = monotonicNow() + 1
         while done.withLock({ $0 }) < workers.count && monotonicNow() < deadline { sleepSeconds(0.001) }
         groups.announceReload()
+        // A group the reload dropped says so once, or an app's flag for it would keep its last state.
+        let removedAt = monotonicNow()
+        for g in previous.all where groups.named(g.name) == nil {
+            for w in workers { w.announceRemoved(group: g.name, at: removedAt) }
+        }
         return kept
     }
 

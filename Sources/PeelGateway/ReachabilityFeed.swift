@@ -9,8 +9,18 @@ func reachabilityDocument(state: ReachabilityState, since: Double, reason: Strin
 
 /// The document's three members, without braces.
 func reachabilityMembers(state: ReachabilityState, since: Double, reason: String?) -> String {
+    reachabilityMembers(state: state.description, since: since, reason: reason)
+}
+
+/// The same, for a state word of the stream's own (`removed`).
+private func reachabilityMembers(state: String, since: Double, reason: String?) -> String {
     let wall = wallNow() - (monotonicNow() - since)
     return "\"state\":\"\(state)\",\"since\":\"\(rfc3339(wall))\",\"reason\":\(reason.map(jsonEscaped) ?? "null")"
+}
+
+/// The group's announcement when a reload removed it: its last event, so an app drops its flag.
+func reachabilityRemovedDocument(upstream: String, at: Double) -> String {
+    "{\"upstream\":\(jsonEscaped(upstream))," + reachabilityMembers(state: "removed", since: at, reason: "configuration changed") + "}"
 }
 
 /// The public document: the top-level state, and every group's own under `upstreams` (the group
@@ -166,6 +176,12 @@ final class ReachabilityStreams {
     /// Sends group `group`'s transition to every stream on this worker.
     func broadcast(_ t: ReachabilityTransition, group: String) {
         send(group: group, at: t.at, event(ReachabilityEvent(upstream: group, state: t.to, since: t.at, reason: t.publicReason)))
+    }
+
+    /// Tells every stream on this worker that a reload removed group `group` (at `at`): nothing
+    /// more comes of it, unless a later reload brings it back.
+    func announceRemoved(group: String, at: Double) {
+        send(group: group, at: at, event(reachabilityRemovedDocument(upstream: group, at: at)))
     }
 
     private func send(group: String, at: Double, _ bytes: [UInt8]) {

@@ -229,6 +229,31 @@ final class RoutingLiveTests: XCTestCase {
         XCTAssertFalse(after.contains(#"route="old""#), after)
         XCTAssertFalse(after.contains(#"upstream="pay""#), after)
     }
+
+    func testReload_thatDropsAGroup_announcesItRemovedOnTheStream() throws {
+        let up = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try up.start()
+        defer { up.stop() }
+        let routes = #"{"prefix": "/", "upstream": "app"}, {"prefix": "/pay/", "upstream": "pay"}"#
+        let h = try Harness { c in c.routing = try? self.routesOnly(["app", "pay"], on: up, routes: routes) }
+        defer { h.stop() }
+        XCTAssertTrue(h.eventually { h.gateway.groups.all.allSatisfy { $0.state == .reachable } })
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /_peel/reachability HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        _ = try c.readUntil("\r\n\r\n")
+        var events = ""
+        while events.components(separatedBy: "event: reachability").count - 1 < 2 { events += try c.readUntil("\n\n") }
+        XCTAssertTrue(events.contains(#""upstream":"pay","state":"#), events)
+        var next = h.gateway.config
+        next.routing = try routesOnly(["app"], on: up, routes: #"{"prefix": "/", "upstream": "app"}"#)
+        XCTAssertEqual(h.gateway.reload(next), [])
+        var removed = ""
+        while !removed.contains(#""state":"removed""#) { removed = try c.readUntil("\n\n") }
+        XCTAssertTrue(removed.contains(#"data: {"upstream":"pay","state":"removed","since":""#), removed)
+        XCTAssertTrue(removed.contains(#""reason":"configuration changed"}"#), removed)
+        let doc = json(try h.request("GET", "/_peel/reachability"))
+        XCTAssertEqual((doc["upstreams"] as? [String: Any]).map { Array($0.keys) }, ["app"])
+    }
 }
 
 /// A group of several endpoints, end to end (issue 27): balanced calls, failover that never re-sends
