@@ -115,6 +115,20 @@ final class ReachabilityFeedTests: XCTestCase {
         }
     }
 
+    func testStreamPlace_isFreedAtOnce_evenWhenTheClientFilledItsReadAhead() throws {
+        // 100 KiB sent behind the request fills what Peel reads ahead (64 KiB); reading stopped
+        // there, so the client's close went unseen until a write failed.
+        let h = try Harness { c in c.maxStreams = 1 }
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /_peel/reachability HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        XCTAssertTrue(try c.readUntil("event: reachability").hasPrefix("HTTP/1.1 200"))
+        try c.send(String(repeating: "x", count: 100 * 1024))
+        c.close()
+        XCTAssertTrue(h.eventually(1) { (try? h.admin("/status").text.contains("\"streams\":0")) == true },
+                      "the place was still taken a second after the client closed")
+    }
+
     func testDocumentAndStream_withUpstreamAlone_carryUpstreamsWithTheGroupDefault() throws {
         // One shape for apps: the groups are under `upstreams` whether or not the config has routes.
         let h = try Harness()

@@ -202,6 +202,17 @@ final class ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(Seen(m.streamEndsWithInput()), .close)
     }
 
+    func testEndlessStream_withItsReadAheadFull_stillListensToTheClient() {
+        var m = machine { $0.maxPipelined = 100 }
+        _ = dispatched(get, to: &m, now: t0)
+        _ = m.replyStarted(closing: false, now: t0)
+        _ = m.streamEndsWithInput()
+        while let space = m.readSpace(), space.count > 0 { deliver(String(repeating: "x", count: space.count), to: &m, now: t0) }
+        XCTAssertTrue(m.wantsRead, "a full read-ahead must not stop the read that sees the client leave")
+        XCTAssertTrue(m.dropsInput)
+        XCTAssertEqual(Seen(m.endOfInput(now: t0 + 1)), .close)
+    }
+
     func testOtherStream_keepsWritingToAHalfClosedClient() {
         var m = machine()
         _ = dispatched(get, to: &m, now: t0)

@@ -76,7 +76,10 @@ final class ClientConnection {
             perform(machine.failed())
             return
         }
-        guard let p = space.baseAddress, space.count > 0 else { return sync() }
+        guard let p = space.baseAddress, space.count > 0 else {
+            if machine.dropsInput { dropInput() }
+            return sync()
+        }
         let n = recv(fd, p, space.count, 0)
         if n > 0 {
             perform(machine.received(n, now: monotonicSeconds()))
@@ -102,6 +105,17 @@ final class ClientConnection {
             || (getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, &info, &infoLength) == 0 && Int32(info.tcpi_state) == TCP_CLOSE_STATE)
         if gone { perform(machine.failed()) }
         sync()
+    }
+
+    // An endless stream's client with its read-ahead full: what it sends is dropped (nothing after
+    // an event-stream request is ever answered), so that its end of input or reset is still seen.
+    private func dropInput() {
+        let n = server.scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n == 0 {
+            perform(machine.endOfInput(now: monotonicSeconds()))
+        } else if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+            perform(machine.failed())
+        }
     }
 
     // After a refusal: read out what the client still sends, so our close does not reset the

@@ -145,10 +145,14 @@ struct ConnectionMachine {
     var wantsRead: Bool {
         switch phase {
         case .idle, .head, .body, .lingering: return !peerClosed || phase == .lingering
-        case .waiting, .writing: return !peerClosed && buffer.count < limits.maxPipelined
+        case .waiting, .writing: return !peerClosed && (buffer.count < limits.maxPipelined || endsWithInput)
         case .closed: return false
         }
     }
+
+    /// True while what the client sends is read and dropped: an endless stream's client whose
+    /// read-ahead is full is still listened to, so that its leaving is seen at once.
+    var dropsInput: Bool { endsWithInput && buffer.count >= limits.maxPipelined }
 
     /// Free space to read into, grown within what the phase allows (empty: nothing may be read now);
     /// nil when memory for it could not be had.
