@@ -213,6 +213,18 @@ final class ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(Seen(m.endOfInput(now: t0 + 1)), .close)
     }
 
+    func testEndlessStream_finished_theNextRequestIsReadAsUsual() {
+        var m = machine()
+        _ = dispatched(get, to: &m, now: t0)
+        _ = m.replyStarted(closing: false, now: t0)
+        _ = m.streamEndsWithInput()
+        m.streamFinished()
+        XCTAssertEqual(Seen(m.replyFinished(now: t0 + 1)), .none)
+        _ = dispatched(get, to: &m, now: t0 + 2)
+        _ = m.replyStarted(closing: false, now: t0 + 2)
+        XCTAssertEqual(Seen(m.endOfInput(now: t0 + 3)), .none, "a plain answer still reaches a half-closed client")
+    }
+
     func testOtherStream_keepsWritingToAHalfClosedClient() {
         var m = machine()
         _ = dispatched(get, to: &m, now: t0)

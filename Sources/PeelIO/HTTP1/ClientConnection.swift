@@ -280,6 +280,7 @@ final class ClientConnection {
             return
         }
         stream = nil
+        machine.streamFinished()
         if streamChunked && !streamBodyless { head.put("0\r\n\r\n") }
         flush()
     }

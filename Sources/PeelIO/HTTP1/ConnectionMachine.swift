@@ -256,6 +256,12 @@ struct ConnectionMachine {
         return .none
     }
 
+    /// The stream is finished: the connection goes on to the next request (set here, on the
+    /// stream's path, so that a plain answer pays nothing for it).
+    mutating func streamFinished() {
+        endsWithInput = false
+    }
+
     /// Some of the answer left, or more was queued (the write timeout counts from here).
     mutating func wrote(now: Double) {
         if phase == .writing { since = now }
@@ -336,7 +342,6 @@ struct ConnectionMachine {
         releaseBudget()
         since = now
         producerIdle = false
-        endsWithInput = false
         if closeAfterReply {
             // Closing with bytes of the client's still unread makes the kernel send a reset, which
             // discards whatever of the answer is not yet delivered (RFC 9112 §9.6). Shut the
