@@ -74,6 +74,13 @@ fresh=$(curl -s -H 'Authorization: Bearer alice' "$GO/api/user")
 curl -sN -H 'Accept: text/event-stream' "$GO/_peel/reachability" >"$WORK/sse.txt" & pids+=($!)
 for _ in $(seq 1 100); do grep -q '"state":"reachable"' "$WORK/sse.txt" && break; sleep 0.02; done
 check "event stream: the current state at once" "yes" "$(grep -q '"state":"reachable"' "$WORK/sse.txt" && echo yes || echo no)"
+# One shape for apps, with --upstream alone too: the group `default` in the document and the events.
+check "event stream: each event names its group" "yes" "$(grep -q '"upstream":"default","state":"reachable"' "$WORK/sse.txt" && echo yes || echo no)"
+check "reachability document lists the group default" "default reachable" "$(curl -s "$GO/_peel/reachability" | python3 -c 'import json,sys;d=json.load(sys.stdin)["upstreams"];print(" ".join(k+" "+v["state"] for k,v in d.items()))')"
+# A stream's place is freed when its client closes: 10 reconnects in a row (8 places per client,
+# one held above) are never refused.
+codes=""; for _ in $(seq 1 10); do codes+="$(curl -s -o /dev/null -w '%{http_code}' -m 0.3 -N -H 'Accept: text/event-stream' "$GO/_peel/reachability" || true) "; done
+check "event stream: 10 reconnects in a row all get 200" "200 200 200 200 200 200 200 200 200 200 " "$codes"
 kill $UPO_PID; wait $UPO_PID 2>/dev/null || true
 for _ in $(seq 1 150); do curl -s "http://127.0.0.1:$ADO/status" | grep -q '"state":"unreachable"' && break; sleep 0.02; done
 sse_in_time=no

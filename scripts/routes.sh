@@ -80,6 +80,7 @@ G=http://127.0.0.1:$GW
 check "app route: the demo's data unwrapped" '{"id":42,"name":"Ada Lovelace","balance":1024.50,"tags":["admin","beta"],"active":true}' "$(curl -s $G/api/user)"
 check "ruoyi route: RuoYi's data unwrapped, prefix stripped" '{"userId": 1, "userName": "admin", "path": "/system/user/1?x=1"}' "$(curl -s "$G/ry/system/user/1?x=1")"
 check "reachability lists every group" "app mixed ruoyi" "$(curl -s $G/_peel/reachability | python3 -c 'import json,sys;print(" ".join(sorted(json.load(sys.stdin)["upstreams"])))')"
+check "routes only: /status names no upstream" "None" "$(curl -s "http://127.0.0.1:$AD/status" | python3 -c 'import json,sys;print(json.load(sys.stdin)["upstream"])')"
 
 # Balancing: equal weights, 3000 calls, no endpoint above 1.2x its share (from the access log).
 : >"$WORK/peel.out"
@@ -181,6 +182,29 @@ check "reload under load: non-2xx" "0" "$(awk '/^Non-2xx responses/{n=$3} END{pr
 check "reload: logged, nothing needs a restart" "yes" "$(grep '"event":"reloaded"' "$WORK/peel.err" | grep -q '"needs_restart":\[\]' && echo yes || echo no)"
 check "reload: the new route answers" '{"userId": 1, "userName": "admin", "path": "/a"}' "$(curl -s $G/extra/a)"
 check "reload: the removed endpoint is gone" "2" "$(curl -s "http://127.0.0.1:$AD/status" | python3 -c 'import json,sys;print(len(json.load(sys.stdin)["upstreams"]["app"]["endpoints"]))')"
+
+# A reload that removes a group and renames a route: the stream says the group is removed, and
+# the series of both leave /metrics.
+GW5=$(free_port); AD5=$(free_port)
+cat >"$WORK/drop.json" <<JSON
+{"upstreams": {"app": {"endpoints": ["http://127.0.0.1:$A1"]}, "gone": {"endpoints": ["http://127.0.0.1:$A2"]}},
+ "routes": [{"name": "old", "prefix": "/", "upstream": "app"}, {"prefix": "/gone/", "upstream": "gone"}]}
+JSON
+PEEL_CONFIG="$WORK/drop.json" "$PEEL" --listen 127.0.0.1:$GW5 --admin-listen 127.0.0.1:$AD5 --access-log off \
+  2>"$WORK/drop.err" & DROP_PID=$!; pids+=($DROP_PID)
+for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$GW5/gone/api/user" && break; sleep 0.05; done
+curl -s -o /dev/null "http://127.0.0.1:$GW5/api/user"
+curl -sN -H 'Accept: text/event-stream' "http://127.0.0.1:$GW5/_peel/reachability" >"$WORK/drop-sse.txt" & pids+=($!)
+for _ in $(seq 1 100); do grep -q '"upstream":"gone"' "$WORK/drop-sse.txt" && break; sleep 0.02; done
+cat >"$WORK/drop.json" <<JSON
+{"upstreams": {"app": {"endpoints": ["http://127.0.0.1:$A1"]}}, "routes": [{"name": "new", "prefix": "/", "upstream": "app"}]}
+JSON
+kill -HUP $DROP_PID
+for _ in $(seq 1 100); do grep -q '"state":"removed"' "$WORK/drop-sse.txt" && break; sleep 0.02; done
+check "reload: the stream says the dropped group is removed" "yes" "$(grep -q '"upstream":"gone","state":"removed"' "$WORK/drop-sse.txt" && echo yes || echo no)"
+check "reload: the dropped group and renamed route leave /metrics" "0 0 5" "$(curl -s "http://127.0.0.1:$AD5/metrics" | python3 -c '
+import sys; m = sys.stdin.read().splitlines()
+print(sum("upstream=\"gone\"" in l for l in m), sum("route=\"old\"" in l for l in m), sum(l.startswith("peel_route_requests_total{route=\"new\"") for l in m))')"
 
 # No route applies: 404 no-route, -110.
 ROUTELESS="$WORK/narrow.json"

@@ -86,7 +86,6 @@ extension Forwarder {
                         log: p.kind.rawValue, code: p.code)
         }
         let groups = self.groups
-        let snap = groups.overall
         // While draining, a new stream would only be cut at once: the document answers instead.
         if events && ex.methodToken == .get && !draining {
             let client = streamClient(call.exchange.clientAddress)
@@ -98,31 +97,21 @@ extension Forwarder {
                                                                               ("Cache-Control", "no-store")],
                                             body: .stream(contentLength: nil)), context(call), encode: { _, _ in nil })
             let rewrite = call.route.rewrite
-            guard let stream = ex.startStream(status: 200, headers: { out in
+            guard let stream = ex.startStream(status: 200, endless: true, headers: { out in
                 shaped.forEachField(rewrite: rewrite, publicOrigin: { nil }, { out.add($0) }, { out.add($0, $1) })
             }) else {
                 streams.release(client: client)
                 return record(call, status: 499, kind: "client-closed", bytes: 0, code: nil)
             }
-            let current = groups.routed
-                ? groups.all.map { g in
-                    let s = g.snapshot
-                    return ReachabilityEvent(upstream: g.name, state: s.state, since: s.since, reason: s.publicReason)
-                }
-                : [ReachabilityEvent(upstream: nil, state: snap.state, since: snap.since, reason: snap.publicReason)]
+            let current = groups.all.map { g in
+                let s = g.snapshot
+                return ReachabilityEvent(upstream: g.name, state: s.state, since: s.since, reason: s.publicReason)
+            }
             streams.adopt(stream, client: client, current: current)
             // Logged and counted when it opens: a stream may stay open for days.
             return record(call, status: 200, kind: "reachability-stream", bytes: 0, code: nil)
         }
-        var document = "{" + reachabilityMembers(state: snap.state, since: snap.since, reason: snap.publicReason)
-        if groups.routed {
-            // Each backend's own state, with coarse reasons only (no address, port or URL).
-            document += ",\"upstreams\":{" + groups.all.map { g in
-                let s = g.snapshot
-                return jsonEscaped(g.name) + ":{" + reachabilityMembers(state: s.state, since: s.since, reason: s.publicReason) + "}"
-            }.joined(separator: ",") + "}"
-        }
-        let body = Array((document + "}").utf8)
+        let body = Array(reachabilityOverview(groups).utf8)
         emit(call, Reply(status: 200, kind: .own, fields: [("Content-Type", "application/json"), ("Cache-Control", "no-store")],
                          body: .bytes(body, range: nil, hold: nil), compressible: false), log: "reachability")
     }

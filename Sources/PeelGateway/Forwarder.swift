@@ -45,7 +45,6 @@ final class Forwarder {
         log = accessLog
         routes = try RouteSet(config, groups: groups, labels: labels, worker: workerIndex)
         self.groups = groups
-        streams.perGroup = groups.routed
         encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
@@ -92,7 +91,6 @@ final class Forwarder {
     func apply(_ config: GatewayConfig, routes: RouteSet, groups: UpstreamGroups) {
         self.routes = routes
         self.groups = groups
-        streams.perGroup = groups.routed
         encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
     }
 

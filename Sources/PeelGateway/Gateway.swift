@@ -49,6 +49,7 @@ public final class Gateway: @unchecked Sendable {
                                     override: config.offlineCacheOverride)
         offlineStoreStats = config.offlineStore == .memory ? nil : OfflineStoreStats(endpoint: config.offlineStore.description)
         currentGroups = Locked(UpstreamGroups(config, onTransition: Self.transitionHandler(listeners)))
+        routeLabels.keep(RouteLabels.pairs(config))
     }
 
     /// What a group's transition does: one log line, and every worker's event streams hear of it
@@ -118,8 +119,10 @@ public final class Gateway: @unchecked Sendable {
         if next.offlineStoreMaxEntry != old.offlineStoreMaxEntry { kept.append("offline_store_max_entry"); next.offlineStoreMaxEntry = old.offlineStoreMaxEntry }
         if next.offlineStoreTimeout != old.offlineStoreTimeout { kept.append("offline_store_timeout"); next.offlineStoreTimeout = old.offlineStoreTimeout }
         current.withLock { $0 = next }
-        let groups = UpstreamGroups(next, previous: self.groups, onTransition: Self.transitionHandler(listeners))
+        let previous = self.groups
+        let groups = UpstreamGroups(next, previous: previous, onTransition: Self.transitionHandler(listeners))
         currentGroups.withLock { $0 = groups }
+        routeLabels.keep(RouteLabels.pairs(next))
         budget.limit = next.maxBuffered
         LogSinks.configure(buffer: next.logBuffer)
         budget.perClientLimit = next.bufferedPerClient
@@ -147,6 +150,11 @@ public final class Gateway: @unchecked Sendable {
         let deadline = monotonicNow() + 1
         while done.withLock({ $0 }) < workers.count && monotonicNow() < deadline { sleepSeconds(0.001) }
         groups.announceReload()
+        // A group the reload dropped says so once, or an app's flag for it would keep its last state.
+        let removedAt = monotonicNow()
+        for g in previous.all where groups.named(g.name) == nil {
+            for w in workers { w.announceRemoved(group: g.name, at: removedAt) }
+        }
         return kept
     }
 
@@ -250,7 +258,10 @@ public final class Gateway: @unchecked Sendable {
             probe = "{\"ok\":\(p.ok),\"busy\":\(p.busy),\"status\":\(p.status.map(String.init) ?? "null"),\"error\":\(p.error.map(jsonEscaped) ?? "null")"
                 + ",\"latency_ms\":\((p.latency * 1_000_000).rounded() / 1000),\"at\":\"\(rfc3339(p.at))\"}"
         }
-        return "{\"version\":\(jsonEscaped(peelVersion)),\"upstream\":\(jsonEscaped(config.upstream.description))"
+        let config = self.config
+        // With routes only there is no `--upstream`: null, as `check-config` and the start line say.
+        let upstream = config.routing?.hasDefaultGroup == false ? "null" : jsonEscaped(config.upstream.description)
+        return "{\"version\":\(jsonEscaped(peelVersion)),\"upstream\":\(upstream)"
             + ",\"reachability\":{\"state\":\"\(snap.state)\",\"since\":\"\(rfc3339(since))\""
             + ",\"reason\":\(snap.reason.map(jsonEscaped) ?? "null"),\"public_reason\":\(snap.publicReason.map(jsonEscaped) ?? "null")"
             + ",\"busy_probes\":\(snap.busyProbes),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"

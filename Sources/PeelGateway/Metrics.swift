@@ -33,24 +33,48 @@ struct RequestKey: Hashable, Sendable {
 }
 
 /// The (route, upstream) pairs metrics count calls by, each with a fixed position for the life of the
-/// process: a reload that keeps a route's name and group keeps its series. Values come from the
-/// config alone, never from a request.
+/// process: a reload that keeps a route's name and group keeps its series, and one that drops the
+/// pair drops its series from /metrics (its count is kept, should a later reload bring it back).
+/// Values come from the config alone, never from a request.
 final class RouteLabels: Sendable {
-    private let known = Locked<(positions: [String: Int], pairs: [(route: String, upstream: String)])>(([:], []))
+    private struct Known {
+        var positions: [String: Int] = [:]
+        var pairs: [(route: String, upstream: String)] = []
+        /// Positions of the newest configuration's pairs, the ones /metrics shows.
+        var current: Set<Int> = []
+    }
+    private let known = Locked(Known())
 
     /// The position of `route` on `upstream`, assigned on first sight.
     func position(route: String, upstream: String) -> Int {
+        known.withLock { k in Self.position(route: route, upstream: upstream, in: &k) }
+    }
+
+    private static func position(route: String, upstream: String, in k: inout Known) -> Int {
+        let key = route + "\u{0}" + upstream
+        if let i = k.positions[key] { return i }
+        k.pairs.append((route, upstream))
+        k.positions[key] = k.pairs.count - 1
+        return k.pairs.count - 1
+    }
+
+    /// Makes `pairs` the ones shown (a configuration generation's); the others leave /metrics.
+    func keep(_ pairs: [(route: String, upstream: String)]) {
         known.withLock { k in
-            let key = route + "\u{0}" + upstream
-            if let i = k.positions[key] { return i }
-            k.pairs.append((route, upstream))
-            k.positions[key] = k.pairs.count - 1
-            return k.pairs.count - 1
+            k.current = Set(pairs.map { Self.position(route: $0.route, upstream: $0.upstream, in: &k) })
         }
     }
 
-    /// Every pair, by position.
-    var pairs: [(route: String, upstream: String)] { known.withLock { $0.pairs } }
+    /// The pairs `config`'s routes count calls by (`/` on `default` without `routes`).
+    static func pairs(_ config: GatewayConfig) -> [(route: String, upstream: String)] {
+        guard let routing = config.routing else { return [("/", "default")] }
+        return routing.routes.map { ($0.label, $0.upstream) }
+    }
+
+    /// The pairs shown, with their positions, in order.
+    var shown: [(position: Int, route: String, upstream: String)] {
+        known.withLock { k in k.current.sorted().map { ($0, k.pairs[$0].route, k.pairs[$0].upstream) } }
+    }
 }
 
 /// Counters of one worker; only that worker writes, the scraper reads, so the lock is never contended
@@ -170,10 +194,10 @@ enum MetricsRenderer {
         if let routes {
             out += "# HELP peel_route_requests_total Calls a route took, by route, upstream group and status class.\n"
             out += "# TYPE peel_route_requests_total counter\n"
-            for (i, pair) in routes.pairs.enumerated() {
+            for (i, route, upstream) in routes.shown {
                 for c in 0..<5 {
                     let n = i * 5 + c < merged.routeCalls.count ? merged.routeCalls[i * 5 + c] : 0
-                    out += "peel_route_requests_total{route=\(label(pair.route)),upstream=\(label(pair.upstream)),class=\"\(c + 1)xx\"} \(n)\n"
+                    out += "peel_route_requests_total{route=\(label(route)),upstream=\(label(upstream)),class=\"\(c + 1)xx\"} \(n)\n"
                 }
             }
         }

@@ -1,22 +1,43 @@
 import PeelIO
 import Synchronization
 
-/// `{"state":…,"since":…,"reason":…}`: what apps read at the reachability path, with `upstream`
-/// first when it is one group's (an event of a routed configuration's stream). `since` is on the
+/// One group's event: `{"upstream":…,"state":…,"since":…,"reason":…}`. `since` is on the
 /// monotonic clock and is written as wall-clock RFC 3339, like /status.
-func reachabilityDocument(state: ReachabilityState, since: Double, reason: String?, upstream: String? = nil) -> String {
-    "{" + (upstream.map { "\"upstream\":\(jsonEscaped($0))," } ?? "") + reachabilityMembers(state: state, since: since, reason: reason) + "}"
+func reachabilityDocument(state: ReachabilityState, since: Double, reason: String?, upstream: String) -> String {
+    "{\"upstream\":\(jsonEscaped(upstream))," + reachabilityMembers(state: state, since: since, reason: reason) + "}"
 }
 
 /// The document's three members, without braces.
 func reachabilityMembers(state: ReachabilityState, since: Double, reason: String?) -> String {
+    reachabilityMembers(state: state.description, since: since, reason: reason)
+}
+
+/// The same, for a state word of the stream's own (`removed`).
+private func reachabilityMembers(state: String, since: Double, reason: String?) -> String {
     let wall = wallNow() - (monotonicNow() - since)
     return "\"state\":\"\(state)\",\"since\":\"\(rfc3339(wall))\",\"reason\":\(reason.map(jsonEscaped) ?? "null")"
 }
 
-/// One state an event stream sends: the top level's (`upstream` nil) or one group's.
+/// The group's announcement when a reload removed it: its last event, so an app drops its flag.
+func reachabilityRemovedDocument(upstream: String, at: Double) -> String {
+    "{\"upstream\":\(jsonEscaped(upstream))," + reachabilityMembers(state: "removed", since: at, reason: "configuration changed") + "}"
+}
+
+/// The public document: the top-level state, and every group's own under `upstreams` (the group
+/// `--upstream` makes is `default`), so an app reads one shape whatever the configuration.
+func reachabilityOverview(_ groups: UpstreamGroups) -> String {
+    let top = groups.overall
+    // Each backend's own state, with coarse reasons only (no address, port or URL).
+    return "{" + reachabilityMembers(state: top.state, since: top.since, reason: top.publicReason) + ",\"upstreams\":{"
+        + groups.all.map { g in
+            let s = g.snapshot
+            return jsonEscaped(g.name) + ":{" + reachabilityMembers(state: s.state, since: s.since, reason: s.publicReason) + "}"
+        }.joined(separator: ",") + "}}"
+}
+
+/// One group's state as an event stream sends it.
 struct ReachabilityEvent {
-    var upstream: String?
+    var upstream: String
     var state: ReachabilityState
     var since: Double
     var reason: String?
@@ -109,9 +130,8 @@ final class ReachabilityStreams {
         let stream: ReplyStream
         /// Whose place it holds in the budget.
         let client: String
-        /// Clock reading of the newest state sent, by group ("" for the top level), so an older
-        /// transition that arrives late (the workers' mailboxes are not ordered with each other) is
-        /// not sent after a newer one.
+        /// Clock reading of the newest state sent, by group, so an older transition that arrives
+        /// late (the workers' mailboxes are not ordered with each other) is not sent after a newer one.
         var sentAt: [String: Double]
         init(stream: ReplyStream, client: String, sentAt: [String: Double]) {
             self.stream = stream
@@ -135,16 +155,12 @@ final class ReachabilityStreams {
         closed ? .failure(.full) : budget.take(client: client)
     }
 
-    /// Whether events are one per upstream group (a configuration with routes), each carrying
-    /// `upstream`, instead of the one upstream's; set with each configuration generation.
-    var perGroup = false
-
-    /// Adopts `stream` (its place already reserved for `client`) and sends it the current states:
-    /// the one upstream's, or one event per group.
+    /// Adopts `stream` (its place already reserved for `client`) and sends it the current states,
+    /// one event per group.
     func adopt(_ stream: ReplyStream, client: String, current: [ReachabilityEvent]) {
         let key = ObjectIdentifier(stream)
         var sentAt: [String: Double] = [:]
-        for e in current { sentAt[e.upstream ?? ""] = e.since }
+        for e in current { sentAt[e.upstream] = e.since }
         let subscriber = Subscriber(stream: stream, client: client, sentAt: sentAt)
         streams[key] = subscriber
         stream.onClientGone = { [weak self] in self?.forget(key) }
@@ -157,15 +173,21 @@ final class ReachabilityStreams {
     /// Gives the place back when the reserved stream could not be started.
     func release(client: String) { budget.give(client: client) }
 
-    /// Sends group `group`'s transition to every stream on this worker: with `upstream` while
-    /// events are per group, as the one upstream's otherwise.
+    /// Sends group `group`'s transition to every stream on this worker.
     func broadcast(_ t: ReachabilityTransition, group: String) {
+        send(group: group, at: t.at, event(ReachabilityEvent(upstream: group, state: t.to, since: t.at, reason: t.publicReason)))
+    }
+
+    /// Tells every stream on this worker that a reload removed group `group` (at `at`): nothing
+    /// more comes of it, unless a later reload brings it back.
+    func announceRemoved(group: String, at: Double) {
+        send(group: group, at: at, event(reachabilityRemovedDocument(upstream: group, at: at)))
+    }
+
+    private func send(group: String, at: Double, _ bytes: [UInt8]) {
         guard !closed, !streams.isEmpty else { return }
-        let upstream = perGroup ? group : nil
-        let bytes = event(ReachabilityEvent(upstream: upstream, state: t.to, since: t.at, reason: t.publicReason))
-        let slot = upstream ?? ""
-        for s in Array(streams.values) where t.at > s.sentAt[slot, default: -.infinity] {
-            s.sentAt[slot] = t.at
+        for s in Array(streams.values) where at > s.sentAt[group, default: -.infinity] {
+            s.sentAt[group] = at
             send(s, bytes)
         }
     }
@@ -182,7 +204,11 @@ final class ReachabilityStreams {
     }
 
     private func event(_ e: ReachabilityEvent) -> [UInt8] {
-        Array("event: reachability\ndata: \(reachabilityDocument(state: e.state, since: e.since, reason: e.reason, upstream: e.upstream))\n\n".utf8)
+        event(reachabilityDocument(state: e.state, since: e.since, reason: e.reason, upstream: e.upstream))
+    }
+
+    private func event(_ document: String) -> [UInt8] {
+        Array("event: reachability\ndata: \(document)\n\n".utf8)
     }
 
     private func send(_ s: Subscriber, _ bytes: [UInt8]) {

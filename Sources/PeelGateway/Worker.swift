@@ -169,6 +169,11 @@ final class Worker: @unchecked Sendable {
         loop.execute { [self] in streams.broadcast(t, group: group) }
     }
 
+    /// Tells this worker's event streams that a reload removed group `group`; safe from any thread.
+    func announceRemoved(group: String, at: Double) {
+        loop.execute { [self] in streams.announceRemoved(group: group, at: at) }
+    }
+
     /// Stops accepting, lets pending calls finish, then closes connections and ends the loop.
     func drain() {
         loop.execute { [self] in

@@ -58,7 +58,7 @@ final class ReachabilityFeedTests: XCTestCase {
         XCTAssertTrue(first.lowercased().contains("content-type: text/event-stream"), first)
         XCTAssertTrue(first.lowercased().contains("transfer-encoding: chunked"), first)
         let current = try c.readUntil("\n\n")
-        XCTAssertTrue(current.contains("event: reachability\ndata: {\"state\":\"reachable\""), current)
+        XCTAssertTrue(current.contains("event: reachability\ndata: " + #"{"upstream":"default","state":"reachable""#), current)
 
         // Transitions happen on whichever thread observes them; here the test's own.
         h.gateway.reachability.recordPassiveFailure("connect refused")
@@ -66,11 +66,11 @@ final class ReachabilityFeedTests: XCTestCase {
         let detected = Date()
         let down = try c.readUntil("\n\n")
         XCTAssertLessThan(Date().timeIntervalSince(detected), 1)
-        XCTAssertTrue(down.contains(#"data: {"state":"unreachable""#), down)
+        XCTAssertTrue(down.contains(#"data: {"upstream":"default","state":"unreachable""#), down)
         XCTAssertTrue(down.contains(#""reason":"connect refused"}"#), down)
         h.gateway.reachability.recordProbe(ProbeReport(ok: true, status: 200, error: nil, latency: 0.001, at: 0))
         let up = try c.readUntil("\n\n")
-        XCTAssertTrue(up.contains(#"data: {"state":"reachable""#), up)
+        XCTAssertTrue(up.contains(#"data: {"upstream":"default","state":"reachable""#), up)
         XCTAssertEqual(try h.admin("/status").text.contains("\"streams\":1"), true)
     }
 
@@ -94,11 +94,57 @@ final class ReachabilityFeedTests: XCTestCase {
         XCTAssertEqual(problem(over)["kind"] as? String, "server-busy")
         XCTAssertNotNil(over.header("Retry-After"))
         XCTAssertEqual(try h.request("GET", "/_peel/reachability").status, 200, "the document needs no place")
-        // A reset is seen at once; a FIN only at the next write (a half-closed client still reads).
         c.close(reset: true)
         XCTAssertTrue(h.eventually(2) { (try? h.admin("/status").text.contains("\"streams\":0")) == true })
         let again = try openStream(h)
         XCTAssertTrue(try again.readUntil("event: reachability").hasPrefix("HTTP/1.1 200"))
+    }
+
+    func testStreamPlace_isFreedAtOnceWhenItsClientCloses_soReconnectsAreNotRefused() throws {
+        // A client's FIN ends its stream: its place was held until the second heartbeat after it
+        // (~28 s), so an app that reconnected 8 times within half a minute got 429.
+        let h = try Harness { c in c.maxStreamsPerClient = 8 }
+        defer { h.stop() }
+        for i in 0..<10 {
+            let c = try openStream(h)
+            let opened = try c.readUntil("event: reachability")
+            XCTAssertTrue(opened.hasPrefix("HTTP/1.1 200"), "reconnect \(i): \(opened)")
+            c.close()
+            XCTAssertTrue(h.eventually(1) { (try? h.admin("/status").text.contains("\"streams\":0")) == true },
+                          "reconnect \(i): the place was still taken a second after the client closed")
+        }
+    }
+
+    func testStreamPlace_isFreedAtOnce_evenWhenTheClientFilledItsReadAhead() throws {
+        // 100 KiB sent behind the request fills what Peel reads ahead (64 KiB); reading stopped
+        // there, so the client's close went unseen until a write failed.
+        let h = try Harness { c in c.maxStreams = 1 }
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /_peel/reachability HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        XCTAssertTrue(try c.readUntil("event: reachability").hasPrefix("HTTP/1.1 200"))
+        try c.send(String(repeating: "x", count: 100 * 1024))
+        c.close()
+        XCTAssertTrue(h.eventually(1) { (try? h.admin("/status").text.contains("\"streams\":0")) == true },
+                      "the place was still taken a second after the client closed")
+    }
+
+    func testDocumentAndStream_withUpstreamAlone_carryUpstreamsWithTheGroupDefault() throws {
+        // One shape for apps: the groups are under `upstreams` whether or not the config has routes.
+        let h = try Harness()
+        defer { h.stop() }
+        XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })
+        let r = try h.request("GET", "/_peel/reachability")
+        let doc = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(r.body)) as? [String: Any])
+        XCTAssertEqual(doc["state"] as? String, "reachable")
+        let upstreams = try XCTUnwrap(doc["upstreams"] as? [String: [String: Any]], r.text)
+        XCTAssertEqual(Array(upstreams.keys), ["default"])
+        XCTAssertEqual(upstreams["default"]?["state"] as? String, "reachable")
+        XCTAssertEqual(upstreams["default"]?["reason"] as? String, "probe passed")
+        let c = try openStream(h)
+        _ = try c.readUntil("\r\n\r\n")
+        let event = try c.readUntil("\n\n")
+        XCTAssertTrue(event.contains(#"data: {"upstream":"default","state":"reachable""#), event)
     }
 
     func testStreamsPerClient_oneAddressCannotHoldEverySlot() throws {

@@ -179,6 +179,81 @@ final class RoutingLiveTests: XCTestCase {
         XCTAssertEqual(try h.request("GET", "/other").status, 404, "the new routes apply")
         XCTAssertEqual(problem(try h.request("GET", "/api/user"))["kind"] as? String, "offline", "the kept state applies")
     }
+
+    /// A routes-only configuration (no `--upstream`) of groups `names`, each on `upstream`, with
+    /// `routes` as written.
+    private func routesOnly(_ names: [String], on upstream: DemoUpstream, routes: String) throws -> RoutingConfig {
+        let groups = names.map { "\"\($0)\": {\"endpoints\": [\"\(upstream.baseURL)\"], \"probe\": {\"path\": \"/__demo/health\"}}" }
+        let file = "{\"upstreams\": {" + groups.joined(separator: ", ") + "}, \"routes\": [" + routes + "]}"
+        return try XCTUnwrap(try loadConfig(file: file, environment: [:]).routing)
+    }
+
+    func testRoutesOnly_statusNamesNoUpstream() throws {
+        let up = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try up.start()
+        defer { up.stop() }
+        let r = try routesOnly(["app"], on: up, routes: #"{"prefix": "/", "upstream": "app"}"#)
+        let h = try Harness { c in c.routing = r }
+        defer { h.stop() }
+        let status = json(try h.admin("/status"))
+        XCTAssertTrue(status["upstream"] is NSNull, "a phantom upstream: \(status["upstream"] ?? "none")")
+        XCTAssertNotNil((status["upstreams"] as? [String: Any])?["app"])
+    }
+
+    func testReload_removedRoutesAndGroupsLeaveMetrics() throws {
+        let up = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try up.start()
+        defer { up.stop() }
+        let h = try Harness { c in
+            c.routing = try? self.routesOnly(["app", "pay"], on: up, routes: """
+                {"name": "old", "prefix": "/", "upstream": "app"}, {"prefix": "/pay/", "upstream": "pay"}
+                """)
+        }
+        defer { h.stop() }
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200)
+        XCTAssertEqual(try h.request("GET", "/pay/api/user").status, 200)
+        let before = String(decoding: try h.admin("/metrics").body, as: UTF8.self)
+        XCTAssertTrue(before.contains(#"peel_route_requests_total{route="old",upstream="app",class="2xx"} 1"#), before)
+        XCTAssertTrue(before.contains(#"peel_upstream_group_up{upstream="pay"}"#), before)
+        // A route renamed by every reload, and the pay group gone: only the newest route's series stay.
+        for i in 0..<20 {
+            var next = h.gateway.config
+            next.routing = try routesOnly(["app"], on: up, routes: #"{"name": "r\#(i)", "prefix": "/", "upstream": "app"}"#)
+            XCTAssertEqual(h.gateway.reload(next), [])
+        }
+        XCTAssertEqual(try h.request("GET", "/api/user").status, 200)
+        let after = String(decoding: try h.admin("/metrics").body, as: UTF8.self)
+        let series = after.split(separator: "\n").filter { $0.hasPrefix("peel_route_requests_total{") }
+        XCTAssertEqual(series.count, 5, series.joined(separator: "\n"))
+        XCTAssertTrue(after.contains(#"peel_route_requests_total{route="r19",upstream="app",class="2xx"} 1"#), after)
+        XCTAssertFalse(after.contains(#"route="old""#), after)
+        XCTAssertFalse(after.contains(#"upstream="pay""#), after)
+    }
+
+    func testReload_thatDropsAGroup_announcesItRemovedOnTheStream() throws {
+        let up = try DemoUpstream(listen: HostPort(host: "127.0.0.1", port: 0))
+        try up.start()
+        defer { up.stop() }
+        let routes = #"{"prefix": "/", "upstream": "app"}, {"prefix": "/pay/", "upstream": "pay"}"#
+        let h = try Harness { c in c.routing = try? self.routesOnly(["app", "pay"], on: up, routes: routes) }
+        defer { h.stop() }
+        XCTAssertTrue(h.eventually { h.gateway.groups.all.allSatisfy { $0.state == .reachable } })
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /_peel/reachability HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        _ = try c.readUntil("\r\n\r\n")
+        var events = ""
+        while events.components(separatedBy: "event: reachability").count - 1 < 2 { events += try c.readUntil("\n\n") }
+        XCTAssertTrue(events.contains(#""upstream":"pay","state":"#), events)
+        var next = h.gateway.config
+        next.routing = try routesOnly(["app"], on: up, routes: #"{"prefix": "/", "upstream": "app"}"#)
+        XCTAssertEqual(h.gateway.reload(next), [])
+        var removed = ""
+        while !removed.contains(#""state":"removed""#) { removed = try c.readUntil("\n\n") }
+        XCTAssertTrue(removed.contains(#"data: {"upstream":"pay","state":"removed","since":""#), removed)
+        XCTAssertTrue(removed.contains(#""reason":"configuration changed"}"#), removed)
+        let doc = json(try h.request("GET", "/_peel/reachability"))
+        XCTAssertEqual((doc["upstreams"] as? [String: Any]).map { Array($0.keys) }, ["app"])
+    }
 }
 
 /// A group of several endpoints, end to end (issue 27): balanced calls, failover that never re-sends

@@ -184,6 +184,55 @@ final class ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(m.phase, .closed)
     }
 
+    func testEndlessStream_closesAtTheClientsEndOfInput() {
+        var m = machine()
+        _ = dispatched(get, to: &m, now: t0)
+        XCTAssertFalse(m.replyStarted(closing: false, now: t0))
+        XCTAssertEqual(Seen(m.streamEndsWithInput()), .none)
+        XCTAssertTrue(m.wantsRead, "an endless stream must hear its client leave")
+        XCTAssertEqual(Seen(m.endOfInput(now: t0 + 1)), .close)
+        XCTAssertEqual(m.phase, .closed)
+    }
+
+    func testEndlessStream_afterTheClientsEndOfInput_closesAtOnce() {
+        var m = machine()
+        _ = dispatched(get, to: &m, now: t0)
+        XCTAssertEqual(Seen(m.endOfInput(now: t0)), .probe)
+        _ = m.replyStarted(closing: false, now: t0)
+        XCTAssertEqual(Seen(m.streamEndsWithInput()), .close)
+    }
+
+    func testEndlessStream_withItsReadAheadFull_stillListensToTheClient() {
+        var m = machine { $0.maxPipelined = 100 }
+        _ = dispatched(get, to: &m, now: t0)
+        _ = m.replyStarted(closing: false, now: t0)
+        _ = m.streamEndsWithInput()
+        while let space = m.readSpace(), space.count > 0 { deliver(String(repeating: "x", count: space.count), to: &m, now: t0) }
+        XCTAssertTrue(m.wantsRead, "a full read-ahead must not stop the read that sees the client leave")
+        XCTAssertTrue(m.dropsInput)
+        XCTAssertEqual(Seen(m.endOfInput(now: t0 + 1)), .close)
+    }
+
+    func testEndlessStream_finished_theNextRequestIsReadAsUsual() {
+        var m = machine()
+        _ = dispatched(get, to: &m, now: t0)
+        _ = m.replyStarted(closing: false, now: t0)
+        _ = m.streamEndsWithInput()
+        m.streamFinished()
+        XCTAssertEqual(Seen(m.replyFinished(now: t0 + 1)), .none)
+        _ = dispatched(get, to: &m, now: t0 + 2)
+        _ = m.replyStarted(closing: false, now: t0 + 2)
+        XCTAssertEqual(Seen(m.endOfInput(now: t0 + 3)), .none, "a plain answer still reaches a half-closed client")
+    }
+
+    func testOtherStream_keepsWritingToAHalfClosedClient() {
+        var m = machine()
+        _ = dispatched(get, to: &m, now: t0)
+        _ = m.replyStarted(closing: false, now: t0)
+        XCTAssertEqual(Seen(m.endOfInput(now: t0 + 1)), .none)
+        XCTAssertEqual(m.phase, .writing)
+    }
+
     func testLingering_endsAtTheLingerTime() {
         var m = machine()
         _ = dispatched("GET / HTTP/1.0\r\n\r\n", to: &m, now: t0)

@@ -76,7 +76,10 @@ final class ClientConnection {
             perform(machine.failed())
             return
         }
-        guard let p = space.baseAddress, space.count > 0 else { return sync() }
+        guard let p = space.baseAddress, space.count > 0 else {
+            if machine.dropsInput { dropInput() }
+            return sync()
+        }
         let n = recv(fd, p, space.count, 0)
         if n > 0 {
             perform(machine.received(n, now: monotonicSeconds()))
@@ -102,6 +105,17 @@ final class ClientConnection {
             || (getsockopt(fd, Int32(IPPROTO_TCP), TCP_INFO, &info, &infoLength) == 0 && Int32(info.tcpi_state) == TCP_CLOSE_STATE)
         if gone { perform(machine.failed()) }
         sync()
+    }
+
+    // An endless stream's client with its read-ahead full: what it sends is dropped (nothing after
+    // an event-stream request is ever answered), so that its end of input or reset is still seen.
+    private func dropInput() {
+        let n = server.scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if n == 0 {
+            perform(machine.endOfInput(now: monotonicSeconds()))
+        } else if n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR {
+            perform(machine.failed())
+        }
     }
 
     // After a refusal: read out what the client still sends, so our close does not reset the
@@ -205,7 +219,7 @@ final class ClientConnection {
     /// Writes `ex`'s head for a streamed body and returns the stream (called by the exchange, once).
     /// With `contentLength` the body is sent as is under that length (the upstream's declared one);
     /// without it, chunked (HTTP/1.1) or ended by the close (HTTP/1.0).
-    func startStream(_ ex: HTTPExchange, status: Int, contentLength: Int?,
+    func startStream(_ ex: HTTPExchange, status: Int, contentLength: Int?, endless: Bool = false,
                      headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
         guard !closed, exchange === ex else { return nil }
         head.begin(status: status)
@@ -223,6 +237,10 @@ final class ClientConnection {
         streamChunked = !http10 && !noBody && !resetContent && declared == nil
         streamRemaining = resetContent ? nil : declared
         server.withDate { head.end(date: $0, contentLength: length, connection: closing ? "close" : nil, chunked: streamChunked) }
+        if endless, case .close = machine.streamEndsWithInput() {
+            close()
+            return nil
+        }
         let s = ReplyStream(connection: self)
         stream = s
         replying = true
@@ -262,6 +280,7 @@ final class ClientConnection {
             return
         }
         stream = nil
+        machine.streamFinished()
         if streamChunked && !streamBodyless { head.put("0\r\n\r\n") }
         flush()
     }

@@ -115,6 +115,9 @@ struct ConnectionMachine {
     /// True while the current request is HTTP/1.0 (no 1xx may be sent to it, RFC 9110 §15.2).
     private var http10 = false
     private var probed = false
+    /// True while the answer is a stream with no end of its own (server-sent events): only the
+    /// client ends it, and its end of input does, at once.
+    private var endsWithInput = false
     /// Empty lines dropped before the current request line: they count toward `maxHead`, or a
     /// client could send gigabytes of CRLF before its request line.
     private var droppedBlank = 0
@@ -142,10 +145,14 @@ struct ConnectionMachine {
     var wantsRead: Bool {
         switch phase {
         case .idle, .head, .body, .lingering: return !peerClosed || phase == .lingering
-        case .waiting, .writing: return !peerClosed && buffer.count < limits.maxPipelined
+        case .waiting, .writing: return !peerClosed && (buffer.count < limits.maxPipelined || endsWithInput)
         case .closed: return false
         }
     }
+
+    /// True while what the client sends is read and dropped: an endless stream's client whose
+    /// read-ahead is full is still listened to, so that its leaving is seen at once.
+    var dropsInput: Bool { endsWithInput && buffer.count >= limits.maxPipelined }
 
     /// Free space to read into, grown within what the phase allows (empty: nothing may be read now);
     /// nil when memory for it could not be had.
@@ -210,6 +217,9 @@ struct ConnectionMachine {
             }
             return .probe
         case .writing:
+            // A stream only the client ends: its FIN is its leaving. Waiting for a write to fail
+            // instead kept the stream's place taken until the second heartbeat after it (~28 s).
+            if endsWithInput { return closeNow() }
             return .none
         case .closed:
             return .none
@@ -234,6 +244,22 @@ struct ConnectionMachine {
         phase = .writing
         since = now
         return closeAfterReply
+    }
+
+    /// The answer being written is a stream with no end of its own (server-sent events): the
+    /// client's end of input ends it (`endOfInput` closes), as its reset does; when that input has
+    /// ended already, it closes now.
+    mutating func streamEndsWithInput() -> Action {
+        guard phase == .writing else { return .none }
+        if peerClosed { return closeNow() }
+        endsWithInput = true
+        return .none
+    }
+
+    /// The stream is finished: the connection goes on to the next request (set here, on the
+    /// stream's path, so that a plain answer pays nothing for it).
+    mutating func streamFinished() {
+        endsWithInput = false
     }
 
     /// Some of the answer left, or more was queued (the write timeout counts from here).

@@ -135,14 +135,17 @@ public final class HTTPExchange {
     /// Starts an answer whose body is written in pieces (`ReplyStream.write`, then `finish`). With
     /// `contentLength` (the upstream's declared length) the body goes as is under that length;
     /// without it HTTP/1.1 clients get chunked transfer coding (RFC 9112 §7.1), HTTP/1.0 ones a body
-    /// ended by the close. Nil when the exchange was already answered or the client left.
-    public func startStream(status: Int, contentLength: Int? = nil, headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
+    /// ended by the close. `endless`: a stream only the client ends (server-sent events), so its
+    /// end of input ends it at once (otherwise a half-closed client is still read to).
+    /// Nil when the exchange was already answered or the client left.
+    public func startStream(status: Int, contentLength: Int? = nil, endless: Bool = false,
+                            headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
         guard !answered else { return nil }
         answered = true
         onClientGone = nil
         guard let connection else { return nil }
         self.connection = nil
-        return connection.startStream(self, status: status, contentLength: contentLength, headers: headers)
+        return connection.startStream(self, status: status, contentLength: contentLength, endless: endless, headers: headers)
     }
 
     /// The client left before the answer: cancel the upstream call; the connection closes.
