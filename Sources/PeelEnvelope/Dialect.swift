@@ -185,6 +185,7 @@ public struct Dialect: Hashable, Sendable {
     public enum Part: String, Sendable {
         case code, success, message, payload, siblings, ignore, extras, other
         case successCodes = "success_codes", authCodes = "auth_codes", codeStatus = "code_status", authFlag = "auth_flag"
+        case fieldErrors = "field_errors"
 
         /// The config file key that sets this part; nil for `other`.
         public var key: String? { self == .other ? nil : rawValue }
@@ -276,6 +277,18 @@ public struct Dialect: Hashable, Sendable {
         }
         if case .pattern = payload, !ignore.isEmpty {
             return (.ignore, "never used: a pattern dialect's answer is the matched member; top-level members are never in it")
+        }
+        if case .httpStatus = success {
+            let whole = "never used: under success \"status\" a 2xx body is the answer whole"
+            if case .rest = payload {} else { return (.payload, whole) }
+            if !ignore.isEmpty { return (.ignore, whole) }
+            if !codeStatus.entries.isEmpty { return (.codeStatus, "never used: under success \"status\" the HTTP status says what failed") }
+            if codes.isEmpty && messages.isEmpty {
+                let unread = "never used: with no code or message member the dialect reads no failure envelope (the well-known shapes read it)"
+                if !extras.isEmpty { return (.extras, unread) }
+                if authFlag != nil { return (.authFlag, unread) }
+                if fieldErrors != nil { return (.fieldErrors, unread) }
+            }
         }
         return nil
     }

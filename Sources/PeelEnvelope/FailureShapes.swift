@@ -2,95 +2,6 @@
 // from a failure: the message the backend meant for the user, its code, its field errors, and
 // what else it said. shared/DIALECTS.md ("Failure shapes") lists where each shape is documented.
 
-/// A well-known failure body, in the order they are tried: the most specific first.
-public enum FailureShape: String, Sendable, CaseIterable {
-    /// RFC 9457 / RFC 7807 problem details (`application/problem+json`, or `type`/`title` with
-    /// `status`/`detail`); ASP.NET Core's validation problem adds an `errors` map.
-    case problem
-    /// `{"error": {"code", "message", "details"}}`: Google AIP-193, Microsoft REST guidelines, Stripe.
-    case errorObject = "error-object"
-    /// OAuth 2.0 errors (RFC 6749 §5.2, RFC 6750 §3.1): a registered `error` code or `error_description`.
-    case oauth
-    /// Spring Boot's default error attributes (`timestamp`, `status`, `error`, `path`), with binding `errors`.
-    case spring
-    /// go-kratos: `code` (the HTTP status), `reason`, `message`, `metadata`.
-    case kratos
-    /// Flask's documented JSON error handler: `code` (the HTTP status), `name`, `description`.
-    case flask
-    /// FastAPI (pydantic) validation: `detail` is a list of `{loc, msg, type}`.
-    case fastapi
-    /// Laravel and Rails: `errors` maps fields to messages, with Laravel's `message`.
-    case laravel
-    /// NestJS and Fastify: `statusCode`, `message` (a list for class-validator), `error`.
-    case nestjs
-    /// `errors` lists (JSON:API, GraphQL, express-validator): the first error's message and code.
-    case errorsArray = "errors-array"
-    /// Django REST framework: `{"detail": …}`, or a map of fields to message lists.
-    case drf
-    /// A bare `message` (or `msg`) member, with a `code` beside it when there is one.
-    case message
-    /// A bare `error` member that is a string.
-    case error
-}
-
-extension FailureShape {
-    /// A failure body shaped as this shape's frameworks write it, for `peel dialects` and its tests.
-    public var sample: DialectSample {
-        switch self {
-        case .problem:
-            DialectSample(rawValue, ##"{"type":"https://example.com/probs/out-of-credit","title":"You do not have enough credit.","status":403,"detail":"Your current balance is 30, but that costs 50.","instance":"/account/12345/msgs/abc","balance":30}"##, status: 403)
-        case .errorObject:
-            DialectSample(rawValue, ##"{"error":{"code":400,"message":"Invalid book.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"book.title","description":"Title must not be empty."}]}]}}"##, status: 400)
-        case .oauth:
-            DialectSample(rawValue, ##"{"error":"invalid_grant","error_description":"The refresh token has expired"}"##, status: 400)
-        case .spring:
-            DialectSample(rawValue, ##"{"timestamp":"2026-12-05T03:10:00.000+00:00","status":400,"error":"Bad Request","errors":[{"defaultMessage":"must not be blank","objectName":"userDto","field":"email","code":"NotBlank"}],"path":"/api/users"}"##, status: 400)
-        case .kratos:
-            DialectSample(rawValue, ##"{"code":404,"reason":"USER_NOT_FOUND","message":"user 42 not found","metadata":{"uid":"42"}}"##, status: 404)
-        case .flask:
-            DialectSample(rawValue, ##"{"code": 404, "name": "Not Found", "description": "The requested URL was not found on the server."}"##, status: 404)
-        case .fastapi:
-            DialectSample(rawValue, ##"{"detail":[{"type":"missing","loc":["body","email"],"msg":"Field required","input":{}}]}"##, status: 422)
-        case .laravel:
-            DialectSample(rawValue, ##"{"message":"The email field is required.","errors":{"email":["The email field is required."],"items.0.name":["The items.0.name field is required."]}}"##, status: 422)
-        case .nestjs:
-            DialectSample(rawValue, ##"{"message":["email must be an email"],"error":"Bad Request","statusCode":400}"##, status: 400)
-        case .errorsArray:
-            DialectSample(rawValue, ##"{"errors":[{"status":"422","code":"invalid","source":{"pointer":"/data/attributes/firstName"},"detail":"First name must contain at least two characters."}]}"##, status: 422)
-        case .drf:
-            DialectSample(rawValue, ##"{"email":["Enter a valid email address."],"non_field_errors":["The two passwords do not match."]}"##, status: 400)
-        case .message:
-            DialectSample(rawValue, ##"{"message":"This email is already registered","code":"EMAIL_TAKEN"}"##, status: 409)
-        case .error:
-            DialectSample(rawValue, ##"{"error":"Not Found"}"##, status: 404)
-        }
-    }
-}
-
-/// What a failure body said, read by a dialect or by a well-known shape.
-public struct FailureWords: Sendable, Equatable {
-    /// The code as the upstream wrote it.
-    public var code: EnvelopeCode?
-    /// The message the backend meant for the user.
-    public var message: String?
-    /// RFC 9457 `errors`: the finished JSON array, or nil when there were none.
-    public var errors: [UInt8]?
-    /// The members kept byte for byte under `upstream`.
-    public var upstream: [UpstreamMember]
-    /// The shape that read them; nil when the route's dialect did.
-    public var shape: FailureShape?
-
-    /// Creates the words of a failure.
-    public init(code: EnvelopeCode? = nil, message: String? = nil, errors: [UInt8]? = nil, upstream: [UpstreamMember] = [],
-                shape: FailureShape? = nil) {
-        self.code = code
-        self.message = message
-        self.errors = errors
-        self.upstream = upstream
-        self.shape = shape
-    }
-}
-
 /// Whether `n` bytes at `a` and `b` are the same.
 @inline(__always)
 func memoryEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ n: Int) -> Bool {
@@ -106,10 +17,12 @@ func memoryEqual(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ n: Int)
 enum FailureShapes {
     /// The words of the object spanning `object` in a validated body, by the first shape it
     /// matches; nil when none does or a member a shape reads appears twice.
-    /// `checked`: the body already passed the strict scan (else it is scanned first).
+    /// `checked`: the body already passed the strict scan (else it is scanned first). `errors`:
+    /// whether the field errors are written out (not for words the client will not see).
     static func read(_ body: UnsafeBufferPointer<UInt8>, _ object: Range<Int>, maxDepth: Int, checked: Bool,
-                     problemType: Bool) -> FailureWords? {
+                     problemType: Bool, errors: Bool = true) -> FailureWords? {
         var top = TopMembers(body.baseAddress!, count: body.count)
+        top.buildErrors = errors
         if !checked {
             var members = EnvelopeMembers()
             guard ScanCore.run(body, maxDepth: maxDepth, names: nil, members: &members) else { return nil }
@@ -164,6 +77,15 @@ private struct TopMembers {
 
     /// The field-error map in an `errors` object, read as the walk passes it (Laravel, ASP.NET Core).
     var errorsMap: FieldErrorReader?
+    /// Whether field errors are written out into the words.
+    var buildErrors = true
+
+    /// The finished `errors` array of `list` and how many entries it left out; nothing when the
+    /// words are for the log alone.
+    func built(_ list: FieldErrorList?) -> (errors: [UInt8]?, omitted: Int) {
+        guard buildErrors, let list else { return (nil, 0) }
+        return (list.finished(), list.omitted)
+    }
 
     /// Records the members in one walk over a checked body; false when a named one appears twice
     /// (which one the backend meant is unknown). An `errors` object is read as a field-error map
@@ -187,7 +109,7 @@ private struct TopMembers {
                 if named == .errors && base[valueStart] == UInt8(ascii: "{") {
                     var r = reader
                     r.list.reserve(n &- valueStart)
-                    valueEnd = r.map(at: valueStart, n, dotted: true, nonField: false)
+                    valueEnd = r.map(at: valueStart, n, dotted: true, nonField: false, depth: 0)
                     errorsMap = r
                 }
             }
@@ -250,7 +172,9 @@ private struct TopMembers {
         if code != nil { taken += codeFrom }
         if message != nil { taken += messageFrom }
         if let errors, errors.count > 0 { taken += errorsFrom }
-        return FailureWords(code: code, message: text, errors: errors?.finished(), upstream: kept(except: taken), shape: shape)
+        var w = FailureWords(code: code, message: text, upstream: kept(except: taken), shape: shape)
+        (w.errors, w.errorsOmitted) = built(errors)
+        return w
     }
 
     /// OAuth 2.0 error codes: RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3.1.
@@ -329,19 +253,20 @@ private struct TopMembers {
         if code != nil { taken.append(.code) }
         var errors: [UInt8]?
         var first: String?
+        var omitted = 0
         if let e = value(.errors) {
             if isArray(e) {
                 errors = Array(UnsafeBufferPointer(start: base + e.lowerBound, count: e.count))
                 taken.append(.errors)
-            } else if isObject(e), let r = errorsMap {
-                if let f = r.list.finished() {
-                    errors = f
-                    taken.append(.errors)
-                    first = r.list.firstDetail.map { Envelope.string(base, $0) }
-                }
+            } else if isObject(e), let r = errorsMap, r.list.count > 0 {
+                taken.append(.errors)
+                first = r.list.firstDetail.map { Envelope.string(base, $0) }
+                (errors, omitted) = built(r.list)
             }
         }
-        return FailureWords(code: code, message: text ?? first, errors: errors, upstream: kept(except: taken), shape: .problem)
+        var w = FailureWords(code: code, message: text ?? first, errors: errors, upstream: kept(except: taken), shape: .problem)
+        w.errorsOmitted = omitted
+        return w
     }
 
     /// `{"error": {…}}`: the code is the error's string code where it has one (Google's `status`,
@@ -395,7 +320,9 @@ private struct TopMembers {
         upstream += kept(except: [.error])
         // Google's BadRequest often has no `message` of its own: its first violation says what is wrong.
         let said = text ?? r.list.firstDetail.map { Envelope.string(base, $0) }
-        return FailureWords(code: code, message: said, errors: r.list.finished(), upstream: upstream, shape: .errorObject)
+        var w = FailureWords(code: code, message: said, upstream: upstream, shape: .errorObject)
+        (w.errors, w.errorsOmitted) = built(r.list)
+        return w
     }
 
     /// Spring Boot: `message` when the application includes it, else the reason phrase in `error`;
@@ -420,7 +347,7 @@ private struct TopMembers {
         var code = r.member(first, ["code"]).flatMap(self.code)
         if code == nil, let ext = r.member(first, ["extensions"]), isObject(ext) { code = r.member(ext, ["code"]).flatMap(self.code) }
         var w = words(.errorsArray, code: code, message: text, mirrors: [.errors])
-        w.errors = r.list.finished()
+        (w.errors, w.errorsOmitted) = built(r.list)
         // A first error without words of its own: the first field error's message, as for every shape.
         if w.message == nil, let first = r.list.firstDetail { w.message = Envelope.string(base, first) }
         return w
@@ -434,7 +361,9 @@ private struct TopMembers {
         r.map(object, dotted: false, nonField: true)
         guard r.list.count > 0 else { return nil }
         let text = r.list.firstDetail.map { Envelope.string(base, $0) }
-        return FailureWords(code: nil, message: text, errors: r.list.finished(), upstream: [], shape: .drf)
+        var w = FailureWords(code: nil, message: text, upstream: [], shape: .drf)
+        (w.errors, w.errorsOmitted) = built(r.list)
+        return w
     }
 
     func firstElement(_ array: Range<Int>) -> Range<Int>? {

@@ -43,24 +43,23 @@ public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UI
         case .range(let r): return (.unwrap(status: status, data: r), envelope.code)
         case .built(let bytes): return (.unwrapRest(status: status, body: bytes), envelope.code)
         }
-    case .failure:
-        let errors = fieldErrors(envelope, body, compiled.dialect)
+    case .failure, .error:
+        let (errors, omitted) = fieldErrors(envelope, body, compiled.dialect)
+        var p: Problem
         // Success is decided first, so a code listed as both success and auth still succeeds.
         if isAuthExpired(envelope, status: status, compiled) {
-            return (.problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status,
-                                                    extras: envelope.extras, errors: errors), config: config)), envelope.code)
+            p = problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status,
+                                       extras: envelope.extras, errors: errors), config: config)
+        } else if envelope.judgement == .failure {
+            p = problem(for: .businessCode(envelope.code, message: envelope.message, upstreamStatus: status,
+                                           extras: envelope.extras, errors: errors), config: config)
+        } else {
+            p = problem(for: .upstreamStatus(status, code: envelope.code, message: envelope.message,
+                                             reason: "upstream \(status), envelope says the server failed",
+                                             extras: envelope.extras, errors: errors), config: config)
         }
-        return (.problem(problem(for: .businessCode(envelope.code, message: envelope.message, upstreamStatus: status,
-                                                    extras: envelope.extras, errors: errors), config: config)), envelope.code)
-    case .error:
-        let errors = fieldErrors(envelope, body, compiled.dialect)
-        if isAuthExpired(envelope, status: status, compiled) {
-            return (.problem(problem(for: .authCode(envelope.code, message: envelope.message, upstreamStatus: status,
-                                                    extras: envelope.extras, errors: errors), config: config)), envelope.code)
-        }
-        return (.problem(problem(for: .upstreamStatus(status, code: envelope.code, message: envelope.message,
-                                                      reason: "upstream \(status), envelope says the server failed",
-                                                      extras: envelope.extras, errors: errors), config: config)), envelope.code)
+        p.errorsOmitted = omitted
+        return (.problem(p), envelope.code)
     }
 }
 
@@ -99,44 +98,53 @@ private func failure(_ answer: UpstreamAnswer, _ reading: Envelope.Reading?, _ b
                      _ config: EnvelopeConfig) -> (verdict: Verdict, upstreamCode: EnvelopeCode?) {
     let status = answer.status
     let dialect = config.compiled.dialect
+    // A 5xx read by the shapes shows nothing: its field errors are not even written out.
+    let shown = (status >= 400 && status <= 499) || dialect.exposes5xxMessages
     var words = FailureWords()
     var read = false
     if case .envelope(let e)? = reading, e.code != nil || e.message != nil {
-        words = FailureWords(code: e.code, message: e.message, errors: fieldErrors(e, body, dialect), upstream: e.extras)
+        words = FailureWords(code: e.code, message: e.message, upstream: e.extras)
+        (words.errors, words.errorsOmitted) = fieldErrors(e, body, dialect)
         if isAuthExpired(e, status: status, config.compiled) {
-            return (.problem(problem(for: .authCode(e.code, message: e.message, upstreamStatus: status, extras: e.extras,
-                                                    errors: words.errors), config: config)), e.code)
+            var p = problem(for: .authCode(e.code, message: e.message, upstreamStatus: status, extras: e.extras,
+                                           errors: words.errors), config: config)
+            p.errorsOmitted = words.errorsOmitted
+            return (.problem(p), e.code)
         }
-    } else if let shaped = readShapes(answer, body, config, checked: reading.map(scanned) ?? false) {
+    } else if let shaped = readShapes(answer, body, config, checked: reading.map(scanned) ?? false, errors: shown || status == 401) {
         words = shaped
         read = true
     } else if case .envelope(let e)? = reading {
         words.upstream = e.extras
     }
     let reason = upstreamErrorReason(answer, read ? nil : words.code, shape: words.shape)
+    var p: Problem
     if status == 401 {
-        return (.problem(problem(for: .authCode(words.code, message: words.message, upstreamStatus: status,
-                                                extras: words.upstream, errors: words.errors), config: config)), words.code)
-    }
-    if read && !(status >= 400 && status <= 499) && !dialect.exposes5xxMessages {
-        var p = problem(for: .upstreamStatus(status, code: nil, message: nil, reason: reason), config: config)
+        p = problem(for: .authCode(words.code, message: words.message, upstreamStatus: status, extras: words.upstream,
+                                   errors: words.errors), config: config)
+    } else if read && !shown {
+        p = problem(for: .upstreamStatus(status, code: nil, message: nil, reason: reason), config: config)
         p.privateMessage = words.message
         return (.problem(p), words.code)
+    } else {
+        p = problem(for: .upstreamStatus(status, code: words.code, message: words.message, reason: reason,
+                                         extras: words.upstream, errors: words.errors), config: config)
     }
-    return (.problem(problem(for: .upstreamStatus(status, code: words.code, message: words.message, reason: reason,
-                                                  extras: words.upstream, errors: words.errors), config: config)), words.code)
+    p.errorsOmitted = words.errorsOmitted
+    return (.problem(p), words.code)
 }
 
 /// The words of a failure body by the well-known shapes: only a valid JSON object is read.
 private func readShapes(_ answer: UpstreamAnswer, _ body: UnsafeBufferPointer<UInt8>, _ config: EnvelopeConfig,
-                        checked: Bool) -> FailureWords? {
+                        checked: Bool, errors: Bool) -> FailureWords? {
     guard let base = body.baseAddress else { return nil }
     // A body the dialect's scan did not pass is checked before anything in it is walked; only its
     // first byte is looked at here.
     let object = Envelope.topObject(base, body.count)
     guard !object.isEmpty, base[object.lowerBound] == UInt8(ascii: "{") else { return nil }
     let problemType = answer.contentType.map(MediaType.isProblem) ?? false
-    return FailureShapes.read(body, object, maxDepth: config.maxDepth, checked: checked, problemType: problemType)
+    return FailureShapes.read(body, object, maxDepth: config.maxDepth, checked: checked, problemType: problemType,
+                              errors: errors)
 }
 
 /// Whether a reading came from a body the strict scan passed as an object: an envelope, or a fault
@@ -148,18 +156,19 @@ private func scanned(_ reading: Envelope.Reading) -> Bool {
     }
 }
 
-/// The field errors at the dialect's `field_errors` path in an envelope, as RFC 9457's `errors`.
-private func fieldErrors(_ envelope: Envelope, _ body: UnsafeBufferPointer<UInt8>, _ dialect: Dialect) -> [UInt8]? {
+/// The field errors at the dialect's `field_errors` path in an envelope, as RFC 9457's `errors`,
+/// and how many its bounds left out.
+private func fieldErrors(_ envelope: Envelope, _ body: UnsafeBufferPointer<UInt8>, _ dialect: Dialect) -> ([UInt8]?, Int) {
     guard let rule = dialect.fieldErrors, let base = body.baseAddress,
-          let value = ValidJSON.lookup(base, envelope.object, rule.path) else { return nil }
+          let value = ValidJSON.lookup(base, envelope.object, rule.path) else { return (nil, 0) }
     var reader = FieldErrorReader(base, count: body.count)
     switch base[value.lowerBound] {
     case UInt8(ascii: "{"): reader.map(value, dotted: true, nonField: true)
     case UInt8(ascii: "["): reader.list(value, messageKey: rule.message, fieldKey: rule.field)
     case UInt8(ascii: "\""): reader.list.add(base, detail: value, place: .none)
-    default: return nil
+    default: return (nil, 0)
     }
-    return reader.list.finished()
+    return (reader.list.finished(), reader.list.omitted)
 }
 
 /// `upstream 403 text/html`, `upstream 500, envelope code 1001`, or `upstream 422 application/json,

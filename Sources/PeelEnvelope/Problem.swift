@@ -19,6 +19,8 @@ public struct Problem: Sendable, Equatable {
     public var upstream: [UpstreamMember]
     /// RFC 9457 `errors`: the upstream's field errors as a finished JSON array, or nil.
     public var errors: [UInt8]?
+    /// Field errors left out of `errors` past its bounds (10,000 entries, 1 MiB), said as `errors_omitted`.
+    public var errorsOmitted = 0
     /// What a 5xx said that is not shown to the client (its body may hold internals): for the access log only.
     public var privateMessage: String?
 

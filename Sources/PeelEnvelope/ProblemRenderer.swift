@@ -29,6 +29,10 @@ public func renderProblem(_ problem: Problem, requestId: String, language: Langu
         // RFC 9457 §3: field errors as `{detail, pointer}` objects, built or kept byte for byte.
         out.member("errors")
         out.bytes.append(contentsOf: errors)
+        if problem.errorsOmitted > 0 {
+            out.member("errors_omitted")
+            out.integer(Int64(problem.errorsOmitted))
+        }
     }
     if !problem.upstream.isEmpty {
         // RFC 9457 §3.2: one extension member holds what the upstream said beyond code and message.

@@ -138,6 +138,18 @@ enum DialectConfig {
             d.siblings = .drop
             if case .pattern = d.payload, !given.contains("ignore") { d.ignore = [] }
         }
+        if case .httpStatus = d.success {
+            // A 2xx body is the answer whole: what says where a payload is, or what to leave out of
+            // one, has nothing to do; what a failure envelope holds needs a code or a message to read it.
+            if !given.contains("payload") { d.payload = .rest }
+            if !given.contains("siblings") { d.siblings = .drop }
+            if !given.contains("ignore") { d.ignore = [] }
+            if d.codes.isEmpty && d.messages.isEmpty {
+                if !given.contains("extras") { d.extras = [] }
+                if !given.contains("auth_flag") { d.authFlag = nil }
+                if !given.contains("field_errors") { d.fieldErrors = nil }
+            }
+        }
         return d
     }
 

@@ -2,6 +2,12 @@ import PeelEnvelope
 import PeelIO
 
 extension Forwarder {
+    /// A code as the log writes it: a string code from a failure body is bounded like a message.
+    static func logged(_ code: EnvelopeCode) -> String {
+        if case .string(let s) = code, s.utf8.count > privateMessageBytes { return jsonEscaped(bounded(s)) }
+        return code.json
+    }
+
     /// Counts the answer and writes its access-log line: `code` is the one Peel answered with (a
     /// problem's), `upstream_code` the envelope code as the upstream sent it, null when it sent none.
     func record(_ call: Call, status: Int, kind: String, bytes: Int, code: EnvelopeCode?, cut: String? = nil) {
@@ -25,7 +31,7 @@ extension Forwarder {
         line += ",\"method\":\(jsonEscaped(call.exchange.method)),\"path\":\(jsonEscaped(call.path.isEmpty ? call.exchange.target : call.path))"
         line += ",\"status\":\(status),\"kind\":\"\(kind)\",\"code\":" + (code.map(\.json) ?? "null")
         line += ",\"upstream_status\":" + (call.upstreamStatus.map(String.init) ?? "null")
-        line += ",\"upstream_code\":" + (call.upstreamCode.map(\.json) ?? "null")
+        line += ",\"upstream_code\":" + (call.upstreamCode.map(Self.logged) ?? "null")
         line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
         line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))"
         // Names from the config only (never from the request); a call no route took (Peel's own

@@ -65,16 +65,20 @@ extension Forwarder {
              log: p.kind.rawValue, code: p.code)
     }
 
-    /// Longest upstream message in the access log, in UTF-8 bytes.
+    /// Longest upstream message or string code in the access log, in UTF-8 bytes.
     static let privateMessageBytes = 200
 
-    /// `text` cut to `privateMessageBytes` on a character boundary, `…` marking a cut.
+    /// `text` cut to at most `privateMessageBytes` UTF-8 bytes on a character boundary, a closing
+    /// `…` (3 bytes) marking a cut.
     static func bounded(_ text: String) -> String {
         guard text.utf8.count > privateMessageBytes else { return text }
         var out = ""
+        var bytes = 0
         for ch in text {
-            guard out.utf8.count + ch.utf8.count <= privateMessageBytes else { break }
+            let n = ch.utf8.count
+            guard bytes + n <= privateMessageBytes - 3 else { break }
             out.append(ch)
+            bytes += n
         }
         return out + "…"
     }

@@ -230,6 +230,46 @@ final class FailureShapesTests: XCTestCase {
         }
     }
 
+    func testALongKeyInFrontOfManyMessages_staysWithinTheErrorsBounds_andSaysHowManyWereLeftOut() {
+        // 41 KB in: each of 10,000 messages would repeat a 3,000-byte pointer (30 MB out).
+        let key = String(repeating: "%", count: 1_000)
+        let messages = Array(repeating: #""x""#, count: 10_000).joined(separator: ",")
+        let p = problem(##"{"message":"m","errors":{"\##(key)":[\##(messages)]}}"##, status: 422)
+        let bytes = p?.errors?.count ?? 0
+        XCTAssertGreaterThan(bytes, 0)
+        XCTAssertLessThanOrEqual(bytes, 1 << 20)
+        let kept = (errors(p) ?? "").components(separatedBy: #"{"detail":"#).count - 1
+        XCTAssertGreaterThan(kept, 100)
+        XCTAssertEqual(kept + (p?.errorsOmitted ?? 0), 10_000)
+        let doc = String(decoding: renderProblem(p!, requestId: "r", language: .english, typeBase: "urn:peel:problem:"), as: UTF8.self)
+        XCTAssertTrue(doc.contains(#","errors_omitted":\#(p!.errorsOmitted)"#), String(doc.suffix(80)))
+    }
+
+    func testMoreThan10000FieldErrors_keepTheFirst10000() {
+        let fields = (0..<10_050).map { #""f\#($0)":["bad"]"# }.joined(separator: ",")
+        let p = problem(##"{"errors":{\##(fields)}}"##, status: 422)
+        XCTAssertEqual(p?.errorsOmitted, 50)
+        XCTAssertTrue(errors(p)?.hasSuffix(##"{"detail":"bad","pointer":"#/f9999"}]"##) == true)
+    }
+
+    func testFieldMapsNestedPast16Levels_areLeftOut_theShallowerOnesKept() {
+        // DRF's nested serializers, 20 deep: a message at every level.
+        var body = #"["deep"]"#
+        for _ in 0..<20 { body = #"{"a":\#(body),"m":["here"]}"# }
+        let p = problem(body, status: 400)
+        let text = errors(p) ?? ""
+        XCTAssertTrue(text.hasSuffix(##"{"detail":"here","pointer":"#/m"}]"##), text)
+        XCTAssertFalse(text.contains("deep"), text)
+        // The map itself and 16 levels below it.
+        XCTAssertEqual(text.components(separatedBy: "here").count - 1, 17)
+    }
+
+    func test5xxFieldErrors_areNotWrittenOut() {
+        let p = problem(#"{"message":"boom","errors":{"a":["b"]}}"#, status: 500)
+        XCTAssertNil(p?.errors)
+        XCTAssertEqual(p?.privateMessage, "boom")
+    }
+
     func testEmptyErrors_fallBackToTheMessage() {
         let p = problem(##"{"message":"Unprocessable","errors":[]}"##, status: 422)
         XCTAssertEqual(p?.detail, "Unprocessable")

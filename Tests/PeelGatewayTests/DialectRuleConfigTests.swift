@@ -199,4 +199,21 @@ final class DialectRuleConfigTests: XCTestCase {
         }
         XCTAssertTrue(ConfigLoader.helpText.contains("gin-vue-admin"), "--help lists every preset")
     }
+
+    // MARK: the status rule
+
+    func testStatusRule_refusesWhatCanNeverTakeEffect_withItsKeyPath() throws {
+        XCTAssertEqual(refused(#"{"dialect": {"preset": "rest", "payload": "data"}}"#)?.path, "dialect.payload")
+        XCTAssertEqual(refused(#"{"dialect": {"preset": "rest", "ignore": ["meta"]}}"#)?.path, "dialect.ignore")
+        XCTAssertEqual(refused(#"{"dialect": {"preset": "rest", "field_errors": "errors"}}"#)?.path, "dialect.field_errors")
+        XCTAssertEqual(refused(#"{"dialect": {"preset": "rest", "extras": ["trace"]}}"#)?.path, "dialect.extras")
+        XCTAssertEqual(refused(#"{"dialect": {"preset": "rest", "auth_flag": "unauth"}}"#)?.path, "dialect.auth_flag")
+        // A failure envelope with a message member is read by the dialect: its field errors apply.
+        let read = try load(file: #"{"dialect": {"preset": "rest", "message": "msg", "field_errors": "errors"}}"#)
+        XCTAssertEqual(read.envelope.dialect.fieldErrors?.path, "errors")
+        // What the peel preset brought (its payload member) has nothing to do under the status rule: dropped.
+        let switched = try load(file: #"{"dialect": {"preset": "peel", "success": "status"}}"#)
+        XCTAssertEqual(switched.envelope.dialect.payload, .rest)
+    }
 }
+
