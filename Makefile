@@ -74,7 +74,7 @@ container-test: release
 	deploy/test.sh
 
 soak: release
-	scripts/soak.sh
+	scripts/soak.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
 clean:
 	rm -rf .build .build-*

@@ -30,13 +30,14 @@ wait_ready "http://127.0.0.1:$UP/api/v1/user" && wait_ready "http://127.0.0.1:$P
 "$PEEL" --upstream "http://127.0.0.1:$UP/api/v1" --listen 127.0.0.1:$GW --admin-listen off --workers 1 \
   --probe-path /user --probe-interval 0.2 --probe-timeout 0.2 --fall 1 --offline-cache 1MiB \
   --cors-origins "http://127.0.0.1:$PAGE" >"$WORK/access.log" 2>"$WORK/peel.err" & pids+=($!)
+wait_listening $GW $!
 wait_ready "http://127.0.0.1:$GW/user" || exit 1
 "$CHROMIUM" --headless=new --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run --no-default-browser-check \
   --remote-debugging-address=127.0.0.1 --remote-debugging-port="$DT" --user-data-dir="$WORK/profile" \
   --proxy-server='direct://' --proxy-bypass-list='*' about:blank >"$WORK/chromium.log" 2>&1 & pids+=($!)
 
 timeout 60 "$PY" "$HERE/browser/drive.py" "$DT" "http://127.0.0.1:$PAGE/" "http://127.0.0.1:$GW" "$UP_PID"
-failed=$?
+failed=$(( $? + fail ))  # fail: a server that could not take its port (wait_listening)
 echo "browser: $failed failed ($(( ($(date +%s%N) - START) / 1000000 )) ms)"
 [ "$failed" -eq 0 ] || { echo "--- peel stderr"; tail -5 "$WORK/peel.err"; echo "--- chromium"; tail -5 "$WORK/chromium.log"; }
 exit $(( failed > 0 ))

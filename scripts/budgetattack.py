@@ -15,12 +15,13 @@ with the default max_body (10 MiB) and max_buffered (256 MiB, so 32 MiB per clie
 Prints one `name value` line per measurement; reliability.sh checks them.
 usage: budgetattack.py PEEL UPSTREAM_URL BODY_TIMEOUT
 """
-import socket, subprocess, sys, time, urllib.request
+import os, socket, subprocess, sys, time, urllib.request
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402  (never a port this run handed out before)
 
 peel, upstream, body_timeout = sys.argv[1], sys.argv[2], sys.argv[3]
-
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close(); return port
 
 port, admin = free_port(), free_port()
 p = subprocess.Popen([peel, "--upstream", upstream, "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{admin}",

@@ -17,6 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checks import check, failures  # noqa: E402
+from ports import free_port  # noqa: E402
 
 PEEL = sys.argv[1]
 
@@ -60,14 +61,6 @@ class Upstream(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def request(port, method, path):

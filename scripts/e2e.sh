@@ -22,10 +22,11 @@ check "--version" "yes" "$("$PEEL" --version | grep -q '^peel [0-9]' && echo yes
 
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)
-wait_listening $UP
+wait_listening $UP $!
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD \
   --probe-interval 0.2 --fall 2 --rise 1 >"$WORK/peel.out" 2>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)
+wait_listening $AD $PEEL_PID
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$AD/readyz" >/dev/null 2>&1 && break; sleep 0.05; done
 
 G=http://127.0.0.1:$GW
@@ -52,6 +53,7 @@ check "ab -c 20 -n 2000 (no keep-alive): failed" "0" "$(awk '/^Failed requests/{
 GWS=$(free_port)
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GWS --admin-listen off --access-log off \
   --probe-path '/api/slow?ms=1500' --probe-timeout 1 --probe-interval 2 --fall 3 >/dev/null 2>"$WORK/slow.err" & pids+=($!)
+wait_listening $GWS $!
 for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$GWS/api/user" && break; sleep 0.05; done
 ab -q -c 10 -t 12 -n 1000000 "http://127.0.0.1:$GWS/api/slow?ms=1500" >"$WORK/ab-slow.txt" 2>&1 || true
 check "slow upstream under load: no offline answers" "0" "$(awk '/^Non-2xx responses/{n=$3} END{print n+0}' "$WORK/ab-slow.txt")"
@@ -62,12 +64,13 @@ check "slow upstream under load: never unreachable" "no" "$(grep -q '"to":"unrea
 # for everything else, an SSE transition within 1 s of detection, fresh answers after revival.
 UPO=$(free_port); GWO=$(free_port); ADO=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UPO >/dev/null 2>&1 & UPO_PID=$!; pids+=($UPO_PID)
-wait_listening $UPO
+wait_listening $UPO $UPO_PID
 # The cache size comes from a config file, so that SIGHUP can turn it off (issue 17).
 echo '{"offline_cache": "1MiB"}' >"$WORK/cache.json"
 "$PEEL" --upstream http://127.0.0.1:$UPO --listen 127.0.0.1:$GWO --admin-listen 127.0.0.1:$ADO --access-log off \
   --probe-interval 0.2 --probe-timeout 0.2 --connect-timeout 0.2 --fall 2 --rise 1 --config "$WORK/cache.json" \
   >/dev/null 2>"$WORK/off.err" & OFF_PID=$!; pids+=($OFF_PID)
+wait_listening $ADO $OFF_PID
 GO=http://127.0.0.1:$GWO
 for _ in $(seq 1 100); do curl -fs -o /dev/null "$GO/api/user" && break; sleep 0.05; done
 fresh=$(curl -s -H 'Authorization: Bearer alice' "$GO/api/user")
@@ -99,7 +102,7 @@ for _ in $(seq 1 50); do grep -q '"event":"reloaded"' "$WORK/off.err" && break; 
 check "SIGHUP with offline_cache 0: nothing needs a restart" "1" "$(grep '"event":"reloaded"' "$WORK/off.err" | grep -c '"needs_restart":\[\]')"
 check "SIGHUP with offline_cache 0: the stored answer is gone" "503" "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer alice' "$GO/api/user")"
 "$PEEL" demo-upstream --listen 127.0.0.1:$UPO >/dev/null 2>&1 & pids+=($!)
-wait_listening $UPO
+wait_listening $UPO $!
 for _ in $(seq 1 150); do grep -q '"state":"reachable".*' <(tail -n 3 "$WORK/sse.txt") && break; sleep 0.02; done
 for _ in $(seq 1 150); do curl -s "http://127.0.0.1:$ADO/status" | grep -q '"state":"reachable"' && break; sleep 0.02; done
 check "revived: fresh answers again" "200 none" "$(curl -s -D "$WORK/h.txt" -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer alice' "$GO/api/user") $(grep -qi '^cache-status' "$WORK/h.txt" && echo stale || echo none)"
@@ -109,9 +112,10 @@ check "event stream: the way back" "yes" "$(tail -n 3 "$WORK/sse.txt" | grep -q 
 TLS=$(free_port); GW2=$(free_port); GW3=$(free_port)
 start_tls_upstream $TLS
 "$PEEL" --upstream https://127.0.0.1:$TLS --ca-file "$WORK/cert.pem" --listen 127.0.0.1:$GW2 --admin-listen off --access-log off 2>/dev/null & pids+=($!)
+wait_listening $GW2 $!
 "$PEEL" --upstream https://127.0.0.1:$TLS --listen 127.0.0.1:$GW3 --admin-listen off --access-log off --fall 100 2>/dev/null & pids+=($!)
+wait_listening $GW3 $!
 for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GW2/")" == "200" ] && break; sleep 0.05; done
-wait_listening $GW3
 check "https upstream trusted through --ca-file" '{"tls":true,"n":1.10}' "$(curl -s http://127.0.0.1:$GW2/v)"
 check "https upstream with an untrusted certificate is unreachable" "upstream-unreachable" "$(curl -s http://127.0.0.1:$GW3/v | python3 -c 'import json,sys;print(json.load(sys.stdin)["kind"])')"
 
@@ -131,6 +135,7 @@ PY
 GW10=$(free_port)
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW10 --admin-listen off --upstream-idle-timeout 0.5 \
   >"$WORK/idle.out" 2>/dev/null & IDLE_PID=$!; pids+=($IDLE_PID)
+wait_listening $GW10 $IDLE_PID
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$GW10/api/user" >/dev/null 2>&1 && break; sleep 0.05; done
 start=$(date +%s%N)
 rc=0; body=$(curl -s --max-time 10 "http://127.0.0.1:$GW10/fault/stall-mid-stream") || rc=$?
@@ -153,6 +158,7 @@ echo '{"business_status": 409}' >"$WORK/hup.json"
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW4 --admin-listen off --access-log off \
   --config "$WORK/hup.json" 2>"$WORK/hup.err" & HUP_PID=$!
 pids+=($HUP_PID)
+wait_listening $GW4 $HUP_PID
 G4=http://127.0.0.1:$GW4
 for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/user)" == "200" ] && break; sleep 0.05; done
 check "business status from the config file" "409" "$(curl -s -o /dev/null -w '%{http_code}' $G4/api/business-error)"

@@ -37,7 +37,7 @@ start_peel() {
   pids+=($pid)
   # A Peel that refuses its arguments exits at once: say so rather than wait for its port.
   for _ in $(seq 1 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$GW") 2>/dev/null && return 0
+    listens_on "$admin" "$pid" && return 0
     kill -0 "$pid" 2>/dev/null || { check "$1: Peel starts with $DIALECT_ARGS" "running" "$(head -c 300 "$WORK/$1.peel.err")"; return 1; }
     sleep 0.05
   done

@@ -77,10 +77,11 @@ export PYTHONPATH="$WORK"
 
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)
-wait_listening $UP
+wait_listening $UP $!
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD \
   --max-body 10485760 --body-timeout 2 --access-log json >"$WORK/peel.out" 2>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)
+wait_listening $AD $PEEL_PID
 wait_ready $AD
 G=http://127.0.0.1:$GW
 
@@ -359,6 +360,7 @@ GW2=$(free_port); AD2=$(free_port)
 ( ulimit -n 256; exec "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW2 --admin-listen 127.0.0.1:$AD2 \
     --access-log off --probe-interval 0.2 --fall 3 --rise 3 >"$WORK/fd.out" 2>"$WORK/fd.err" ) & FD_PID=$!
 pids+=($FD_PID)
+wait_listening $AD2 $FD_PID
 wait_ready $AD2
 "$PY" - "$GW2" "$AD2" "$FD_PID" >"$WORK/fd.txt" 2>&1 <<'PY'
 import errno, json, socket, sys, time, urllib.request

@@ -1,5 +1,10 @@
 # Shared by the end-to-end scripts: a scratch folder, processes killed on exit, checks that count.
 WORK=$(mktemp -d)
+LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# free_port never hands out a port twice in one run (scripts/ports.py): the run's registry, read by
+# the Python helpers too.
+export PEEL_TEST_PORTS="$WORK/ports"
+export PYTHONDONTWRITEBYTECODE=1  # importing ports.py leaves no __pycache__ in scripts/
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -16,14 +21,27 @@ check_le() {  # check_le NAME LIMIT ACTUAL
   if [ "$3" -le "$2" ]; then pass=$((pass+1)); echo "ok   $1 ($3 <= $2)"
   else fail=$((fail+1)); echo "FAIL $1: $3 > $2"; fi
 }
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
-# wait_listening PORT: block until something accepts TCP connections on 127.0.0.1:PORT (10 s at most).
-# A gateway's readiness does not follow its upstream, so a test that calls through the gateway right
-# after starting both must wait for the upstream itself; a busy machine starts either one first.
+# free_port: a loopback port free now and not handed out before in this run.
+free_port() { python3 "$LIB_DIR/ports.py"; }
+# wait_listening PORT [PID]: block until something accepts TCP connections on 127.0.0.1:PORT (10 s at
+# most). A gateway's readiness does not follow its upstream, so a test that calls through the gateway
+# right after starting both must wait for the upstream itself; a busy machine starts either one first.
+# With PID, the listener must be that process's: a server that could not bind its port fails here,
+# at once, rather than letting the checks talk to whoever holds the port.
 wait_listening() {
-  for _ in $(seq 1 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done
-  fail=$((fail+1)); echo "FAIL nothing listens on port $1 after 10 s"
+  for _ in $(seq 1 200); do
+    if [ -n "${2:-}" ]; then
+      listens_on "$1" "$2" && return 0
+      kill -0 "$2" 2>/dev/null || { fail=$((fail+1)); echo "FAIL process $2 exited before listening on port $1"; return 0; }
+    else
+      (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    fi
+    sleep 0.05
+  done
+  fail=$((fail+1)); echo "FAIL nothing${2:+ of process $2} listens on port $1 after 10 s"
 }
+# listens_on PORT PID: true when process PID holds a listening socket on TCP port PORT.
+listens_on() { [[ "$(ss -Hltnp "sport = :$1" 2>/dev/null)" == *"pid=$2,"* ]]; }
 # wait_log FILE TEXT COUNT: until FILE holds COUNT lines containing TEXT (5 s at most). Log lines are
 # written after the answer or the signal, so a busy machine may not have them all at once; the check
 # that follows says what was missing.

@@ -6,11 +6,15 @@ usage: logburst.py PEEL UPSTREAM_URL [peel options...]
 """
 import fcntl, multiprocessing, os, socket, subprocess, sys, time
 
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402  (never a port this run handed out before)
+
 peel, upstream, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
 RATE, SECONDS, CONNECTIONS, TICK = 1000, 5, 4, 0.04
 MARK = b"burst" + b"c" * 7990  # a path of about 8 KB: each access-log line is over 8 KB
 
-probe = socket.socket(); probe.bind(("127.0.0.1", 0)); port = probe.getsockname()[1]; probe.close()
+port = free_port()
 # The calls go to Peel's own reachability path, moved to the long path: Peel answers them itself,
 # so the machine's cores go to Peel's logging and the reader, not to an upstream.
 p = subprocess.Popen([peel, "--upstream", upstream, "--listen", f"127.0.0.1:{port}", "--admin-listen", "off",

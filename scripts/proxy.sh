@@ -30,8 +30,10 @@ common=(--upstream "http://127.0.0.1:$UP/api/v1" --admin-listen off --workers 1 
 # The main gateway plays one behind a trusted proxy on loopback; the CORS one trusts no one (the default).
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$GW --trusted-proxies 127.0.0.1/32 >"$WORK/access.log" 2>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)
+wait_listening $GW $PEEL_PID
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$CGW --cors-origins 'http://app.example,http://*.apps.example' \
   --cors-expose-headers Content-Disposition --access-log off 2>"$WORK/peel-cors.err" & pids+=($!)
+wait_listening $CGW $!
 wait_ready "http://127.0.0.1:$GW/user" && wait_ready "http://127.0.0.1:$CGW/user" || exit 1
 
 timeout 120 "$PY" "$HERE/proxy/check.py" "$UP" "$GW" "$CGW" "$WORK/access.log" "$PEEL_PID"
@@ -44,11 +46,14 @@ pids+=($!)
 wait_ready "http://127.0.0.1:$BUP/api/health" || exit 1
 "$PEEL" --upstream "http://127.0.0.1:$BUP/api" --listen 127.0.0.1:$BGW --admin-listen off --workers 1 --probe-path /health \
   --probe-interval 0.3 --probe-timeout 0.3 --fall 2 --timeout 15 --access-log off 2>"$WORK/peel-busy.err" & pids+=($!)
+wait_listening $BGW $!
 wait_ready "http://127.0.0.1:$BGW/user" || exit 1
 timeout 90 "$PY" "$HERE/proxy/busy_check.py" "$BGW"
 failed=$(( failed + $? ))
 # A failure run names an upstream that left early (its log says how: a traceback, or a signal's shutdown).
 kill -0 "$UP_PID" 2>/dev/null || echo "proxy: the upstream (uvicorn, pid $UP_PID) exited before the checks ended"
+# A server that could not take its port (wait_listening) counts too.
+failed=$(( failed + fail ))
 echo "proxy: $failed failed"
 [ "$failed" -eq 0 ] || { echo "--- peel stderr"; tail -5 "$WORK/peel.err"; echo "--- upstream"; tail -20 "$WORK/upstream.log"; }
 exit $(( failed > 0 ))

@@ -34,10 +34,11 @@ ab_unanswered() { sed -n 's/.*(Connect: \([0-9]*\), Receive: \([0-9]*\), Length:
 
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >"$WORK/upstream.log" 2>&1 & pids+=($!)
-wait_listening $UP
+wait_listening $UP $!
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD \
   --access-log off --timeout 2 --connect-timeout 1 --fall 1000 >"$WORK/peel.out" 2>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)
+wait_listening $AD $PEEL_PID
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$AD/readyz" >/dev/null 2>&1 && break; sleep 0.05; done
 G=http://127.0.0.1:$GW
 
@@ -117,6 +118,7 @@ GW5=$(free_port)
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW5 --admin-listen off --access-log off \
   >/dev/null 2>"$WORK/budget.err" & BUDGET_PID=$!
 pids+=($BUDGET_PID)
+wait_listening $GW5 $BUDGET_PID
 for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$GW5/api/user)" == "200" ] && break; sleep 0.05; done
 python3 - "$GW5" "$BUDGET_PID" 100 >"$WORK/uploads.txt" <<'PY'
 # 100 concurrent 9 MB uploads through Peel from 10 client addresses (each holds at most its 32 MiB
@@ -174,10 +176,11 @@ echo "== load while the upstream is killed and restarted"
 UP6=$(free_port); GW6=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP6 >/dev/null 2>&1 & UP6_PID=$!
 pids+=($UP6_PID)
-wait_listening $UP6
+wait_listening $UP6 $UP6_PID
 "$PEEL" --upstream http://127.0.0.1:$UP6 --listen 127.0.0.1:$GW6 --admin-listen off --access-log off \
   --probe-interval 0.2 --probe-timeout 0.2 >/dev/null 2>"$WORK/restart.err" & RESTART_PID=$!
 pids+=($RESTART_PID)
+wait_listening $GW6 $RESTART_PID
 for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$GW6/api/user)" == "200" ] && break; sleep 0.05; done
 # 20 keep-alive clients for 5 s; the upstream dies after 1 s and is back after 2 s (a slow machine
 # may take a second to start it and see it pass a probe, so the last second is 2 s later).
@@ -236,6 +239,7 @@ for _ in $(seq 1 50); do [ -s "$WORK/fullq.port" ] && break; sleep 0.05; done
 GW7=$(free_port)
 "$PEEL" --upstream "http://127.0.0.1:$(cat "$WORK/fullq.port")" --listen 127.0.0.1:$GW7 --admin-listen off --workers 2 \
   --access-log off --probe-interval 0.1 --probe-timeout 0.01 >/dev/null 2>"$WORK/fullq.err" & FULLQ_PEEL=$!; pids+=($FULLQ_PEEL)
+wait_listening $GW7 $FULLQ_PEEL
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$GW7/_peel/reachability" >/dev/null 2>&1 && break; sleep 0.05; done
 python3 - "$GW7" >"$WORK/fullq.txt" <<'PY'
 import http.client, sys, threading, time
@@ -273,6 +277,7 @@ cat "$WORK/log.fifo" >"$WORK/stalled.log" & LOGCAT=$!; pids+=($LOGCAT)
 GW8=$(free_port); AD8=$(free_port)
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW8 --admin-listen 127.0.0.1:$AD8 --workers 2 --log-buffer 256KiB \
   >"$WORK/log.fifo" 2>"$WORK/stalled.err" & STALL_PID=$!; pids+=($STALL_PID)
+wait_listening $AD8 $STALL_PID
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$AD8/readyz" >/dev/null 2>&1 && break; sleep 0.05; done
 kill -STOP $LOGCAT
 PAD=$(head -c 2048 /dev/zero | tr '\0' 'a')
@@ -298,6 +303,7 @@ cat "$WORK/long.fifo" >"$WORK/long.log" & LONGCAT=$!; pids+=($LONGCAT)
 GW9=$(free_port)
 "$PEEL" --upstream http://127.0.0.1:$UP --listen 127.0.0.1:$GW9 --admin-listen off --workers 2 \
   >"$WORK/long.fifo" 2>/dev/null & LONG_PID=$!; pids+=($LONG_PID)
+wait_listening $GW9 $LONG_PID
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$GW9/api/user" >/dev/null 2>&1 && break; sleep 0.05; done
 PAD=$(head -c 8000 /dev/zero | tr '\0' 'b')
 ab -q -k -c 8 -n 800 "http://127.0.0.1:$GW9/api/user/$PAD" >"$WORK/long-ab.txt" 2>&1

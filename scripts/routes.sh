@@ -73,6 +73,7 @@ GW=$(free_port); AD=$(free_port)
 PEEL_CONFIG=$CONF "$PEEL" --listen 127.0.0.1:$GW --admin-listen 127.0.0.1:$AD --access-log json \
   >>"$WORK/peel.out" 2>>"$WORK/peel.err" & PEEL_PID=$!
 pids+=($PEEL_PID)
+wait_listening $AD $PEEL_PID
 for _ in $(seq 1 100); do curl -fs "http://127.0.0.1:$AD/readyz" >/dev/null 2>&1 && break; sleep 0.05; done
 G=http://127.0.0.1:$GW
 
@@ -147,6 +148,7 @@ cat >"$WORK/post.json" <<JSON
 JSON
 PEEL_CONFIG="$WORK/post.json" "$PEEL" --listen 127.0.0.1:$GW2 --workers 1 --admin-listen off --access-log json \
   >>"$WORK/post.out" 2>/dev/null & pids+=($!)
+wait_listening $GW2 $!
 for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$GW2/api/user" && break; sleep 0.05; done
 : >"$WORK/post.out"
 codes=""; for i in 1 2 3 4 5 6; do codes+=$(curl -s -o /dev/null -w '%{http_code} ' -d "n=$i" "http://127.0.0.1:$GW2/api/echo"); done
@@ -192,6 +194,7 @@ cat >"$WORK/drop.json" <<JSON
 JSON
 PEEL_CONFIG="$WORK/drop.json" "$PEEL" --listen 127.0.0.1:$GW5 --admin-listen 127.0.0.1:$AD5 --access-log off \
   2>"$WORK/drop.err" & DROP_PID=$!; pids+=($DROP_PID)
+wait_listening $AD5 $DROP_PID
 for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$GW5/gone/api/user" && break; sleep 0.05; done
 curl -s -o /dev/null "http://127.0.0.1:$GW5/api/user"
 curl -sN -H 'Accept: text/event-stream' "http://127.0.0.1:$GW5/_peel/reachability" >"$WORK/drop-sse.txt" & pids+=($!)
@@ -213,6 +216,7 @@ cat >"$ROUTELESS" <<JSON
 JSON
 GW3=$(free_port)
 PEEL_CONFIG=$ROUTELESS "$PEEL" --listen 127.0.0.1:$GW3 --admin-listen off --access-log json >"$WORK/narrow.out" 2>/dev/null & pids+=($!)
+wait_listening $GW3 $!
 for _ in $(seq 1 100); do curl -fs -o /dev/null "http://127.0.0.1:$GW3/api/user" && break; sleep 0.05; done
 check "no route: 404 no-route -110" "404 no-route -110" "$(curl -s -w ' %{http_code}' "http://127.0.0.1:$GW3/other" | python3 -c 'import json,sys;t=sys.stdin.read();b,s=t.rsplit(" ",1);d=json.loads(b);print(s,d["kind"],d["code"])')"
 wait_log "$WORK/narrow.out" '"/other"' 1
@@ -228,6 +232,7 @@ cat >"$WORK/tls.json" <<JSON
  "routes": [{"prefix": "/t/", "upstream": "trusted"}, {"prefix": "/p/", "upstream": "plain"}]}
 JSON
 PEEL_CONFIG="$WORK/tls.json" "$PEEL" --listen 127.0.0.1:$GW4 --workers 1 --admin-listen off --access-log off 2>/dev/null & pids+=($!)
+wait_listening $GW4 $!
 for _ in $(seq 1 100); do [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$GW4/t/x")" == "200" ] && break; sleep 0.05; done
 tls_kinds=""
 for p in t p t p t; do

@@ -33,7 +33,8 @@ command -v valgrind >/dev/null || { DEBIAN_FRONTEND=noninteractive apt-get insta
 swift build -c release -Xswiftc -warnings-as-errors >/dev/null
 PEEL=$(swift build -c release --show-bin-path)/peel
 WORK=$(mktemp -d)
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
+export PEEL_TEST_PORTS="$WORK/ports"  # never one port twice in this run (scripts/ports.py)
+free_port() { python3 scripts/ports.py; }  # the working directory is the repository
 UP=$(free_port); GW=$(free_port)
 "$PEEL" demo-upstream --listen 127.0.0.1:$UP >/dev/null 2>&1 & UPID=$!
 valgrind --leak-check=full --show-leak-kinds=definite '--soname-synonyms=somalloc=*jemalloc*' --log-file="$WORK/vg.txt" \

@@ -10,7 +10,9 @@ WORK=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}" ${UP_PID:-}; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1]);s.close()'; }
+# Never one port twice in this run (scripts/ports.py keeps the run's registry).
+export PEEL_TEST_PORTS="$WORK/ports"
+free_port() { python3 "$(dirname "$0")/ports.py"; }
 UP=$(free_port); GW=$(free_port); AD=$(free_port)
 start_upstream() { "$PEEL" demo-upstream --listen 127.0.0.1:$UP >>"$WORK/upstream.log" 2>&1 & UP_PID=$!; }
 start_upstream

@@ -109,18 +109,21 @@ start_redis() {
 start_redis
 
 UP=$(free_port)
-start_upstream() { "$PEEL" demo-upstream --listen 127.0.0.1:$UP >/dev/null 2>&1 & UP_PID=$!; pids+=($UP_PID); wait_listening $UP; }
+start_upstream() { "$PEEL" demo-upstream --listen 127.0.0.1:$UP >/dev/null 2>&1 & UP_PID=$!; pids+=($UP_PID); wait_listening $UP $UP_PID; }
 start_upstream
 common=(--upstream http://127.0.0.1:$UP --access-log off --workers 2 --probe-interval 0.2 --probe-timeout 0.2
         --connect-timeout 0.2 --fall 2 --rise 1 --offline-cache 1MiB --offline-store-secret-file "$WORK/secret")
 GA=$(free_port); AA=$(free_port); GB=$(free_port); AB=$(free_port); GC=$(free_port); AC=$(free_port)
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$GA --admin-listen 127.0.0.1:$AA --offline-store "redis://127.0.0.1:$RP/0" \
   >/dev/null 2>"$WORK/a.err" & A_PID=$!; pids+=($A_PID)
+wait_listening $AA $A_PID
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$GB --admin-listen 127.0.0.1:$AB --offline-store "unix://$SOCK" \
   >/dev/null 2>"$WORK/b.err" & B_PID=$!; pids+=($B_PID)
+wait_listening $AB $B_PID
 # C: a host name (resolved off the loop) and another database (SELECT 1).
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$GC --admin-listen 127.0.0.1:$AC --offline-store "redis://localhost:$RP/1" \
   >/dev/null 2>"$WORK/c.err" & C_PID=$!; pids+=($C_PID)
+wait_listening $AC $C_PID
 status() { curl -s "http://127.0.0.1:$1/status" | python3 -c "import json,sys;d=json.load(sys.stdin);print($2)"; }
 metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1==m{print $2}'; }
 wait_for() { # wait_for ADMIN PYTHON-EXPR VALUE [TRIES]
@@ -341,6 +344,7 @@ python3 "$WORK/fake-store.py" "$FP" close "$WORK/closes" & FAKE_PID=$!; pids+=($
 for _ in $(seq 1 100); do [ -s "$WORK/closes" ] && break; sleep 0.05; done
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$FG --admin-listen 127.0.0.1:$FA --offline-store "redis://127.0.0.1:$FP/0" \
   >/dev/null 2>"$WORK/f.err" & F_PID=$!; pids+=($F_PID)
+wait_listening $FA $F_PID
 sleep 5
 taken=$(cat "$WORK/closes" 2>/dev/null || echo 0)
 kill $F_PID; wait $F_PID 2>/dev/null || true
@@ -355,6 +359,7 @@ python3 "$WORK/fake-store.py" "$FP" huge "$WORK/huges" & FAKE_PID=$!; pids+=($FA
 for _ in $(seq 1 100); do [ -s "$WORK/huges" ] && break; sleep 0.05; done
 "$PEEL" "${common[@]}" --listen 127.0.0.1:$FG --admin-listen 127.0.0.1:$FA --offline-store "redis://127.0.0.1:$FP/0" \
   >/dev/null 2>"$WORK/h.err" & F_PID=$!; pids+=($F_PID)
+wait_listening $FA $F_PID
 wait_for $FA 'd["reachability"]["state"]' reachable || true
 python3 "$WORK/load.py" $FG 5 4 "$TARGET" "$H" "$ALICE" >"$WORK/load3.txt"
 p99=$(sed -n 's/^p99_ms=//p' "$WORK/load3.txt")
@@ -384,6 +389,7 @@ run_auth() { # run_auth NAME [PASSWORD-FILE]: a Peel on the requirepass Redis; l
   local extra=(); [ -n "${2:-}" ] && extra=(--offline-store-password-file "$2")
   "$PEEL" "${common[@]}" --listen 127.0.0.1:$A_GW --admin-listen 127.0.0.1:$A_ADMIN --offline-store "redis://127.0.0.1:$AP/0" \
     "${extra[@]}" >/dev/null 2>"$WORK/auth-$1.err" & A_PID=$!; pids+=($A_PID)
+  wait_listening $A_ADMIN $A_PID
   wait_for $A_ADMIN 'd["reachability"]["state"]' reachable || true
 }
 for case in none wrong; do
@@ -454,6 +460,7 @@ shared_run() { # shared_run NAME STORE-ARGS...: one Peel in front of the shared 
   "$PEEL" --upstream "http://127.0.0.1:$SU" --access-log off --workers 2 --probe-interval 0.2 --probe-timeout 0.2 \
     --connect-timeout 0.2 --fall 2 --rise 1 --offline-cache 1MiB --offline-store-secret-file "$WORK/secret" \
     --listen 127.0.0.1:$S_GW --admin-listen 127.0.0.1:$S_ADMIN "$@" >/dev/null 2>"$WORK/shared-$name.err" & S_PID=$!; pids+=($S_PID)
+  wait_listening $S_ADMIN $S_PID
   wait_for $S_ADMIN 'd["reachability"]["state"]' reachable || true
 }
 sget() { # sget PATH HEADER... → status

@@ -1,3 +1,5 @@
+import PeelIO
+
 /// One answer the demo sends: status, headers and a body framed by Content-Length.
 struct DemoResponse {
     /// The status code.
@@ -31,7 +33,7 @@ struct DemoResponse {
 
     /// Status line and header section; Content-Length is `contentLength` or the body's size.
     func head(keepAlive: Bool, http10: Bool, contentLength: Int? = nil) -> [UInt8] {
-        var text = "HTTP/1.1 \(status) \(Self.reason(status))\r\n"
+        var text = "HTTP/1.1 \(status) \(ReasonPhrase.of(status))\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         // RFC 9110 §8.6: no Content-Length in a 204; a 304 leaves it out here too since there is no body.
         // HTTP/1.0 has no chunked framing (RFC 9112 §7), so those clients get Content-Length.
@@ -64,45 +66,5 @@ struct DemoResponse {
             offset += n
         }
         return out + Array("0\r\n\r\n".utf8)
-    }
-
-    /// The reason phrase for a status (RFC 9110 §15), or a generic one.
-    static func reason(_ status: Int) -> String {
-        switch status {
-        case 100: return "Continue"
-        case 200: return "OK"
-        case 201: return "Created"
-        case 202: return "Accepted"
-        case 204: return "No Content"
-        case 206: return "Partial Content"
-        case 301: return "Moved Permanently"
-        case 302: return "Found"
-        case 304: return "Not Modified"
-        case 400: return "Bad Request"
-        case 401: return "Unauthorized"
-        case 403: return "Forbidden"
-        case 404: return "Not Found"
-        case 405: return "Method Not Allowed"
-        case 408: return "Request Timeout"
-        case 409: return "Conflict"
-        case 413: return "Content Too Large"
-        case 415: return "Unsupported Media Type"
-        case 422: return "Unprocessable Content"
-        case 429: return "Too Many Requests"
-        case 431: return "Request Header Fields Too Large"
-        case 500: return "Internal Server Error"
-        case 501: return "Not Implemented"
-        case 502: return "Bad Gateway"
-        case 503: return "Service Unavailable"
-        case 504: return "Gateway Timeout"
-        case 505: return "HTTP Version Not Supported"
-        default:
-            switch status {
-            case 200..<300: return "Success"
-            case 300..<400: return "Redirection"
-            case 400..<500: return "Client Error"
-            default: return "Server Error"
-            }
-        }
     }
 }

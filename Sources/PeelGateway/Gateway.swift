@@ -41,7 +41,7 @@ public final class Gateway: @unchecked Sendable {
     public init(config: GatewayConfig) {
         current = Locked(config)
         LogSinks.configure(buffer: config.logBuffer)
-        budget = MemoryBudget(limit: config.maxBuffered, perClient: config.bufferedPerClient)
+        budget = MemoryBudget(config)
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
         streamBudget = StreamBudget(limit: config.maxStreams, perClient: config.maxStreamsPerClient)
@@ -123,9 +123,8 @@ public final class Gateway: @unchecked Sendable {
         let groups = UpstreamGroups(next, previous: previous, onTransition: Self.transitionHandler(listeners))
         currentGroups.withLock { $0 = groups }
         routeLabels.keep(RouteLabels.pairs(next))
-        budget.limit = next.maxBuffered
+        budget.apply(next)
         LogSinks.configure(buffer: next.logBuffer)
-        budget.perClientLimit = next.bufferedPerClient
         // Issue 17: the cache and the stream bounds follow a reload too. Other key fields change every
         // key, so the entries stored under the old ones go at once rather than linger unreachable.
         offlineCache.configure(OfflineCache.Settings(capacity: next.offlineCache, maxAge: next.offlineCacheMaxAge,

@@ -20,13 +20,7 @@ final class Prober {
     init(loop: EventLoop, settings: ProbeSettings, endpoint: EndpointState) throws(PeelIOError) {
         self.loop = loop
         self.settings = settings
-        var options = UpstreamOptions()
-        options.timeout = settings.timeout
-        options.connectTimeout = settings.connectTimeout
-        options.maxResponseBody = 1 << 20
-        options.caFile = settings.caFile
-        options.maxIdleConnections = 2
-        client = try UpstreamClient(loop: loop, options: options)
+        client = try UpstreamClient(loop: loop, options: UpstreamOptions(probe: settings))
         url = settings.url
         interval = settings.interval
         timeout = settings.timeout

@@ -36,7 +36,8 @@ final class Worker: @unchecked Sendable {
         self.budget = budget
         self.labels = labels
         loop = try EventLoop()
-        client = try UpstreamClient(loop: loop, options: Self.upstreamOptions(config, budget))
+        let io = IOSettings(config, budget: budget)
+        client = try UpstreamClient(loop: loop, options: io.upstream)
         // Always there, so a reload can turn the access log on; the forwarder writes to it only when on.
         accessLog = AccessLog()
         streams = ReachabilityStreams(loop: loop, budget: streamBudget, heartbeat: config.streamHeartbeat)
@@ -54,7 +55,7 @@ final class Worker: @unchecked Sendable {
         forwarder = try Forwarder(config: config, upstream: client, groups: groups, labels: labels, metrics: metrics,
                               accessLog: accessLog, streams: streams, cache: store, workerIndex: index)
         let forwarder = self.forwarder!
-        server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: Self.limits(config, budget)) { ex in
+        server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: io.connection) { ex in
             forwarder.handle(ex)
         }
         server.onAcceptError = { message in EventLog.emit("accept_paused", [("error", jsonEscaped(message))]) }
@@ -85,36 +86,13 @@ final class Worker: @unchecked Sendable {
     /// Seconds since this worker's loop last turned.
     var sinceHeartbeat: Double { monotonicNow() - Double(heartbeat.load(ordering: .relaxed)) / 1000 }
 
-    private static func upstreamOptions(_ config: GatewayConfig, _ budget: MemoryBudget) -> UpstreamOptions {
-        var o = UpstreamOptions()
-        o.budget = budget
-        o.timeout = config.timeout
-        o.connectTimeout = config.connectTimeout
-        o.maxResponseBody = config.maxUpstreamBody
-        o.caFile = config.caFile
-        o.maxInFlight = config.maxInFlight
-        o.idleTimeout = config.upstreamIdleTimeout
-        return o
-    }
-
-    private static func limits(_ config: GatewayConfig, _ budget: MemoryBudget) -> ConnectionLimits {
-        var limits = ConnectionLimits()
-        limits.budget = budget
-        limits.trustedProxies = config.trustedProxies
-        limits.maxBody = config.maxBody
-        limits.idleTimeout = config.clientTimeout
-        limits.writeTimeout = config.clientTimeout
-        limits.bodyTimeout = config.bodyTimeout
-        limits.headerTimeout = config.headerTimeout
-        return limits
-    }
-
     /// Applies a reloaded configuration to requests and connections that start after this; loop
     /// thread only. Throws (and changes nothing) when curl refuses the new upstream settings.
     func apply(_ config: GatewayConfig, groups: UpstreamGroups) throws(PeelIOError) {
         let routes = try RouteSet(config, groups: groups, labels: labels, worker: index)
-        try client.apply(Self.upstreamOptions(config, budget))
-        server.limits = Self.limits(config, budget)
+        let io = IOSettings(config, budget: budget)
+        try client.apply(io.upstream)
+        server.limits = io.connection
         forwarder.apply(config, routes: routes, groups: groups)
     }
 

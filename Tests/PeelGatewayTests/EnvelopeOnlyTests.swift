@@ -179,4 +179,21 @@ final class EnvelopeOnlyTests: XCTestCase {
         XCTAssertEqual(connections.count, 2)
         XCTAssertEqual(Set(connections).count, 1, "the second download did not reuse the connection: \(connections)")
     }
+
+    func testResetContent_isRelayedWithoutItsBody() throws {
+        for answer in ["HTTP/1.1 205 Reset Content\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello",
+                       "HTTP/1.1 205 Reset Content\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"] {
+            let h = try RawHarness { _ in .send(answer) }
+            defer { h.stop() }
+            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+            try c.send("POST /form HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\nGET /again HTTP/1.1\r\nHost: x\r\n\r\n")
+            let r = try c.readResponse()
+            XCTAssertEqual(r.status, 205)
+            XCTAssertEqual(r.header("Content-Length"), "0", "a 205 says it has no content (RFC 9110 §15.3.6)")
+            XCTAssertNil(r.header("Transfer-Encoding"))
+            XCTAssertEqual(r.body, [])
+            // The connection's framing held: the next answer on it is read as its own.
+            XCTAssertEqual(try c.readResponse().status, 205)
+        }
+    }
 }

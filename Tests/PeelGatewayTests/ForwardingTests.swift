@@ -1,7 +1,7 @@
 import PeelEnvelope
 import Foundation
 import PeelDemo
-import PeelGateway
+@testable import PeelGateway
 import PeelIO
 import XCTest
 
@@ -200,6 +200,36 @@ final class ForwardingTests: XCTestCase {
         let noHost = try h.raw("GET /api/user HTTP/1.1\r\n\r\n")
         XCTAssertEqual(noHost.status, 400)
         XCTAssertEqual(h.upstream.requestCount, before)
+    }
+
+    private static let valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+    func testTraceparent_onlyTheW3CFormPasses_elseDroppedWithTracestate() throws {
+        let h = try Harness(workers: 1)
+        defer { h.stop() }
+        func seen(_ tp: String) throws -> (String?, String?) {
+            let e = echo(try h.request("GET", "/api/echo", headers: [("traceparent", tp), ("tracestate", "congo=t61rcWkgMzE")]))
+            let headers = echoedHeaders(e)
+            return (headers.first { $0.0.lowercased() == "traceparent" }?.1, headers.first { $0.0.lowercased() == "tracestate" }?.1)
+        }
+        let (tp, ts) = try seen(Self.valid)
+        XCTAssertEqual(tp, Self.valid)
+        XCTAssertEqual(ts, "congo=t61rcWkgMzE")
+        let bad = [
+            String(repeating: "a", count: 60_000),                          // the 60 KB one of the report
+            Self.valid.uppercased(),                                        // hex must be lowercase
+            Self.valid + "-extra",                                          // version 00 is exactly 55
+            "00-4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7-01",      // wrong separator
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",      // all-zero trace id
+            "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",      // version ff is invalid
+        ]
+        for v in bad {
+            let (tp, ts) = try seen(v)
+            XCTAssertNil(tp, "\(v.prefix(70)) passed")
+            XCTAssertNil(ts, "tracestate kept without its traceparent")
+        }
+        XCTAssertTrue(RequestPolicy.isTraceparent(Array("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-later".utf8)),
+                      "a later version may carry more after a dash (§3.2.4)")
     }
 }
 

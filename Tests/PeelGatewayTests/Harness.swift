@@ -85,3 +85,24 @@ func echo(_ r: BlockingClient.Response, file: StaticString = #filePath, line: UI
 func echoedHeaders(_ e: [String: Any]) -> [(String, String)] {
     ((e["headers"] as? [[String]]) ?? []).compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }
 }
+
+/// Waits up to `seconds` for `condition`, polling every 2 ms; returns its last value.
+func waitFor(_ seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(2_000)
+    }
+    return condition()
+}
+
+/// One request to `h` on a fresh connection, with `Host: api.example` and these fields.
+func sendRequest(_ h: RawHarness, _ method: String, _ path: String, _ fields: [(String, String)] = [],
+          body: String = "") throws -> BlockingClient.Response {
+    let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 10)
+    var head = "\(method) \(path) HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n"
+    for (n, v) in fields { head += "\(n): \(v)\r\n" }
+    if !body.isEmpty || method == "PUT" || method == "POST" { head += "Content-Length: \(body.utf8.count)\r\n" }
+    try c.send(head + "\r\n" + body)
+    return try c.readResponse(head: method == "HEAD")
+}

@@ -110,4 +110,23 @@ final class HostileHTTPTests: XCTestCase {
         XCTAssertGreaterThan(r.body.count, 1_000_000, "the answer was cut short")
         XCTAssertEqual(r.header("Content-Length").flatMap(Int.init), r.body.count)
     }
+
+    func testEmptyLinesBeforeTheRequestLine_countTowardTheHeadBound() throws {
+        let h = try Harness(workers: 1)
+        defer { h.stop() }
+        // A few are fine (RFC 9112 §2.2).
+        let ok = try h.raw(String(repeating: "\r\n", count: 500) + "GET /api/user HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        XCTAssertEqual(ok.status, 200)
+        // 64 KiB of them and more, sent in pieces the server reads one by one: refused as an oversized head.
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        let piece = String(repeating: "\r\n", count: 4096)
+        for _ in 0..<9 {
+            try c.send(piece)
+            usleep(2_000)
+        }
+        try? c.send("GET /api/user HTTP/1.1\r\nHost: x\r\n\r\n")
+        let r = try c.readResponse()
+        XCTAssertEqual(r.status, 431)
+        XCTAssertEqual(problem(r)["kind"] as? String, "request-too-large")
+    }
 }

@@ -153,4 +153,230 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
         goOffline(h)
         XCTAssertTrue(isOffline(try get(h, "/me", [alice])))
     }
+
+    // MARK: invalidation, validators and Vary
+
+    /// RFC 9111 §4.4: a cache MUST invalidate the target URI when a non-error answer to an unsafe
+    /// method comes back. Here alice changes her name with PUT /me, the upstream goes away, and
+    /// Peel answers her GET /me with the name from before the change.
+    func testAnUnsafeMethodsSuccess_invalidatesTheStoredAnswer() throws {
+        let version = Locked(1)
+        let h = try RawHarness(configure: { c in
+            c.offlineCache = 1 << 20
+            c.probeInterval = 0.1
+            c.probeTimeout = 0.3
+            c.connectTimeout = 0.3
+            c.fall = 2
+            c.rise = 1
+        }) { r in
+            if r.path == "/me" && r.method == "PUT" {
+                version.withLock { $0 = 2 }
+                return .send(RawUpstream.envelope("\"saved\""))
+            }
+            if r.path == "/me" { return .send(RawUpstream.envelope("\"name v\(version.withLock { $0 })\"")) }
+            return .send(RawUpstream.envelope("0"))
+        }
+        defer { h.stop() }
+        let alice = ("Authorization", "Bearer alice")
+        XCTAssertEqual(try sendRequest(h, "GET", "/me", [alice]).text, "\"name v1\"")
+        XCTAssertEqual(try sendRequest(h, "PUT", "/me", [alice, ("Content-Type", "application/json")], body: "{\"name\":\"v2\"}").status, 200)
+        h.upstream.closeListener()
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown })
+        let stale = try sendRequest(h, "GET", "/me", [alice])
+        XCTAssertNotEqual(stale.text, "\"name v1\"", "the answer from before alice's PUT was served as her current /me")
+    }
+
+    /// RFC 9110 §15.4.5: a 304 MUST carry the ETag and Vary a 200 to the same request would. A fresh
+    /// compressed answer carries `ETag: W/"v1"` and `Vary: Accept-Encoding`; the stale 304 for the
+    /// same request carries the strong `"v1"` and no Vary.
+    func testAStale304_carriesTheValidatorsAFreshAnswerWould() throws {
+        let h = try RawHarness(configure: { c in
+            c.offlineCache = 1 << 20
+            c.probeInterval = 0.1
+            c.probeTimeout = 0.3
+            c.connectTimeout = 0.3
+            c.fall = 2
+            c.rise = 1
+        }) { _ in
+            let items = (0..<300).map { "{\"n\":\($0),\"name\":\"item\"}" }.joined(separator: ",")
+            return .send(RawUpstream.envelope("[\(items)]", fields: ["Cache-Control: public", "ETag: \"v1\""]))
+        }
+        defer { h.stop() }
+        let gzip = ("Accept-Encoding", "gzip")
+        let fresh = try sendRequest(h, "GET", "/big", [gzip])
+        XCTAssertEqual(fresh.header("Content-Encoding"), "gzip")
+        let etag = try XCTUnwrap(fresh.header("ETag"))
+        XCTAssertEqual(etag, "W/\"v1\"")
+        h.upstream.closeListener()
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown })
+        let nm = try sendRequest(h, "GET", "/big", [gzip, ("If-None-Match", etag)])
+        XCTAssertEqual(nm.status, 304)
+        XCTAssertEqual(nm.header("ETag"), etag, "the 304 names another validator than the 200 it stands for")
+        XCTAssertEqual(nm.header("Vary"), "Accept-Encoding")
+    }
+
+    /// RFC 9111 §4.1: the fields Vary names are compared with all their field lines combined. Peel
+    /// compares only the first line (`HTTPExchange.header`): with the key not naming Cookie and an
+    /// answer `public` with `Vary: Cookie`, bob's request whose first Cookie line equals alice's
+    /// gets alice's answer.
+    func testVary_comparesEveryLineOfTheField() throws {
+        let h = try RawHarness(configure: { c in
+            c.offlineCache = 1 << 20
+            c.offlineCacheKey = ["x-token"]
+            c.probeInterval = 0.1
+            c.probeTimeout = 0.3
+            c.connectTimeout = 0.3
+            c.fall = 2
+            c.rise = 1
+        }) { r in
+            let cookies = r.headers.filter { $0.0.lowercased() == "cookie" }.map { $0.1 }.joined(separator: "; ")
+            return .send(RawUpstream.envelope("\"\(cookies)\"", fields: ["Cache-Control: public, max-age=0", "Vary: Cookie"]))
+        }
+        defer { h.stop() }
+        XCTAssertEqual(try sendRequest(h, "GET", "/feed", [("Cookie", "theme=dark"), ("Cookie", "sid=alice")]).text, "\"theme=dark; sid=alice\"")
+        h.upstream.closeListener()
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown })
+        let bob = try sendRequest(h, "GET", "/feed", [("Cookie", "theme=dark"), ("Cookie", "sid=bob")])
+        XCTAssertNotEqual(bob.text, "\"theme=dark; sid=alice\"", "bob was served alice's answer")
+    }
+
+    // MARK: streamed answers drop what they replace
+
+    private func harnessAnswering(_ respond: @escaping @Sendable (RawUpstream.Request) -> RawUpstream.Reply) throws -> RawHarness {
+        try RawHarness(configure: { c in
+            c.offlineCache = 1 << 20; c.probeInterval = 0.1; c.probeTimeout = 0.3
+            c.connectTimeout = 0.3; c.fall = 2; c.rise = 1
+        }, respond)
+    }
+
+    private static let chunkedCSV = "HTTP/1.1 200 OK\r\nContent-Type: text/csv\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nsaved\r\n0\r\n\r\n"
+
+    func testAStreamedAnswerToAnUnsafeMethod_stillInvalidates_thatUsersEntryOnly() throws {
+        let version = Locked(1)
+        let h = try harnessAnswering { r in
+            if r.path == "/me" && r.method == "PUT" {
+                version.withLock { $0 = 2 }
+                return .send(Self.chunkedCSV)
+            }
+            if r.path == "/me" {
+                let who = r.headers.first { $0.0.lowercased() == "authorization" }?.1 ?? ""
+                return .send(RawUpstream.envelope("\"\(who) v\(version.withLock { $0 })\""))
+            }
+            return .send(RawUpstream.envelope("0"))
+        }
+        defer { h.stop() }
+        let alice = ("Authorization", "Bearer alice"), bob = ("Authorization", "Bearer bob")
+        XCTAssertEqual(try sendRequest(h, "GET", "/me", [alice]).text, "\"Bearer alice v1\"")
+        XCTAssertEqual(try sendRequest(h, "GET", "/me", [bob]).text, "\"Bearer bob v1\"")
+        let put = try sendRequest(h, "PUT", "/me", [alice, ("Content-Type", "application/json")], body: "{\"name\":\"v2\"}")
+        XCTAssertEqual(put.status, 200)
+        XCTAssertEqual(put.text, "saved")
+        h.upstream.closeListener()
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown })
+        XCTAssertEqual(try sendRequest(h, "GET", "/me", [alice]).status, 503, "alice's answer from before her PUT was served")
+        XCTAssertEqual(try sendRequest(h, "GET", "/me", [bob]).text, "\"Bearer bob v1\"", "alice's PUT changed what bob gets")
+    }
+
+    func testAStreamedNewerAnswer_toAGet_dropsTheOlderEntry() throws {
+        let version = Locked(1)
+        let h = try harnessAnswering { r in
+            if r.path == "/report" {
+                let v = version.withLock { v in defer { v += 1 }; return v }
+                return .send(v == 1 ? RawUpstream.envelope("\"old\"") : Self.chunkedCSV)
+            }
+            return .send(RawUpstream.envelope("0"))
+        }
+        defer { h.stop() }
+        let alice = ("Authorization", "Bearer alice")
+        XCTAssertEqual(try sendRequest(h, "GET", "/report", [alice]).text, "\"old\"")
+        XCTAssertEqual(try sendRequest(h, "GET", "/report", [alice]).text, "saved")
+        h.upstream.closeListener()
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown })
+        XCTAssertNotEqual(try sendRequest(h, "GET", "/report", [alice]).text, "\"old\"")
+    }
+
+    // MARK: what a stale answer carries
+
+    func testAnAnswerThatSetsACookie_isNotServedStaleWhileOffline() throws {
+        let down = Locked(false)
+        let h = try RawHarness(configure: { c in
+            c.offlineCache = 1 << 20
+            c.probeInterval = 0.1
+            c.probeTimeout = 0.3
+            c.connectTimeout = 0.3
+            c.fall = 2
+            c.rise = 1
+        }) { r in
+            if down.withLock({ $0 }) { return .close }
+            // Marked public, so that the cookie is what keeps /login out (issue 17: an anonymous answer
+            // is stored only when the upstream says it may be shared).
+            if r.path == "/login" {
+                return .send(RawUpstream.envelope("{\"user\":\"alice\"}", fields: ["Set-Cookie: sid=alice-session", "Cache-Control: public"]))
+            }
+            return .send(RawUpstream.envelope("{\"plain\":1}", fields: ["Cache-Control: public"]))
+        }
+        defer { h.stop() }
+        let login = try h.request("GET", "/login")
+        XCTAssertEqual(login.status, 200, login.text)
+        XCTAssertNotNil(login.header("Set-Cookie"))
+        XCTAssertEqual(try h.request("GET", "/plain").status, 200)
+        XCTAssertEqual(h.gateway.offlineCache.entries, 1, "only the answer without a cookie is stored")
+
+        down.withLock { $0 = true }
+        h.upstream.closeListener()
+        let deadline = Date().addingTimeInterval(3)
+        while !h.gateway.reachability.isDown && Date() < deadline { usleep(20_000) }
+        XCTAssertTrue(h.gateway.reachability.isDown, "not offline within 3 s")
+
+        let stale = try h.request("GET", "/login")
+        XCTAssertEqual(stale.status, 503, "a cookie-setting answer was replayed: \(stale.headers) \(stale.text)")
+        XCTAssertEqual(problem(stale)["kind"] as? String, "offline")
+        XCTAssertNil(stale.header("Set-Cookie"))
+        let plain = try h.request("GET", "/plain")
+        XCTAssertEqual(plain.status, 200, "the control: a stored answer is served stale")
+        XCTAssertEqual(plain.header("Cache-Status"), "Peel; hit; detail=offline")
+    }
+
+    func testAStaleAnswerCarriesPeelsCorsFieldsOnly_notTheUpstreamsStoredOnes() throws {
+        let down = Locked(false)
+        let h = try RawHarness(configure: { c in
+            c.offlineCache = 1 << 20
+            c.corsOrigins = ["https://app.example"]
+            c.probeInterval = 0.1
+            c.probeTimeout = 0.3
+            c.connectTimeout = 0.3
+            c.fall = 2
+            c.rise = 1
+        }) { _ in
+            if down.withLock({ $0 }) { return .close }
+            return .send(RawUpstream.envelope("{\"plain\":1}", fields: ["Access-Control-Allow-Origin: *",
+                                                                        "Access-Control-Expose-Headers: X-Upstream",
+                                                                        "Cache-Control: public"]))
+        }
+        defer { h.stop() }
+        func get() throws -> BlockingClient.Response {
+            let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+            try c.send("GET /data HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\nConnection: close\r\n\r\n")
+            return try c.readResponse()
+        }
+        func allowOrigin(_ r: BlockingClient.Response) -> [String] {
+            r.headers.filter { $0.0.lowercased() == "access-control-allow-origin" }.map { $0.1 }
+        }
+        let fresh = try get()
+        XCTAssertEqual(fresh.status, 200, fresh.text)
+        XCTAssertEqual(allowOrigin(fresh), ["https://app.example"])
+        XCTAssertEqual(h.gateway.offlineCache.entries, 1)
+
+        down.withLock { $0 = true }
+        h.upstream.closeListener()
+        let deadline = Date().addingTimeInterval(3)
+        while !h.gateway.reachability.isDown && Date() < deadline { usleep(20_000) }
+        XCTAssertTrue(h.gateway.reachability.isDown, "not offline within 3 s")
+        let stale = try get()
+        XCTAssertEqual(stale.status, 200, stale.text)
+        XCTAssertEqual(stale.header("Cache-Status"), "Peel; hit; detail=offline")
+        XCTAssertEqual(allowOrigin(stale), ["https://app.example"],
+                       "the upstream's stored CORS fields were replayed: \(stale.headers)")
+        XCTAssertNil(stale.headers.first { $0.1 == "X-Upstream" }, "the upstream's Expose-Headers was replayed")
+    }
 }

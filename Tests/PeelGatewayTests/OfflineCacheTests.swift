@@ -349,6 +349,50 @@ final class OfflineCacheTests: XCTestCase {
         XCTAssertEqual(d.sMaxAge, 0, "an invalid s-maxage is treated as stale (RFC 9111 §4.2.1)")
         XCTAssertFalse(d.noStore)
     }
+
+    // MARK: newer answers and the byte budget
+
+    /// A newer answer that may not be stored (no-store, or too large) leaves the older one in place,
+    /// and a 304 that says no-store does not remove it: while offline the older answer is served,
+    /// though the upstream has since said it must not be kept.
+    func testANewerAnswerThatMayNotBeStored_removesTheOlderOne() {
+        let k = OfflineCacheKey(host: "h", target: "/me", acceptLanguage: nil, fieldNames: ["authorization"], user: ["Bearer a"])
+        func hit(_ c: OfflineCache) -> Bool {
+            if case .hit = c.lookup(key: k, request: CacheRequest(), requestField: { _ in nil }, now: 10) { return true }
+            return false
+        }
+        let c = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        XCTAssertEqual(c.store(key: k, request: CacheRequest(), hasAuthorization: true, requestField: { _ in nil }, status: 200,
+                               fields: ResponseHeaders([("ETag", "\"v1\"")]), contentType: "application/json",
+                               body: Array("1".utf8), now: 0), .stored(shared: false))
+        _ = c.store(key: k, request: CacheRequest(), hasAuthorization: true, requestField: { _ in nil }, status: 200,
+                    fields: ResponseHeaders([("Cache-Control", "no-store")]), contentType: "application/json",
+                    body: Array("2".utf8), now: 1)
+        XCTAssertFalse(hit(c), "an answer older than a no-store one was kept and served")
+
+        let d = OfflineCache(capacity: 1 << 20, maxAge: 86_400)
+        _ = d.store(key: k, request: CacheRequest(), hasAuthorization: true, requestField: { _ in nil }, status: 200,
+                    fields: ResponseHeaders([("ETag", "\"v1\"")]), contentType: "application/json", body: Array("1".utf8), now: 0)
+        _ = d.refresh(key: k, request: CacheRequest(ifNoneMatch: "\"v1\""), hasAuthorization: true, requestField: { _ in nil },
+                      notModified: ResponseHeaders([("ETag", "\"v1\""), ("Cache-Control", "no-store")]), now: 1)
+        XCTAssertFalse(hit(d), "a 304 that says no-store left the stored answer servable")
+    }
+
+    /// Entry.size counts the key, fields and body but not the request values the answer's Vary
+    /// names: with `Vary: Accept` and a 60 KB Accept, each entry holds ~60 KB the budget never sees.
+    func testVaryValues_countTowardTheByteBudget() {
+        let capacity = 1 << 20
+        let c = OfflineCache(capacity: capacity, maxAge: 86_400)
+        let big = String(repeating: "a", count: 60_000)
+        for i in 0..<200 {
+            let k = OfflineCacheKey(host: "h", target: "/x?\(i)", acceptLanguage: nil, fieldNames: ["authorization"], user: ["Bearer m"])
+            _ = c.store(key: k, request: CacheRequest(), hasAuthorization: true, requestField: { $0 == "accept" ? big : nil },
+                        status: 200, fields: ResponseHeaders([("Vary", "Accept")]), contentType: "application/json",
+                        body: Array("1".utf8), now: 0)
+        }
+        let held = c.entries * big.utf8.count
+        XCTAssertLessThanOrEqual(held, capacity, "\(c.entries) entries hold \(held) bytes of Vary values; the budget says \(c.bytes)")
+    }
 }
 
 /// The offline cache through a running gateway: the upstream killed, then revived.

@@ -77,4 +77,40 @@ final class ProxyRewriteTests: XCTestCase {
         XCTAssertNil(ProxyRewrite.publicOrigin(host: "evil.example/x", forwardedProto: nil, forwardedHost: nil))
         XCTAssertNil(ProxyRewrite.publicOrigin(host: nil, forwardedProto: "https", forwardedHost: nil))
     }
+
+    // MARK: groups of endpoints and a stripped prefix
+
+    func testRewrite_everyEndpointOfTheGroup_andTheStrippedPrefixPutBack() throws {
+        let a = try UpstreamURL.parse("http://10.0.0.1:8080").get()
+        let b = try UpstreamURL.parse("http://10.0.0.2:8080/v1").get()
+        let r = ProxyRewrite(upstreams: [a, b], restoring: "/pay/")
+        XCTAssertEqual(r.location("http://10.0.0.2:8080/v1/login?x=1", publicOrigin: "https://app.example"), "https://app.example/pay/login?x=1")
+        XCTAssertEqual(r.location("http://10.0.0.1:8080/orders", publicOrigin: "https://app.example"), "https://app.example/pay/orders")
+        XCTAssertEqual(r.location("/orders/1", publicOrigin: nil), "/pay/orders/1")
+        XCTAssertEqual(r.location("/v1/orders/1", publicOrigin: nil), "/pay/orders/1")
+        XCTAssertEqual(r.location("https://elsewhere.example/x", publicOrigin: "https://app.example"), "https://elsewhere.example/x")
+        // One endpoint's origin a byte prefix of another's: the other is still rewritten.
+        let near = ProxyRewrite(upstreams: [try UpstreamURL.parse("http://10.0.0.1").get(), try UpstreamURL.parse("http://10.0.0.12").get()])
+        XCTAssertEqual(near.location("http://10.0.0.12/login", publicOrigin: "https://app.example"), "https://app.example/login")
+        XCTAssertEqual(r.setCookie("s=1; Path=/; Domain=10.0.0.2"), "s=1; Path=/pay/")
+        // Without a stripped prefix and a base path, a path-absolute Location stays as it is (as before).
+        XCTAssertEqual(ProxyRewrite(upstreams: [a]).location("/orders", publicOrigin: nil), "/orders")
+    }
+
+    func testRewrite_aBarePathIsReadUnderTheAnsweringEndpointsBasePath() throws {
+        let bare = try UpstreamURL.parse("http://10.0.0.1:8080").get()
+        let v1 = try UpstreamURL.parse("http://10.0.0.2:8080/v1").get()
+        let fromBare = ProxyRewrite(upstreams: [bare, v1], answeredBy: 0)
+        let fromV1 = ProxyRewrite(upstreams: [bare, v1], answeredBy: 1)
+        // The bare endpoint's own /v1/x is a path of its own, not the other endpoint's base path.
+        XCTAssertEqual(fromBare.location("/v1/x", publicOrigin: nil), "/v1/x")
+        XCTAssertEqual(fromV1.location("/v1/x", publicOrigin: nil), "/x")
+        XCTAssertEqual(fromBare.setCookie("s=1; Path=/v1"), "s=1; Path=/v1")
+        XCTAssertEqual(fromV1.setCookie("s=1; Path=/v1"), "s=1; Path=/")
+        // An absolute URL names its endpoint whichever answered: a redirect to a sibling is rewritten.
+        XCTAssertEqual(fromBare.location("http://10.0.0.2:8080/v1/login", publicOrigin: "https://app.example"), "https://app.example/login")
+        XCTAssertEqual(fromV1.location("http://10.0.0.1:8080/v1/login", publicOrigin: "https://app.example"), "https://app.example/v1/login")
+        // With a stripped prefix, the bare endpoint's paths get it back in front.
+        XCTAssertEqual(ProxyRewrite(upstreams: [bare, v1], restoring: "/pay/", answeredBy: 0).location("/v1/x", publicOrigin: nil), "/pay/v1/x")
+    }
 }

@@ -363,4 +363,98 @@ final class ReachabilityLiveTests: XCTestCase {
         XCTAssertTrue(h.eventually(0.5) { h.gateway.reachability.isDown }, "three refused connections did not flip the state")
         XCTAssertEqual(try h.request("GET", "/api/user").status, 503)
     }
+
+    // MARK: upstreams that are there but answer badly or not at all
+
+    /// Calls that were in flight when the host stopped taking connections time out later; each
+    /// `.timeout` is taken as a live answer (`reachedUpstream`), which passes the machine and counts
+    /// toward rise: Peel turns reachable again while every connect is refused.
+    func testCallsInFlight_whenTheHostWentAway_timingOut_doNotBringItBack() throws {
+        let h = try RawHarness(configure: { c in
+            c.probeInterval = 0.1
+            c.probeTimeout = 0.2
+            c.connectTimeout = 0.2
+            c.timeout = 1.5
+            c.fall = 2
+            c.rise = 2
+        }) { r in
+            switch r.path {
+            // Connection: close, so no probe connection outlives the listener.
+            case "/probe": return .sendThenClose("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            case "/slow": return .sendInTwoParts("", after: 60, "")
+            default: return .send(RawUpstream.envelope("1"))
+            }
+        }
+        defer { h.stop() }
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.state == .reachable })
+        // Threads, not the global queue: on 2 cores it runs only 2 blocking calls at once.
+        let finished = Locked(0)
+        let port = h.port
+        for _ in 0..<4 {
+            Thread.detachNewThread {
+                if let c = try? BlockingClient(host: "127.0.0.1", port: port, timeout: 10) {
+                    try? c.send("GET /slow HTTP/1.1\r\nHost: api.example\r\nConnection: close\r\n\r\n")
+                    _ = try? c.readResponse()
+                }
+                finished.withLock { $0 += 1 }
+            }
+        }
+        XCTAssertTrue(waitFor(3) { h.upstream.requests.filter { $0.path == "/slow" }.count == 4 })
+        h.upstream.closeListenerOnly()
+        XCTAssertTrue(waitFor(3) { h.gateway.reachability.isDown }, "not offline once every connect is refused")
+        let downAt = Date()
+        var cameBack = false
+        while Date().timeIntervalSince(downAt) < 2.5 {
+            if !h.gateway.reachability.isDown { cameBack = true; break }
+            usleep(1_000)
+        }
+        XCTAssertTrue(waitFor(5) { finished.withLock { $0 } == 4 })
+        XCTAssertFalse(cameBack, "calls that timed out on connections taken before the host went away made Peel reachable again")
+        XCTAssertEqual(h.gateway.reachability.transitionCounts[.reachable] ?? 0, 1, "reachable transitions")
+    }
+
+    /// A dead app behind a TCP forwarder (docker-proxy, kubectl port-forward, socat, an L4 balancer
+    /// with no backend) takes every connection and closes it without a byte. Every probe is "busy",
+    /// every call gets 502, and Peel never says offline (nor serves stale answers).
+    func testAnUpstreamThatClosesEveryConnection_probeIncluded_isFoundOffline() throws {
+        let h = try RawHarness(configure: { c in
+            c.probeInterval = 0.05
+            c.probeTimeout = 0.2
+            c.fall = 2
+        }) { _ in .close }
+        defer { h.stop() }
+        usleep(1_000_000)
+        let r = h.gateway.reachability
+        XCTAssertTrue(r.isDown, "state \(r.state), probes passed/busy/failed \(r.probeTotals)")
+    }
+
+    func testAnUpstreamAnsweringEveryRequestWithAnInvalidFieldName_isNotProbedUnreachable() throws {
+        // Every request, probes included, gets a 200 whose head has a field name that is not a token:
+        // curl reports it as a protocol error (-100). The upstream is there all the same.
+        let h = try RawHarness(configure: { c in
+            c.fall = 2
+            c.rise = 1
+            c.probeInterval = 0.1
+            c.probeTimeout = 0.5
+            c.connectTimeout = 0.5
+        }) { _ in .send(RawUpstream.envelope("1", fields: ["X(A)@: 1"])) }
+        defer { h.stop() }
+        // Several probe rounds (fall 2 needs only two) and live calls in between.
+        let deadline = Date().addingTimeInterval(1.2)
+        var calls = 0
+        while Date() < deadline {
+            let r = try h.request("GET", "/x")
+            calls += 1
+            XCTAssertEqual(r.status, 502, "call \(calls): \(r.text)")
+            XCTAssertEqual(problem(r)["kind"] as? String, "bad-upstream-format", "call \(calls)")
+            if r.status != 502 { break }
+            usleep(100_000)
+        }
+        XCTAssertGreaterThanOrEqual(h.upstream.requests.filter { $0.path == "/probe" }.count, 3, "too few probes ran")
+        XCTAssertNotEqual(h.gateway.reachability.state, .unreachable, "a reachable upstream with a malformed head was taken offline")
+        XCTAssertNotEqual(h.gateway.reachability.lastProbeReport?.ok, false, "the probe that got an answer failed")
+        let last = try h.request("GET", "/x")
+        XCTAssertEqual(last.status, 502, last.text)
+        XCTAssertEqual(problem(last)["kind"] as? String, "bad-upstream-format")
+    }
 }

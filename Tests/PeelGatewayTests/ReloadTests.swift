@@ -82,4 +82,61 @@ final class ReloadTests: XCTestCase {
         XCTAssertEqual(now.text, #"{"code":0,"message":"ok","data":{"x":1}}"#, "new calls: the rest of the object under wechat")
         XCTAssertNil(now.header("access-control-allow-origin"), "new calls: a.example is no longer allowed")
     }
+
+    // MARK: CORS and redirect rewriting follow a reload
+
+    func testReloadAddingCorsOrigins_makesPeelAnswerPreflightsItself() throws {
+        let h = try RawHarness { _ in .send(RawUpstream.envelope("\"upstream\"")) }
+        defer { h.stop() }
+        let preflight = "OPTIONS /api/x HTTP/1.1\r\nHost: x\r\nOrigin: https://app.example\r\n"
+            + "Access-Control-Request-Method: POST\r\nConnection: close\r\n\r\n"
+        let before = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try before.send(preflight)
+        XCTAssertEqual(try before.readResponse().status, 200, "no CORS managed yet: the upstream answers")
+        XCTAssertEqual(h.seen("/api/x").count, 1)
+
+        var next = h.gateway.config
+        next.corsOrigins = ["https://app.example"]
+        XCTAssertEqual(h.gateway.reload(next), [])
+        let after = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try after.send(preflight)
+        let r = try after.readResponse()
+        XCTAssertEqual(r.status, 204, "the reloaded CORS policy is not used: \(r.text)")
+        XCTAssertEqual(r.header("Access-Control-Allow-Origin"), "https://app.example")
+        XCTAssertEqual(h.seen("/api/x").count, 1, "the preflight reached the upstream after the reload")
+    }
+
+    private func redirectHarness(rewriting: Bool) throws -> RawHarness {
+        try RawHarness(configure: { $0.rewriteRedirects = rewriting }) { r in
+            .send("HTTP/1.1 302 Found\r\nLocation: /target\r\nContent-Length: 0\r\n\r\n")
+        }
+    }
+
+    private func locations(_ h: RawHarness) throws -> [String] {
+        let r = try h.request("GET", "/go")
+        XCTAssertEqual(r.status, 302, r.text)
+        return r.headers.filter { $0.0.lowercased() == "location" }.map(\.1)
+    }
+
+    func testReloadTurningRewriteRedirectsOn_keepsOneLocation() throws {
+        let h = try redirectHarness(rewriting: false)
+        defer { h.stop() }
+        XCTAssertEqual(try locations(h).count, 1)
+        var next = h.gateway.config
+        next.rewriteRedirects = true
+        XCTAssertEqual(h.gateway.reload(next), [])
+        let after = try locations(h)
+        XCTAssertEqual(after.count, 1, "Location fields after turning rewriting on: \(after)")
+    }
+
+    func testReloadTurningRewriteRedirectsOff_keepsOneLocation() throws {
+        let h = try redirectHarness(rewriting: true)
+        defer { h.stop() }
+        XCTAssertEqual(try locations(h).count, 1)
+        var next = h.gateway.config
+        next.rewriteRedirects = false
+        XCTAssertEqual(h.gateway.reload(next), [])
+        let after = try locations(h)
+        XCTAssertEqual(after, ["/target"], "Location fields after turning rewriting off")
+    }
 }

@@ -55,4 +55,27 @@ final class RequestPolicyTests: XCTestCase {
             XCTAssertNil(RequestPolicy.hostProblem(host), host)
         }
     }
+
+    func testDotSegmentsResolveAsTheUpstreamWill() {
+        XCTAssertNil(RequestPolicy.resolvingDotSegments("/pay/orders"))
+        XCTAssertNil(RequestPolicy.resolvingDotSegments("/a.b/c.d"))
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay/../admin"), "/admin")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/./b"), "/a/b")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay/%2E%2e/admin/x"), "/admin/x")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay%2f..%2fadmin"), "/admin")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay\\..\\admin"), "/admin")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/x/..;y/z"), "/z")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/b/.."), "/a/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/.."), "/")
+        // One trailing slash, kept after `..;x`, none after `a.`.
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/b/../"), "/a/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay/../pay/"), "/pay/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/pay/x/..;"), "/pay/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/x/../a."), "/a.")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/./"), "/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("//.."), "/")
+        XCTAssertEqual(RequestPolicy.resolvingDotSegments("/a/.%2e/b"), "/b")
+        XCTAssertNil(RequestPolicy.resolvingDotSegments("/app.js"))
+        XCTAssertNil(RequestPolicy.resolvingDotSegments("/a..b/c"))
+    }
 }

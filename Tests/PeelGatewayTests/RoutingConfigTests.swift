@@ -194,4 +194,15 @@ final class RoutingConfigTests: XCTestCase {
         XCTAssertEqual(refusal(#"{"routes": [{"prefix": "/", "upstream": "default", "host": "[example]"}]}"#, upstreamFlag: true)?.at,
                        "routes[0].host")
     }
+
+    func testAGroupsCABundle_mustBeReadable_andEndpointsMustPassCurlsParser() {
+        XCTAssertThrowsError(try loadConfig(file: #"""
+            {"upstreams": {"app": {"endpoints": ["https://127.0.0.1:1"], "ca_file": "/nonexistent/ca.pem"}}, "routes": [{"prefix": "/", "upstream": "app"}]}
+            """#, environment: [:])) { error in
+            XCTAssertEqual((error as? ConfigError)?.option.hasSuffix("upstreams.app.ca_file"), true, "\(error)")
+        }
+        XCTAssertThrowsError(try loadConfig(file: #"{"timeout": 5}"#, environment: ["PEEL_UPSTREAM": "http://api,x"])) { error in
+            XCTAssertEqual((error as? ConfigError)?.problem, "curl's URL parser refuses it", "\(error)")
+        }
+    }
 }

@@ -1,8 +1,8 @@
 import PeelEnvelope
 import XCTest
 
-/// Judge bugs the tree-building reference found in failure bodies, each pinned by one body.
-final class FailureShapeReferenceFixTests: XCTestCase {
+/// Failure bodies whose only words are field errors: the first field error is the detail.
+final class FailureShapeDetailTests: XCTestCase {
     private func judged(_ body: String, status: Int = 400, dialect: Dialect = .rest) -> Problem? {
         var config = EnvelopeConfig()
         config.dialect = dialect

@@ -1,0 +1,61 @@
+import PeelIO
+
+/// What PeelIO is told of a configuration: the worker's upstream client options and each client
+/// connection's limits. Derived here only, so a setting added to the config reaches the IO layer
+/// by one edit, at start and on reload alike.
+struct IOSettings {
+    /// The worker's upstream client (one curl multi handle per worker).
+    let upstream: UpstreamOptions
+    /// Every client connection's limits and timeouts.
+    let connection: ConnectionLimits
+
+    /// Derives both from `config`; `budget` is the process's body budget, which both charge.
+    init(_ config: GatewayConfig, budget: MemoryBudget) {
+        var o = UpstreamOptions()
+        o.budget = budget
+        o.timeout = config.timeout
+        o.connectTimeout = config.connectTimeout
+        o.maxResponseBody = config.maxUpstreamBody
+        o.caFile = config.caFile
+        o.maxInFlight = config.maxInFlight
+        o.idleTimeout = config.upstreamIdleTimeout
+        upstream = o
+
+        var l = ConnectionLimits()
+        l.budget = budget
+        l.trustedProxies = config.trustedProxies
+        l.maxBody = config.maxBody
+        l.idleTimeout = config.clientTimeout
+        l.writeTimeout = config.clientTimeout
+        l.bodyTimeout = config.bodyTimeout
+        l.headerTimeout = config.headerTimeout
+        connection = l
+    }
+}
+
+extension UpstreamOptions {
+    /// A prober's client: its endpoint's timeouts and CA file, a small answer limit (a probe's body
+    /// is read only to be discarded) and two idle connections.
+    init(probe settings: ProbeSettings) {
+        self.init()
+        timeout = settings.timeout
+        connectTimeout = settings.connectTimeout
+        maxResponseBody = 1 << 20
+        caFile = settings.caFile
+        maxIdleConnections = 2
+    }
+}
+
+extension MemoryBudget {
+    /// The process's body budget as `config` sets it (`max_buffered`, `max_buffered_per_client`).
+    convenience init(_ config: GatewayConfig) {
+        self.init(limit: config.maxBuffered)
+        apply(config)
+    }
+
+    /// Takes a reloaded configuration's limits; what is held stays held.
+    func apply(_ config: GatewayConfig) {
+        limit = config.maxBuffered
+        perClientLimit = config.bufferedPerClient
+    }
+}
