@@ -115,7 +115,7 @@ final class Worker: @unchecked Sendable {
         let routes = try RouteSet(config, groups: groups, labels: labels, worker: index)
         try client.apply(Self.upstreamOptions(config, budget))
         server.limits = Self.limits(config, budget)
-        forwarder.apply(config, routes: routes, groups: groups)
+        forwarder.apply(routes: routes, groups: groups)
     }
 
     /// Makes this the worker that probes `groups`: one prober per endpoint, started with the loop.
