@@ -127,6 +127,8 @@ final class RouteSet {
     /// Every key field any route reads, in order: a request's fields are read once, before its
     /// route is known.
     let keyFields: CacheKeyFields
+    /// Every endpoint of every group, as this worker's routes parsed them.
+    let endpoints: [UpstreamEndpoint]
     private let table: RouteTable<Route>
 
     /// Throws when curl's URL parser refuses an endpoint's origin.
@@ -135,6 +137,7 @@ final class RouteSet {
         let generation = Generation(config)
         var pickers: [String: EndpointPicker] = [:]
         for g in groups.all { pickers[g.name] = try EndpointPicker(g, worker: worker) }
+        endpoints = groups.all.flatMap { pickers[$0.name]!.endpoints }
         let first = pickers[groups.all[0].name]!
         guard let routing = config.routing else {
             let only = Route(config, generation: generation, picker: first, labels: labels)

@@ -115,6 +115,8 @@ final class Worker: @unchecked Sendable {
         let routes = try RouteSet(config, groups: groups, labels: labels, worker: index)
         try client.apply(Self.upstreamOptions(config, budget))
         server.limits = Self.limits(config, budget)
+        // Connections to origins the reload removed close: idle ones now, the others once their calls finish.
+        client.keepConnections(to: Set(routes.endpoints.map(\.origin)))
         forwarder.apply(routes: routes, groups: groups)
     }
 

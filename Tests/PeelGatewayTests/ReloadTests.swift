@@ -186,4 +186,44 @@ final class ReloadTests: XCTestCase {
         XCTAssertEqual(try c.readResponse().status, 200)
         XCTAssertEqual(h.gateway.offlineCache.entries, 0, "stored after the cache was turned off")
     }
+
+    // A backend drained by taking it out of the configuration must not keep Peel's connections:
+    // the idle ones close within a second of the reload, and a call in flight to it finishes and
+    // then closes its own.
+    func testReload_removingAnEndpoint_closesItsIdleConnections_andACallInFlightFinishesFirst() throws {
+        let removed = try RawUpstream { r in
+            let answer = RawUpstream.envelope("\"old\"")
+            return r.path == "/probe" ? .send(answer) : .sendInTwoParts("", after: 0.3, answer)
+        }
+        defer { removed.stop() }
+        let kept = try RawUpstream { _ in .send(RawUpstream.envelope("\"new\"")) }
+        defer { kept.stop() }
+        let h = try RawHarness(configure: { c in c.upstream = try! UpstreamURL.parse(removed.baseURL).get() }) { _ in .close }
+        defer { h.stop() }
+        // Eight calls at once: eight connections, idle once answered.
+        let clients = try (0..<8).map { _ in try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5) }
+        for c in clients { try c.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n") }
+        for c in clients { XCTAssertEqual(try c.readResponse().text, "\"old\"") }
+        let idle = Set(removed.requests.filter { $0.path == "/a" }.map(\.connection))
+        XCTAssertEqual(idle.count, 8)
+        XCTAssertTrue(Set(removed.closed).isDisjoint(with: idle), "kept alive while configured")
+
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+        let deadline = Date().addingTimeInterval(2)
+        while !removed.requests.contains(where: { $0.path == "/held" }) && Date() < deadline { usleep(10_000) }
+        let busy = try XCTUnwrap(removed.requests.first { $0.path == "/held" }?.connection)
+        var next = h.gateway.config
+        next.upstream = try UpstreamURL.parse(kept.baseURL).get()
+        let reloaded = Date()
+        XCTAssertEqual(h.gateway.reload(next), [])
+        XCTAssertEqual(try c.readResponse().text, "\"old\"", "the call in flight finishes")
+        // The probe's connection too: the endpoint's prober stops.
+        var all = Set(removed.requests.map(\.connection))
+        all.insert(busy)
+        while !all.isSubset(of: Set(removed.closed)) && Date().timeIntervalSince(reloaded) < 1 { usleep(10_000) }
+        XCTAssertTrue(all.isSubset(of: Set(removed.closed)),
+                      "open 1 s after the reload: \(all.subtracting(removed.closed).sorted()) of \(all.sorted())")
+        XCTAssertEqual(try h.request("GET", "/a").text, "\"new\"")
+    }
 }
