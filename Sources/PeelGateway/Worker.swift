@@ -116,7 +116,7 @@ final class Worker: @unchecked Sendable {
         try client.apply(Self.upstreamOptions(config, budget))
         server.limits = Self.limits(config, budget)
         // Connections to origins the reload removed close: idle ones now, the others once their calls finish.
-        client.keepConnections(to: Set(routes.endpoints.map(\.origin)))
+        client.keepConnections(to: Set(routes.endpoints.map(\.origin)), previous: forwarder.routes.endpoints)
         forwarder.apply(routes: routes, groups: groups)
     }
 

@@ -213,15 +213,18 @@ public final class UpstreamClient {
         if let e = t.handle?.endpoint, w.endpoint !== e { w.endpoint = e }
     }
 
-    /// A reload configured calls to `origins` (`scheme://host[:port]`) only: idle connections to any
-    /// other close now, and those of calls still running close once the calls finish (`unhook`), so
-    /// a backend drained by taking it out of the configuration is left alone. libcurl 7.88 has no
-    /// call that closes one host's connections in a multi handle's cache, so each is shut down both
-    /// ways, as `socketReady` does for an idle connection that receives bytes: the upstream sees
-    /// the close at once, and curl, finding the socket hung up, closes its descriptor at its next
-    /// check of the cache. Loop thread, never inside a curl callback.
-    public func keepConnections(to origins: Set<String>) {
+    /// A reload configured calls to `origins` (`scheme://host[:port]`) only; `previous` are the
+    /// endpoints calls planned before it go to. Idle connections to any other origin close now,
+    /// and those of calls still running once the calls finish (`unhook`: a call of the previous
+    /// configuration may still fail over to a removed endpoint), so a backend drained by taking it
+    /// out of the configuration is left alone. libcurl 7.88 has no call that closes one host's
+    /// connections in a multi handle's cache, so each is shut down both ways, as `socketReady`
+    /// does for an idle connection that receives bytes: the upstream sees the close at once, and
+    /// curl, finding the socket hung up, closes its descriptor at its next check of the cache.
+    /// Loop thread, never inside a curl callback.
+    public func keepConnections(to origins: Set<String>, previous: [UpstreamEndpoint]) {
         configuredOrigins = origins
+        for e in previous where !origins.contains(e.origin) { e.retire() }
         closeIdleToRemoved()
     }
 

@@ -190,12 +190,12 @@ extension UpstreamClient {
         // A handle curl still holds is let go, neither pooled (adding it again would fail) nor
         // cleaned up (the multi would keep a dangling pointer); only a recursive API call gets here.
         if stillInMulti { return }
-        // Set up under settings a reload has replaced: not pooled. A call that outlived the removal
-        // of its endpoint leaves its connection idle now: closed too (`keepConnections`).
+        // A call that outlived the removal of its endpoint leaves its connection idle now: closed
+        // too (`keepConnections`). One flag on the endpoint, so calls pay no lookup.
+        if let e = h.endpoint, e.isRetired || (h.generation != generation && isRemoved(e)) { closeIdleToRemoved() }
+        // Set up under settings a reload has replaced: not pooled.
         if h.generation != generation {
-            let removed = isRemoved(h.endpoint)
             h.cleanup()
-            if removed { closeIdleToRemoved() }
             return
         }
         do throws(PeelIOError) {

@@ -226,4 +226,34 @@ final class ReloadTests: XCTestCase {
                       "open 1 s after the reload: \(all.subtracting(removed.closed).sorted()) of \(all.sorted())")
         XCTAssertEqual(try h.request("GET", "/a").text, "\"new\"")
     }
+
+    // A call planned before the reload can fail over to the removed endpoint after it, on a handle
+    // made since: that connection closes too, within a second of the answer.
+    func testReload_aFailoverAttemptToTheRemovedEndpoint_closesItsConnectionAfterwards() throws {
+        let first = try RawUpstream { r in r.path == "/probe" ? .send(RawUpstream.answer("{}")) : .closeAfter(0.3) }
+        defer { first.stop() }
+        let removed = try RawUpstream { _ in .send(RawUpstream.envelope("\"removed\"")) }
+        defer { removed.stop() }
+        let group = { (endpoints: [RawUpstream]) in
+            try self.routing("""
+                {"upstreams": {"two": {"endpoints": [\(endpoints.map { "\"\($0.baseURL)\"" }.joined(separator: ", "))]}},
+                 "routes": [{"prefix": "/", "upstream": "two"}]}
+                """)
+        }
+        let routes = try group([first, removed])
+        let h = try RawHarness(configure: { c in c.routing = routes }) { _ in .send(RawUpstream.answer("{}")) }
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        let deadline = Date().addingTimeInterval(2)
+        while !first.requests.contains(where: { $0.path == "/a" }) && Date() < deadline { usleep(10_000) }
+        var next = h.gateway.config
+        next.routing = try group([first])
+        XCTAssertEqual(h.gateway.reload(next), [])
+        XCTAssertEqual(try c.readResponse().text, "\"removed\"", "the failover attempt of the old route")
+        let used = try XCTUnwrap(removed.requests.first { $0.path == "/a" }?.connection)
+        let answered = Date()
+        while !removed.closed.contains(used) && Date().timeIntervalSince(answered) < 1.5 { usleep(10_000) }
+        XCTAssertTrue(removed.closed.contains(used), "the connection of the attempt stays open")
+    }
 }
