@@ -84,7 +84,7 @@ extension UpstreamClient {
     private func prepare(_ t: UpstreamTransfer, on h: EasyHandle, request: UpstreamRequest,
                          context ptr: UnsafeMutableRawPointer) throws(PeelIOError) {
         try h.set(CURLOPT_PRIVATE, UnsafeRawPointer(ptr))
-        // The call's timeouts (its group's, or the client's), set only when the handle holds others.
+        // The call's timeouts (its route's, or the client's), set only when the handle holds others.
         let timeout = Int((request.limits?.timeout ?? options.timeout) * 1000)
         if h.timeoutMs != timeout {
             try h.set(CURLOPT_TIMEOUT_MS, timeout)
@@ -96,7 +96,7 @@ extension UpstreamClient {
             h.connectTimeoutMs = connect
         }
         // The CA bundle likewise; curl does not reuse a connection checked against another one.
-        let ca = request.limits?.caFile ?? options.caFile ?? h.defaultCAFile
+        let ca = request.limits.map { $0.caFile ?? h.defaultCAFile } ?? options.caFile ?? h.defaultCAFile
         if h.caFile != ca {
             if let ca { try h.set(CURLOPT_CAINFO, ca) } else { try h.set(CURLOPT_CAINFO, nil as UnsafeRawPointer?) }
             h.caFile = ca
