@@ -57,6 +57,6 @@ let package = Package(
 
         .testTarget(name: "PeelEnvelopeTests", dependencies: ["PeelEnvelope"], swiftSettings: strict),
         .testTarget(name: "PeelIOTests", dependencies: ["PeelIO", "PeelDemo", "CZlib"], swiftSettings: strict),
-        .testTarget(name: "PeelGatewayTests", dependencies: ["PeelGateway", "PeelDemo", "PeelIO"], swiftSettings: strict),
+        .testTarget(name: "PeelGatewayTests", dependencies: ["PeelGateway", "PeelDemo", "PeelIO", "CZlib"], swiftSettings: strict),
     ]
 )

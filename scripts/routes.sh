@@ -177,7 +177,14 @@ check "it takes calls again" "yes" "$(grep -q "\"endpoint\":\"http://127.0.0.1:$
 ab -q -k -c 50 -t 4 -n 10000000 "$G/api/user" >"$WORK/ab-reload.txt" 2>&1 & AB=$!
 sleep 1
 write_config "$CONF" "\"http://127.0.0.1:$A1\", \"http://127.0.0.1:$A3\"" ', {"prefix": "/extra/", "upstream": "ruoyi", "strip_prefix": true, "dialect": "ruoyi"}'
+to_removed() { ss -Htnp state established "( dport = :$A2 )" | grep -c "pid=$PEEL_PID," || true; }
+check "before the reload, Peel holds connections to the endpoint it removes" "yes" "$([ "$(to_removed)" -gt 0 ] && echo yes || echo no)"
 kill -HUP $PEEL_PID
+# Peel's connections to the removed endpoint close within a second of the reload, while the load
+# goes on: idle ones at once, those of calls in flight once they finish.
+for _ in $(seq 1 20); do grep -q '"event":"reloaded"' "$WORK/peel.err" && break; sleep 0.05; done
+sleep 1
+check "reload: Peel's connections to the removed endpoint, 1 s later" "0" "$(to_removed)"
 wait $AB || true
 check "reload under load: failed requests" "0" "$(awk '/^Failed requests/{print $3}' "$WORK/ab-reload.txt")"
 check "reload under load: non-2xx" "0" "$(awk '/^Non-2xx responses/{n=$3} END{print n+0}' "$WORK/ab-reload.txt")"

@@ -40,7 +40,8 @@ extension Forwarder {
                 // RFC 9111 §4.3.4: the stored answer is current again, or its validator is worth keeping.
                 let ex = call.exchange
                 cache.refresh(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization,
-                              requestField: { Self.requestValue(ex, $0) }, notModified: response.headers)
+                              requestField: { Self.requestValue(ex, $0) }, notModified: response.headers,
+                              terms: call.route.generation.cacheTerms)
             }
             // The judge's view of the head, as the head's stages left it (made here when no body byte came).
             let answer = judgedAnswer(call, response.facts)

@@ -41,7 +41,8 @@ extension Forwarder {
         let ex = call.exchange
         let hasBody = built != nil || range != nil
         cache.store(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization, requestField: { Self.requestValue(ex, $0) },
-                    status: status, fields: response.headers, contentType: hasBody ? "application/json" : nil, body: body)
+                    status: status, fields: response.headers, contentType: hasBody ? "application/json" : nil, body: body,
+                    terms: call.route.generation.cacheTerms)
     }
 
     /// While offline: the stored answer, else the offline problem. The shared store answers within
@@ -50,7 +51,8 @@ extension Forwarder {
     func answerOffline(_ call: Call, _ key: OfflineCacheKey) {
         let ex = call.exchange
         ex.onClientGone = { [self] in self.clientLeft(call, insideCurl: false) }
-        cache.lookup(key: key, request: call.cacheRequest, requestField: { call.done ? nil : Self.requestValue(ex, $0) }) { [self] result in
+        cache.lookup(key: key, request: call.cacheRequest, requestField: { call.done ? nil : Self.requestValue(ex, $0) },
+                     terms: call.route.generation.cacheTerms) { [self] result in
             guard !call.done else { return }
             ex.onClientGone = nil
             switch result {

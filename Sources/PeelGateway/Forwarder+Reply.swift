@@ -20,7 +20,9 @@ extension Forwarder {
     /// Shapes `reply` and writes it: the one way every buffered answer leaves the forwarder.
     func emit(_ call: Call, _ reply: Reply, log kind: String, code: EnvelopeCode? = nil) {
         guard !call.exchange.answered else { return }
-        let shaped = call.route.shaper.shape(reply, context(call), encode: { [encoder] in encoder.encode($0, as: $1) })
+        // The encoder of the call's generation: a reload from gzip level 1 to 9 does not reach it.
+        let encoder = call.route.generation.encoder
+        let shaped = call.route.shaper.shape(reply, context(call), encode: { encoder.encode($0, as: $1) })
         // A stored answer came from whichever endpoint answered then; a live one from this call's.
         let rewrite: ProxyRewrite
         switch reply.kind {

@@ -19,8 +19,6 @@ final class Forwarder {
     var routes: RouteSet
     /// The generation's upstream groups, for the reachability document.
     var groups: UpstreamGroups
-    /// This worker's gzip/br encoder (loop-thread only, like the forwarder).
-    var encoder: ContentEncoder
     var idCounter: UInt64 = 0
     /// Set while shutting down: no new event stream opens. (The connection layer closes
     /// connections after their answers by itself.)
@@ -45,7 +43,6 @@ final class Forwarder {
         log = accessLog
         routes = try RouteSet(config, groups: groups, labels: labels, worker: workerIndex)
         self.groups = groups
-        encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
         let random = UInt64.random(in: 0...UInt64.max)
         idPrefix = String(random, radix: 16).leftPadded(to: 16) + "-" + String(workerIndex, radix: 16) + "-"
     }
@@ -87,11 +84,11 @@ final class Forwarder {
         record(call, status: 499, kind: "client-closed", bytes: call.streamedBytes, code: nil)
     }
 
-    /// Takes a reloaded configuration (and its routes) for the requests that arrive from now on.
-    func apply(_ config: GatewayConfig, routes: RouteSet, groups: UpstreamGroups) {
+    /// Takes a reloaded generation (its routes, and through them its encoder, timeouts and cache
+    /// terms) for the requests that arrive from now on.
+    func apply(routes: RouteSet, groups: UpstreamGroups) {
         self.routes = routes
         self.groups = groups
-        encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
     }
 
 

@@ -95,6 +95,22 @@ public final class OfflineCache: Sendable {
             self.maxAge = maxAge
             self.override = override
         }
+        /// The terms an answer is stored and served by.
+        public var terms: Terms { Terms(maxAge: maxAge, override: override) }
+    }
+
+    /// What one configuration generation stores and serves answers by: a call keeps its
+    /// generation's across a reload (the byte budget, and whether the cache is on, stay live).
+    public struct Terms: Sendable, Equatable {
+        /// Oldest an entry may be when served, in seconds (`offline_cache_max_age`).
+        public var maxAge: Double
+        /// `offline_cache_override`: the upstream's no-cache/must-revalidate family is ignored.
+        public var override: Bool
+        /// Creates terms.
+        public init(maxAge: Double, override: Bool) {
+            self.maxAge = maxAge
+            self.override = override
+        }
     }
 
     private let state: Locked<LRU>
@@ -141,10 +157,12 @@ public final class OfflineCache: Sendable {
 
     /// Stores a successful unwrapped answer to a GET when RFC 9111 and the key rules allow it.
     /// `fields` are the upstream's; `contentType` is Peel's for the body (nil for a 204).
-    /// `requestField` gives the request's value of a lowercased field name (for `Vary`).
+    /// `requestField` gives the request's value of a lowercased field name (for `Vary`); `terms` are
+    /// those of the call's generation (nil: the settings in force).
     @discardableResult
     public func store(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
-                      status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8], now: Double) -> OfflineCacheStore {
+                      status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8], terms: Terms? = nil,
+                      now: Double) -> OfflineCacheStore {
         // The same answer again within a second (a hot endpoint): the entry stands as it is, at the
         // cost of one comparison instead of reading every field, a copy and a replacement on each
         // call (that work put the in-memory cache at 0.78x the req/s of none). Its Age may be
@@ -171,7 +189,7 @@ public final class OfflineCache: Sendable {
         entry.rawFields = fields
         entry.insertedAt = now
         let dropsOlder = OfflineCacheRules.unstoredAnswerDrops(status: status, request: request, shared: key.isShared)
-        return state.withLock { $0.insertBounded(entry, now: now, dropsOlder: dropsOlder) }
+        return state.withLock { $0.insertBounded(entry, now: now, maxAge: terms?.maxAge, dropsOlder: dropsOlder) }
     }
 
     /// Takes a 304 answer to a conditional GET (`OfflineCacheRules.notModified`, RFC 9111 §4.3.4): a
@@ -181,7 +199,8 @@ public final class OfflineCache: Sendable {
     /// the stored answer leaves it as it is.
     @discardableResult
     public func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
-                        notModified fields: ResponseHeaders, now: Double) -> OfflineCacheStore {
+                        notModified fields: ResponseHeaders, terms: Terms? = nil, now: Double) -> OfflineCacheStore {
+        let maxAge = terms?.maxAge
         let storable = OfflineCacheRules.storable(status: 200, key: key, request: request, hasAuthorization: hasAuthorization, fields: fields)
         let vary = OfflineCacheRules.varyNames(fields)
         // One critical section from reading the stored answer to replacing it, so a newer 200 that
@@ -193,9 +212,10 @@ public final class OfflineCache: Sendable {
                                                  request: request, now: now) {
             case .refresh(let record):
                 guard let e else { return .refused("nothing stored") }
-                return lru.insertBounded(Entry(key: key, vary: e.vary, varyValues: e.varyValues, record: record), now: now)
+                return lru.insertBounded(Entry(key: key, vary: e.vary, varyValues: e.varyValues, record: record), now: now, maxAge: maxAge)
             case .validator(let record, let vary):
-                return lru.insertBounded(Entry(key: key, vary: vary, varyValues: vary.map(requestField), record: record), now: now)
+                return lru.insertBounded(Entry(key: key, vary: vary, varyValues: vary.map(requestField), record: record), now: now,
+                                         maxAge: maxAge)
             case .drop:
                 if let e { lru.remove(e) }
                 return .refused("the 304 makes the stored answer unstorable")
@@ -212,9 +232,11 @@ public final class OfflineCache: Sendable {
         state.withLock { lru in if let e = lru.map[key] { lru.remove(e) } }
     }
 
-    /// What may be served for a GET or HEAD while offline.
-    public func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: (String) -> String?, now: Double) -> OfflineCacheAnswer {
-        let result = decide(key: key, request: request, requestField: requestField, now: now)
+    /// What may be served for a GET or HEAD while offline, by the call's generation's `terms` (nil:
+    /// the settings in force).
+    public func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: (String) -> String?, terms: Terms? = nil,
+                       now: Double) -> OfflineCacheAnswer {
+        let result = decide(key: key, request: request, requestField: requestField, terms: terms, now: now)
         count(result)
         return result
     }
@@ -228,22 +250,24 @@ public final class OfflineCache: Sendable {
         }
     }
 
-    private func decide(key: OfflineCacheKey, request: CacheRequest, requestField: (String) -> String?, now: Double) -> OfflineCacheAnswer {
+    private func decide(key: OfflineCacheKey, request: CacheRequest, requestField: (String) -> String?, terms: Terms?,
+                        now: Double) -> OfflineCacheAnswer {
         // RFC 9111 §5.2.1.4/§5.2.1.5/§5.2.1.1: the client asked for an answer from the origin.
         if request.refusesStored { return .miss("the request asks for a fresh answer") }
-        let found: (Entry, Settings)? = state.withLock { lru in
+        let found: (Entry, Terms)? = state.withLock { lru in
             guard let e = lru.map[key] else { return nil }
-            if now - e.record.storedAt > lru.settings.maxAge {
+            let terms = terms ?? lru.settings.terms
+            if now - e.record.storedAt > terms.maxAge {
                 lru.remove(e)
                 return nil
             }
             lru.touch(e)
-            return (e, lru.settings)
+            return (e, terms)
         }
-        guard let (e, settings) = found else { return .miss("nothing stored") }
+        guard let (e, terms) = found else { return .miss("nothing stored") }
         // RFC 9111 §4.1: a stored answer is used only when the fields its Vary names match.
         for (name, value) in zip(e.vary, e.varyValues) where requestField(name) != value { return .miss("Vary differs") }
-        return OfflineCacheRules.serve(e.record, request: request, maxAge: settings.maxAge, override: settings.override, now: now)
+        return OfflineCacheRules.serve(e.record, request: request, maxAge: terms.maxAge, override: terms.override, now: now)
     }
 
     final class Entry {
@@ -288,16 +312,17 @@ public final class OfflineCache: Sendable {
             append(e)
         }
 
-        /// Inserts within the byte budget and the age bound, evicting the least recently used; an
-        /// entry that may not go in takes the older one for its key out with it when `dropsOlder`
-        /// (`OfflineCacheRules.unstoredAnswerDrops`).
-        mutating func insertBounded(_ e: Entry, now: Double, dropsOlder: Bool = true) -> OfflineCacheStore {
+        /// Inserts within the byte budget (the one in force: 0 refuses every entry) and the age bound
+        /// (`maxAge`, the call's generation's; nil: the one in force), evicting the least recently
+        /// used; an entry that may not go in takes the older one for its key out with it when
+        /// `dropsOlder` (`OfflineCacheRules.unstoredAnswerDrops`).
+        mutating func insertBounded(_ e: Entry, now: Double, maxAge: Double? = nil, dropsOlder: Bool = true) -> OfflineCacheStore {
             guard e.size <= settings.capacity else {
                 if dropsOlder, let old = map[e.key] { remove(old) }
                 return .refused("larger than the cache")
             }
             // Already older than may be served (the upstream's Age): it would only take room.
-            guard now - e.record.storedAt <= settings.maxAge else {
+            guard now - e.record.storedAt <= maxAge ?? settings.maxAge else {
                 if dropsOlder, let old = map[e.key] { remove(old) }
                 return .refused("older than offline_cache_max_age")
             }

@@ -9,20 +9,42 @@ protocol OfflineStore: AnyObject {
     /// The largest body worth copying for `store`.
     var maxBody: Int { get }
     /// Keeps a successful unwrapped answer to a GET when the rules allow; called once it is answered.
+    /// `terms`: the call's generation's max age and override (nil: the settings in force).
     func store(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
-               status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8])
-    /// Takes a 304 answer to a conditional GET (RFC 9111 §4.3.4).
+               status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8], terms: OfflineCache.Terms?)
+    /// Takes a 304 answer to a conditional GET (RFC 9111 §4.3.4), by the call's generation's `terms`.
     func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
-                 notModified fields: ResponseHeaders)
-    /// What may be served while offline; `done` runs exactly once on the loop thread, at once or
-    /// within the store's read bound. `requestField` may be asked until then.
-    func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: @escaping (String) -> String?,
+                 notModified fields: ResponseHeaders, terms: OfflineCache.Terms?)
+    /// What may be served while offline, by the call's generation's `terms`; `done` runs exactly
+    /// once on the loop thread, at once or within the store's read bound. `requestField` may be
+    /// asked until then.
+    func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: @escaping (String) -> String?, terms: OfflineCache.Terms?,
                 _ done: @escaping (OfflineCacheAnswer) -> Void)
     /// Drops the entry for `key` (a newer answer that may not be stored; RFC 9111 §4.4).
     func invalidate(key: OfflineCacheKey)
 }
 
 extension OfflineStore {
+    /// `store` by the settings in force.
+    func store(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
+               status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8]) {
+        store(key: key, request: request, hasAuthorization: hasAuthorization, requestField: requestField, status: status,
+              fields: fields, contentType: contentType, body: body, terms: nil)
+    }
+
+    /// `refresh` by the settings in force.
+    func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
+                 notModified fields: ResponseHeaders) {
+        refresh(key: key, request: request, hasAuthorization: hasAuthorization, requestField: requestField, notModified: fields,
+                terms: nil)
+    }
+
+    /// `lookup` by the settings in force.
+    func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: @escaping (String) -> String?,
+                _ done: @escaping (OfflineCacheAnswer) -> Void) {
+        lookup(key: key, request: request, requestField: requestField, terms: nil, done)
+    }
+
     /// A newer answer to the GET or HEAD keyed `key` that is not stored: drops the stored entry when
     /// `OfflineCacheRules.unstoredAnswerDrops` says it speaks for the resource (RFC 9111 §4).
     func answeredUnstored(key: OfflineCacheKey, status: Int, request: CacheRequest, revokes: Bool = false) {
@@ -42,20 +64,20 @@ final class MemoryOfflineStore: OfflineStore {
     var maxBody: Int { cache.capacity }
 
     func store(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
-               status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8]) {
+               status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8], terms: OfflineCache.Terms?) {
         cache.store(key: key, request: request, hasAuthorization: hasAuthorization, requestField: requestField, status: status,
-                    fields: fields, contentType: contentType, body: body, now: monotonicNow())
+                    fields: fields, contentType: contentType, body: body, terms: terms, now: monotonicNow())
     }
 
     func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
-                 notModified fields: ResponseHeaders) {
+                 notModified fields: ResponseHeaders, terms: OfflineCache.Terms?) {
         cache.refresh(key: key, request: request, hasAuthorization: hasAuthorization, requestField: requestField,
-                      notModified: fields, now: monotonicNow())
+                      notModified: fields, terms: terms, now: monotonicNow())
     }
 
-    func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: @escaping (String) -> String?,
+    func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: @escaping (String) -> String?, terms: OfflineCache.Terms?,
                 _ done: @escaping (OfflineCacheAnswer) -> Void) {
-        done(cache.lookup(key: key, request: request, requestField: requestField, now: monotonicNow()))
+        done(cache.lookup(key: key, request: request, requestField: requestField, terms: terms, now: monotonicNow()))
     }
 
     func invalidate(key: OfflineCacheKey) { cache.invalidate(key: key) }

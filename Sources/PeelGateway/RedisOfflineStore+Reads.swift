@@ -3,9 +3,9 @@ import PeelIO
 // Reading stale answers from the shared store within its read bound.
 extension RedisOfflineStore {
 
-    func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: @escaping (String) -> String?,
+    func lookup(key: OfflineCacheKey, request: CacheRequest, requestField: @escaping (String) -> String?, terms: OfflineCache.Terms?,
                 _ done: @escaping (OfflineCacheAnswer) -> Void) {
-        let settings = cache.settings
+        let settings = terms ?? cache.settings.terms
         let finish: (OfflineCacheAnswer) -> Void = { [cache] answer in
             cache.count(answer)
             done(answer)

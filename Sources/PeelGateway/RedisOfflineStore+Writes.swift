@@ -4,8 +4,10 @@ import PeelIO
 extension RedisOfflineStore {
 
     func store(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
-               status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8]) {
+               status: Int, fields: ResponseHeaders, contentType: String?, body: [UInt8], terms: OfflineCache.Terms?) {
         guard cache.isEnabled else { return }
+        // The TTL follows the call's generation; read now, so a reload before the write does not change it.
+        let terms = terms ?? cache.settings.terms
         let now = wallNow()
         var h = Hasher()
         h.combine(status)
@@ -34,13 +36,14 @@ extension RedisOfflineStore {
             // A storable answer replaces the older one (RFC 9111 §4), even one that may not be served
             // (`public, no-cache` to a reload): the memory store keeps it in v1's place too.
             write(key, OfflineCacheRules.record(answer, status: status, contentType: contentType, body: body, now: now),
-                  vary: answer.vary, hashes: hashes, now: now)
+                  vary: answer.vary, hashes: hashes, now: now, terms: terms)
         }
     }
 
     func refresh(key: OfflineCacheKey, request: CacheRequest, hasAuthorization: Bool, requestField: (String) -> String?,
-                 notModified fields: ResponseHeaders) {
+                 notModified fields: ResponseHeaders, terms: OfflineCache.Terms?) {
         guard cache.isEnabled else { return }
+        let terms = terms ?? cache.settings.terms
         // §5.2.1.5: nothing of a no-store request's answer is kept, and nothing stored is touched.
         if request.directives.noStore { return }
         let storable = OfflineCacheRules.storable(status: 200, key: key, request: request, hasAuthorization: hasAuthorization, fields: fields)
@@ -69,11 +72,11 @@ extension RedisOfflineStore {
             switch OfflineCacheRules.notModified(stored: stored?.record, sameVariant: sameVariant, storable: storable,
                                                  notModified: fields, request: request, now: now) {
             case .refresh(let merged):
-                if let stored { self.write(key, merged, vary: stored.vary, hashes: stored.varyHashes, now: now, force: true) }
+                if let stored { self.write(key, merged, vary: stored.vary, hashes: stored.varyHashes, now: now, terms: terms, force: true) }
             case .validator(let record, let vary):
                 // Only where nothing is stored (NX): a full answer written since the read (a 200
                 // finished in the same pass, or another replica's) must not become a validator.
-                self.write(key, record, vary: vary, hashes: hashes, now: now, force: true, onlyIfAbsent: true)
+                self.write(key, record, vary: vary, hashes: hashes, now: now, terms: terms, force: true, onlyIfAbsent: true)
             case .drop:
                 self.invalidate(key: key)
             case .leave:
@@ -86,13 +89,15 @@ extension RedisOfflineStore {
         }
     }
 
-    /// Writes `record`; one that may not be written takes the older value with it when `dropsOlder`.
+    /// Writes `record` by the call's generation's `terms`; one that may not be written takes the
+    /// older value with it when `dropsOlder`.
     func write(_ key: OfflineCacheKey, _ record: OfflineCacheRecord, vary: [String], hashes: [[UInt8]], now: Double,
-                       force: Bool = false, dropsOlder: Bool = true, onlyIfAbsent: Bool = false) {
-        let settings = cache.settings
+               terms: OfflineCache.Terms, force: Bool = false, dropsOlder: Bool = true, onlyIfAbsent: Bool = false) {
+        // Turned off since the answer came (a reload): nothing more is written, as the README promises.
+        guard cache.isEnabled else { return }
         // The TTL is how long the entry may still be served: Redis drops it then, so nothing
         // unservable lingers (RFC 5861's stale-if-error bound, --offline-cache-max-age).
-        let ttl = Int(OfflineCacheRules.servableFor(record, maxAge: settings.maxAge, override: settings.override, now: now) * 1000)
+        let ttl = Int(OfflineCacheRules.servableFor(record, maxAge: terms.maxAge, override: terms.override, now: now) * 1000)
         // An answer that may not be served must not leave the older value servable, as the memory
         // store drops it too (a newer no-cache answer would otherwise leave v1 in Redis).
         guard ttl >= 1 else {

@@ -9,8 +9,11 @@ final class Route {
     let envelope: EnvelopeConfig
     /// Where the route's calls go: its group's endpoints, and this worker's choice among them.
     let picker: EndpointPicker
-    /// The group's own timeouts; nil when it takes the global ones.
-    let limits: TransferLimits?
+    /// curl's timeouts and CA bundle for the route's calls, failover attempts included: the group's
+    /// own, else the generation's global ones (never the client's live defaults).
+    let limits: TransferLimits
+    /// The generation's encoder and offline-cache terms, shared by its routes.
+    let generation: Generation
     /// Its position among the (route, upstream) pairs metrics count (`RouteLabels`); nil when uncounted.
     let metricsPosition: Int?
     /// `Retry-After` of the offline problem: the probe interval in whole seconds, at least 1.
@@ -54,8 +57,9 @@ final class Route {
     /// The route for `config`'s single upstream, or for one of its `routes` (`rule`): the rule's
     /// dialect, passthrough paths and key fields replace the global ones where it sets them.
     /// `unrouted`: Peel's own answers for calls no route applies to (no name).
-    init(_ config: GatewayConfig, rule: RouteRule? = nil, picker: EndpointPicker, keyFields union: [String]? = nil,
-         unrouted: Bool = false, labels: RouteLabels? = nil) {
+    init(_ config: GatewayConfig, generation: Generation, rule: RouteRule? = nil, picker: EndpointPicker,
+         keyFields union: [String]? = nil, unrouted: Bool = false, labels: RouteLabels? = nil) {
+        self.generation = generation
         var envelope = config.envelope
         if let rule {
             if let dialect = rule.dialect { envelope.dialect = dialect }
@@ -67,12 +71,8 @@ final class Route {
         metricsPosition = name.flatMap { n in labels?.position(route: n, upstream: picker.group.name) }
         self.picker = picker
         let group: UpstreamGroup? = config.routing?.upstreams.first { $0.name == picker.group.name }
-        if let g = group, g.timeout != nil || g.connectTimeout != nil || g.caFile != nil {
-            limits = TransferLimits(timeout: g.timeout ?? config.timeout, connectTimeout: g.connectTimeout ?? config.connectTimeout,
-                                    caFile: g.caFile)
-        } else {
-            limits = nil
-        }
+        limits = TransferLimits(timeout: group?.timeout ?? config.timeout, connectTimeout: group?.connectTimeout ?? config.connectTimeout,
+                                caFile: group?.caFile ?? config.caFile)
         stripping = rule?.stripPrefix == true ? rule : nil
         keyGroup = config.routing == nil ? "" : picker.group.name
         let interval: Double = group?.probe.interval ?? config.probeInterval
@@ -127,16 +127,20 @@ final class RouteSet {
     /// Every key field any route reads, in order: a request's fields are read once, before its
     /// route is known.
     let keyFields: CacheKeyFields
+    /// Every endpoint of every group, as this worker's routes parsed them.
+    let endpoints: [UpstreamEndpoint]
     private let table: RouteTable<Route>
 
     /// Throws when curl's URL parser refuses an endpoint's origin.
     init(_ config: GatewayConfig, groups: UpstreamGroups, labels: RouteLabels? = nil, worker: Int = 0) throws(PeelIOError) {
         // One picker per group, shared by the group's routes: its balancing spans them all.
+        let generation = Generation(config)
         var pickers: [String: EndpointPicker] = [:]
         for g in groups.all { pickers[g.name] = try EndpointPicker(g, worker: worker) }
+        endpoints = groups.all.flatMap { pickers[$0.name]!.endpoints }
         let first = pickers[groups.all[0].name]!
         guard let routing = config.routing else {
-            let only = Route(config, picker: first, labels: labels)
+            let only = Route(config, generation: generation, picker: first, labels: labels)
             routes = [only]
             fallback = only
             routed = false
@@ -152,12 +156,12 @@ final class RouteSet {
         var entries: [(host: String?, prefix: String, target: Route)] = []
         for rule in routing.routes {
             guard let picker = pickers[rule.upstream] else { continue }
-            let route = Route(config, rule: rule, picker: picker, keyFields: union, labels: labels)
+            let route = Route(config, generation: generation, rule: rule, picker: picker, keyFields: union, labels: labels)
             built.append(route)
             entries.append((rule.host, rule.prefix, route))
         }
         routes = built
-        fallback = Route(config, picker: first, keyFields: union, unrouted: true)
+        fallback = Route(config, generation: generation, picker: first, keyFields: union, unrouted: true)
         routed = true
         keyFields = CacheKeyFields(union)
         table = RouteTable(entries)

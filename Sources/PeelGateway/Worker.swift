@@ -93,7 +93,9 @@ final class Worker: @unchecked Sendable {
         let io = IOSettings(config, budget: budget)
         try client.apply(io.upstream)
         server.limits = io.connection
-        forwarder.apply(config, routes: routes, groups: groups)
+        // Connections to origins the reload removed close: idle ones now, the others once their calls finish.
+        client.keepConnections(to: Set(routes.endpoints.map(\.origin)), previous: forwarder.routes.endpoints)
+        forwarder.apply(routes: routes, groups: groups)
     }
 
     /// Makes this the worker that probes `groups`: one prober per endpoint, started with the loop.

@@ -24,6 +24,9 @@ final class SocketWatch {
     /// runs, the connection is its own and not idle, whatever curl's watch says (a paused transfer,
     /// back-pressure); once it has finished (or gone), a parked socket is an idle pooled connection.
     weak var owner: UpstreamTransfer?
+    /// The endpoint the latest transfer on this owned socket's connection went to (nil for a
+    /// whole-URL target): an idle connection to one a reload removed is closed.
+    var endpoint: UpstreamEndpoint?
 
     /// Watches nothing yet.
     init(fd: Int32, owned: Bool) {

@@ -14,6 +14,8 @@ public final class UpstreamClient {
     private(set) var options: UpstreamOptions
     /// Bumped by `apply`: handles set up under an older one are cleaned up instead of pooled.
     private(set) var generation = 0
+    /// The origins the latest reload configured (`keepConnections`); nil until one does.
+    private var configuredOrigins: Set<String>?
     /// The single-shot timer CURLMOPT_TIMERFUNCTION arms.
     private var timer: OpaquePointer?
     /// Runs curl's "timeout now" on this loop pass instead of through a 0 ms timer (no extra epoll_wait).
@@ -198,12 +200,51 @@ public final class UpstreamClient {
         }
     }
 
-    /// Remembers which transfer `easy` runs (CURLOPT_PRIVATE) as the owner of `w`'s connection.
+    /// Remembers which transfer `easy` runs (CURLOPT_PRIVATE) as the owner of `w`'s connection, and
+    /// the endpoint it talks to.
     private func noteOwner(_ w: SocketWatch, _ easy: UnsafeMutableRawPointer?) {
         guard let easy else { return }
         var priv: UnsafeMutableRawPointer? = nil
         guard peel_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &priv) == CURLE_OK, let priv else { return }
-        w.owner = Unmanaged<UpstreamTransfer>.fromOpaque(priv).takeUnretainedValue()
+        let t = Unmanaged<UpstreamTransfer>.fromOpaque(priv).takeUnretainedValue()
+        w.owner = t
+        // Compared first: a connection's endpoint changes only across reloads, so this stores (and
+        // retains) once per connection and generation, not per call.
+        if let e = t.handle?.endpoint, w.endpoint !== e { w.endpoint = e }
+    }
+
+    /// A reload configured calls to `origins` (`scheme://host[:port]`) only; `previous` are the
+    /// endpoints calls planned before it go to. Idle connections to any other origin close now,
+    /// and those of calls still running once the calls finish (`unhook`: a call of the previous
+    /// configuration may still fail over to a removed endpoint), so a backend drained by taking it
+    /// out of the configuration is left alone. libcurl 7.88 has no call that closes one host's
+    /// connections in a multi handle's cache, so each is shut down both ways, as `socketReady`
+    /// does for an idle connection that receives bytes: the upstream sees the close at once, and
+    /// curl, finding the socket hung up, closes its descriptor at its next check of the cache.
+    /// Loop thread, never inside a curl callback.
+    public func keepConnections(to origins: Set<String>, previous: [UpstreamEndpoint]) {
+        configuredOrigins = origins
+        for e in previous where !origins.contains(e.origin) { e.retire() }
+        closeIdleToRemoved()
+    }
+
+    /// Whether `endpoint` is no longer among the configured origins.
+    func isRemoved(_ endpoint: UpstreamEndpoint?) -> Bool {
+        guard let endpoint, let configuredOrigins else { return false }
+        return !configuredOrigins.contains(endpoint.origin)
+    }
+
+    /// Shuts down every idle pooled connection whose latest transfer went to a removed origin.
+    func closeIdleToRemoved() {
+        for w in sockets.values where w.owned && w.parked && w.owner?.handle == nil && isRemoved(w.endpoint) {
+            w.endpoint = nil
+            w.disarm()
+            // Closed by curl behind our back and the number reused: not ours to shut.
+            guard w.stillOurs else { continue }
+            if shutdown(w.fd, Int32(SHUT_RDWR)) != 0 && errno != ENOTCONN {
+                record(PeelIOError(.system(errno), "shutdown(idle connection to a removed upstream)"))
+            }
+        }
     }
 
     /// A watched socket is ready: tell curl, then collect finished transfers.

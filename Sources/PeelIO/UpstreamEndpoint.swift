@@ -1,4 +1,5 @@
 import CCurl
+import Synchronization
 
 /// One upstream address calls can go to: its origin parsed once into curl's URL form (CURLOPT_CURLU)
 /// and the base path joined before every target. Immutable once made, so one endpoint serves every
@@ -11,6 +12,10 @@ public final class UpstreamEndpoint: @unchecked Sendable, CustomStringConvertibl
     public let basePath: String
     /// The origin as curl parsed it.
     let url: OpaquePointer
+    /// Set when a reload removed this origin (`UpstreamClient.keepConnections`).
+    private let retired = Atomic<Bool>(false)
+    /// Whether a reload removed this origin: a connection to it is not kept once its call is done.
+    var isRetired: Bool { retired.load(ordering: .relaxed) }
 
     /// Parses `origin` with curl's URL parser; throws what curl refused (CURLE_URL_MALFORMAT, or
     /// CURLE_OUT_OF_MEMORY), naming the call.
@@ -30,6 +35,9 @@ public final class UpstreamEndpoint: @unchecked Sendable, CustomStringConvertibl
     }
 
     deinit { curl_url_cleanup(url) }
+
+    /// Marks the origin removed by a reload.
+    func retire() { retired.store(true, ordering: .relaxed) }
 
     public var description: String { origin + basePath }
 }

@@ -84,7 +84,7 @@ extension UpstreamClient {
     private func prepare(_ t: UpstreamTransfer, on h: EasyHandle, request: UpstreamRequest,
                          context ptr: UnsafeMutableRawPointer) throws(PeelIOError) {
         try h.set(CURLOPT_PRIVATE, UnsafeRawPointer(ptr))
-        // The call's timeouts (its group's, or the client's), set only when the handle holds others.
+        // The call's timeouts (its route's, or the client's), set only when the handle holds others.
         let timeout = Int((request.limits?.timeout ?? options.timeout) * 1000)
         if h.timeoutMs != timeout {
             try h.set(CURLOPT_TIMEOUT_MS, timeout)
@@ -96,7 +96,7 @@ extension UpstreamClient {
             h.connectTimeoutMs = connect
         }
         // The CA bundle likewise; curl does not reuse a connection checked against another one.
-        let ca = request.limits?.caFile ?? options.caFile ?? h.defaultCAFile
+        let ca = request.limits.map { $0.caFile ?? h.defaultCAFile } ?? options.caFile ?? h.defaultCAFile
         if h.caFile != ca {
             if let ca { try h.set(CURLOPT_CAINFO, ca) } else { try h.set(CURLOPT_CAINFO, nil as UnsafeRawPointer?) }
             h.caFile = ca
@@ -190,6 +190,9 @@ extension UpstreamClient {
         // A handle curl still holds is let go, neither pooled (adding it again would fail) nor
         // cleaned up (the multi would keep a dangling pointer); only a recursive API call gets here.
         if stillInMulti { return }
+        // A call that outlived the removal of its endpoint leaves its connection idle now: closed
+        // too (`keepConnections`). One flag on the endpoint, so calls pay no lookup.
+        if let e = h.endpoint, e.isRetired || (h.generation != generation && isRemoved(e)) { closeIdleToRemoved() }
         // Set up under settings a reload has replaced: not pooled.
         if h.generation != generation {
             h.cleanup()

@@ -48,13 +48,14 @@ public struct ForwardingFields: Sendable {
     }
 }
 
-/// Settings of one call that differ from the client's options (a group's own timeouts and CA bundle).
+/// A call's own timeouts and CA bundle, in place of the client's options (which a reload replaces
+/// while the call runs).
 public struct TransferLimits: Sendable, Equatable {
     /// Whole exchange limit in seconds.
     public var timeout: Double
     /// TCP+TLS connect limit in seconds.
     public var connectTimeout: Double
-    /// The CA bundle https endpoints are checked against; nil: the client's.
+    /// The CA bundle https endpoints are checked against; nil: curl's built-in one.
     public var caFile: String?
 
     public init(timeout: Double, connectTimeout: Double, caFile: String? = nil) {
@@ -95,7 +96,7 @@ public struct UpstreamRequest {
     /// `writeFields`). An empty value sends `Name:`, which stops curl from sending a field of its
     /// own by that name.
     public let added: [FieldLine]
-    /// The call's own timeouts; nil: the client's options.
+    /// The call's own timeouts and CA bundle; nil: the client's options.
     public let limits: TransferLimits?
 
     public init(method: String, target: UpstreamTarget, body: UpstreamBody = .none, acceptEncoding: String = "",

@@ -34,6 +34,8 @@ final class RawUpstream: @unchecked Sendable {
         case sendBytes([UInt8])
         /// Closes without a byte.
         case close
+        /// Closes without a byte, `after` seconds later (a request held, then lost).
+        case closeAfter(Double)
     }
 
     private let loop: EventLoop
@@ -143,6 +145,10 @@ final class RawUpstream: @unchecked Sendable {
                 case .close:
                     conn.close()
                     return
+                case .closeAfter(let delay):
+                    let timer = LoopTimer(loop: conn.loop) { [weak conn] in conn?.close() }
+                    timer.arm(seconds: delay)
+                    timers.append(timer)
                 }
             }
         }

@@ -1,3 +1,4 @@
+import CZlib
 import PeelEnvelope
 import Foundation
 import PeelGateway
@@ -138,5 +139,178 @@ final class ReloadTests: XCTestCase {
         XCTAssertEqual(h.gateway.reload(next), [])
         let after = try locations(h)
         XCTAssertEqual(after, ["/target"], "Location fields after turning rewriting off")
+    }
+
+    /// The routing sections of `file` (no `--upstream` group in them).
+    private func routing(_ file: String) throws -> RoutingConfig {
+        try XCTUnwrap(try loadConfig(file: file, environment: ["PEEL_UPSTREAM": "http://127.0.0.1:1"]).routing)
+    }
+
+    /// `bytes` gunzipped, nil when they are not one whole gzip member.
+    private func gunzip(_ bytes: [UInt8]) -> [UInt8]? {
+        var stream = z_stream()
+        guard inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
+        defer { inflateEnd(&stream) }
+        var out = [UInt8](repeating: 0, count: 1 << 16)
+        var input = bytes
+        let rc = input.withUnsafeMutableBufferPointer { i in
+            out.withUnsafeMutableBufferPointer { o in
+                stream.next_in = i.baseAddress
+                stream.avail_in = uInt(i.count)
+                stream.next_out = o.baseAddress
+                stream.avail_out = uInt(o.count)
+                return inflate(&stream, Z_FINISH)
+            }
+        }
+        return rc == Z_STREAM_END ? Array(out[0..<Int(stream.total_out)]) : nil
+    }
+
+    // The whole generation is pinned, not only the route: a reload between a call's send and its
+    // answer changes the dialect, CORS, the gzip level, the default timeout and the offline cache's
+    // max age at once. The call's first endpoint loses it after the reload, so its failover attempt
+    // is sent under the new configuration too; every part of the answer follows the old one.
+    func testReload_betweenSendAndAnswer_everyPartOfTheAnswerComesFromTheCallsGeneration() throws {
+        let data = #"{"x":""# + String(repeating: "peel ", count: 200) + #""}"#
+        let body = #"{"code":0,"message":"ok","data":"# + data + #","errcode":0}"#
+        // Shared (public) and 100 s old: kept under an hour's max age (the old one), refused under 10 s (the new one).
+        let answer = RawUpstream.answer(body, fields: ["Cache-Control: public", "Age: 100"])
+        let first = try RawUpstream { r in r.path == "/probe" ? .send(RawUpstream.answer("{}")) : .closeAfter(0.5) }
+        defer { first.stop() }
+        let second = try RawUpstream { r in r.path == "/probe" ? .send(RawUpstream.answer("{}")) : .sendInTwoParts("", after: 0.6, answer) }
+        defer { second.stop() }
+        let routes = try routing("""
+            {"upstreams": {"two": {"endpoints": ["\(first.baseURL)", "\(second.baseURL)"]}},
+             "routes": [{"prefix": "/", "upstream": "two"}]}
+            """)
+        let h = try RawHarness(configure: { c in
+            c.routing = routes
+            c.timeout = 5
+            c.corsOrigins = ["https://a.example"]
+            c.compression = [.gzip]
+            c.compressionMinSize = 1
+            c.gzipLevel = 1
+            c.offlineCache = 1 << 20
+            c.offlineCacheMaxAge = 3600
+        }) { _ in .send(RawUpstream.answer("{}")) }
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /slow HTTP/1.1\r\nHost: x\r\nOrigin: https://a.example\r\nAccept-Encoding: gzip\r\n\r\n")
+        let deadline = Date().addingTimeInterval(2)
+        while !first.requests.contains(where: { $0.path == "/slow" }) && Date() < deadline { usleep(10_000) }
+        XCTAssertTrue(second.requests.allSatisfy { $0.path != "/slow" }, "the first attempt goes to the first endpoint")
+        var next = h.gateway.config
+        next.envelope.dialect = .wechat
+        next.corsOrigins = ["https://b.example"]
+        next.gzipLevel = 9
+        next.timeout = 0.3
+        next.offlineCacheMaxAge = 10
+        XCTAssertEqual(h.gateway.reload(next), [])
+
+        let old = try c.readResponse()
+        XCTAssertEqual(old.status, 200, "the failover attempt keeps the 5 s timeout of its generation, not 0.3 s: \(old.text)")
+        XCTAssertEqual(second.requests.filter { $0.path == "/slow" }.count, 1, "answered by the second endpoint")
+        XCTAssertEqual(old.header("access-control-allow-origin"), "https://a.example", "CORS of its own generation")
+        XCTAssertEqual(old.header("content-encoding"), "gzip")
+        // RFC 1952 §2.3.1: XFL is 4 for zlib's fastest level, 2 for its best.
+        XCTAssertEqual(old.body.count > 8 ? old.body[8] : 0, 4, "compressed at its generation's gzip level 1, not 9")
+        XCTAssertEqual(gunzip(old.body).map { String(decoding: $0, as: UTF8.self) }, data, "judged by the dialect it started under")
+        // Stored before the answer is written.
+        XCTAssertEqual(h.gateway.offlineCache.entries, 1, "stored under its generation's max age (an hour), not 10 s")
+
+        // Calls planned from now on take the new generation in every part.
+        let n = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try n.send("GET /now HTTP/1.1\r\nHost: x\r\nOrigin: https://b.example\r\nAccept-Encoding: gzip\r\n\r\n")
+        let now = try n.readResponse()
+        XCTAssertEqual(now.status, 504, "the new 0.3 s timeout: \(now.text)")
+        XCTAssertEqual(now.header("access-control-allow-origin"), "https://b.example")
+    }
+
+    // Turning the offline cache off stops every write at once (README), even for a call planned
+    // while it was on: the call keeps its generation's max age, not the cache's being on.
+    func testReload_turningTheCacheOff_stopsTheWriteOfACallInFlight() throws {
+        let h = try RawHarness(configure: { c in c.offlineCache = 1 << 20 }) { r in
+            let answer = RawUpstream.envelope("1")
+            return r.path == "/slow" ? .sendInTwoParts("", after: 0.3, answer) : .send(answer)
+        }
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        let deadline = Date().addingTimeInterval(2)
+        while h.seen("/slow").isEmpty && Date() < deadline { usleep(10_000) }
+        var next = h.gateway.config
+        next.offlineCache = 0
+        XCTAssertEqual(h.gateway.reload(next), [])
+        XCTAssertEqual(try c.readResponse().status, 200)
+        XCTAssertEqual(h.gateway.offlineCache.entries, 0, "stored after the cache was turned off")
+    }
+
+    // A backend drained by taking it out of the configuration must not keep Peel's connections:
+    // the idle ones close within a second of the reload, and a call in flight to it finishes and
+    // then closes its own.
+    func testReload_removingAnEndpoint_closesItsIdleConnections_andACallInFlightFinishesFirst() throws {
+        let removed = try RawUpstream { r in
+            let answer = RawUpstream.envelope("\"old\"")
+            return r.path == "/probe" ? .send(answer) : .sendInTwoParts("", after: 0.3, answer)
+        }
+        defer { removed.stop() }
+        let kept = try RawUpstream { _ in .send(RawUpstream.envelope("\"new\"")) }
+        defer { kept.stop() }
+        let h = try RawHarness(configure: { c in c.upstream = try! UpstreamURL.parse(removed.baseURL).get() }) { _ in .close }
+        defer { h.stop() }
+        // Eight calls at once: eight connections, idle once answered.
+        let clients = try (0..<8).map { _ in try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5) }
+        for c in clients { try c.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n") }
+        for c in clients { XCTAssertEqual(try c.readResponse().text, "\"old\"") }
+        let idle = Set(removed.requests.filter { $0.path == "/a" }.map(\.connection))
+        XCTAssertEqual(idle.count, 8)
+        XCTAssertTrue(Set(removed.closed).isDisjoint(with: idle), "kept alive while configured")
+
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+        let deadline = Date().addingTimeInterval(2)
+        while !removed.requests.contains(where: { $0.path == "/held" }) && Date() < deadline { usleep(10_000) }
+        let busy = try XCTUnwrap(removed.requests.first { $0.path == "/held" }?.connection)
+        var next = h.gateway.config
+        next.upstream = try UpstreamURL.parse(kept.baseURL).get()
+        let reloaded = Date()
+        XCTAssertEqual(h.gateway.reload(next), [])
+        XCTAssertEqual(try c.readResponse().text, "\"old\"", "the call in flight finishes")
+        // The probe's connection too: the endpoint's prober stops.
+        var all = Set(removed.requests.map(\.connection))
+        all.insert(busy)
+        while !all.isSubset(of: Set(removed.closed)) && Date().timeIntervalSince(reloaded) < 1 { usleep(10_000) }
+        XCTAssertTrue(all.isSubset(of: Set(removed.closed)),
+                      "open 1 s after the reload: \(all.subtracting(removed.closed).sorted()) of \(all.sorted())")
+        XCTAssertEqual(try h.request("GET", "/a").text, "\"new\"")
+    }
+
+    // A call planned before the reload can fail over to the removed endpoint after it, on a handle
+    // made since: that connection closes too, within a second of the answer.
+    func testReload_aFailoverAttemptToTheRemovedEndpoint_closesItsConnectionAfterwards() throws {
+        let first = try RawUpstream { r in r.path == "/probe" ? .send(RawUpstream.answer("{}")) : .closeAfter(0.3) }
+        defer { first.stop() }
+        let removed = try RawUpstream { _ in .send(RawUpstream.envelope("\"removed\"")) }
+        defer { removed.stop() }
+        let group = { (endpoints: [RawUpstream]) in
+            try self.routing("""
+                {"upstreams": {"two": {"endpoints": [\(endpoints.map { "\"\($0.baseURL)\"" }.joined(separator: ", "))]}},
+                 "routes": [{"prefix": "/", "upstream": "two"}]}
+                """)
+        }
+        let routes = try group([first, removed])
+        let h = try RawHarness(configure: { c in c.routing = routes }) { _ in .send(RawUpstream.answer("{}")) }
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        try c.send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+        let deadline = Date().addingTimeInterval(2)
+        while !first.requests.contains(where: { $0.path == "/a" }) && Date() < deadline { usleep(10_000) }
+        var next = h.gateway.config
+        next.routing = try group([first])
+        XCTAssertEqual(h.gateway.reload(next), [])
+        XCTAssertEqual(try c.readResponse().text, "\"removed\"", "the failover attempt of the old route")
+        let used = try XCTUnwrap(removed.requests.first { $0.path == "/a" }?.connection)
+        let answered = Date()
+        while !removed.closed.contains(used) && Date().timeIntervalSince(answered) < 1.5 { usleep(10_000) }
+        XCTAssertTrue(removed.closed.contains(used), "the connection of the attempt stays open")
     }
 }
