@@ -5,29 +5,6 @@ import XCTest
 /// by prefix, extras that only copy, `*Response` matching `Response`, duplicate members named, the
 /// auth flag, and the settings refused because they can never take effect.
 final class DialectRuleTests: XCTestCase {
-    private func judged(_ body: String, _ dialect: Dialect, status: Int = 200) -> (Verdict, String?) {
-        var c = EnvelopeConfig()
-        c.dialect = dialect
-        let bytes = Array(body.utf8)
-        let v = judge(UpstreamAnswer(status: status, contentType: "application/json", path: "/x", isHead: false), body: bytes, config: c)
-        switch v {
-        case .unwrap(_, let r?): return (v, String(decoding: bytes[r], as: UTF8.self))
-        case .unwrapRest(_, let b): return (v, String(decoding: b, as: UTF8.self))
-        default: return (v, nil)
-        }
-    }
-
-    private func sent(_ body: String, _ dialect: Dialect, status: Int = 200) -> String? { judged(body, dialect, status: status).1 }
-
-    private func problem(_ body: String, _ dialect: Dialect, status: Int = 200, file: StaticString = #filePath,
-                         line: UInt = #line) -> Problem? {
-        guard case .problem(let p) = judged(body, dialect, status: status).0 else {
-            XCTFail("not a problem", file: file, line: line)
-            return nil
-        }
-        return p
-    }
-
     // MARK: array indices
 
     /// GraphQL over HTTP: failure when `errors` says something, code and message in its first element.
