@@ -72,7 +72,8 @@ final class Route {
         self.picker = picker
         let group: UpstreamGroup? = config.routing?.upstreams.first { $0.name == picker.group.name }
         limits = TransferLimits(timeout: group?.timeout ?? config.timeout, connectTimeout: group?.connectTimeout ?? config.connectTimeout,
-                                caFile: group?.caFile ?? config.caFile)
+                                caFile: group?.caFile ?? config.caFile, maxResponseBody: config.maxUpstreamBody,
+                                idleTimeout: config.upstreamIdleTimeout)
         stripping = rule?.stripPrefix == true ? rule : nil
         keyGroup = config.routing == nil ? "" : picker.group.name
         let interval: Double = group?.probe.interval ?? config.probeInterval

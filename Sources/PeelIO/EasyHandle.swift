@@ -114,7 +114,7 @@ final class EasyHandle {
                         h.timeoutMs = 0
                         // ... but an upstream that goes silent mid-stream is cut after idleTimeout
                         // (one was held 40 s with a 5 s timeout).
-                        if let c = t.client { t.watchIdle(loop: c.loop, seconds: c.options.idleTimeout) }
+                        if let c = t.client { t.watchIdle(loop: c.loop, seconds: t.idleSeconds) }
                     }
                 }
             }

@@ -10,7 +10,8 @@ extension UpstreamClient {
                      completion: @escaping (Result<UpstreamResponse, UpstreamFailure>) -> Void) -> UpstreamTransfer {
         let t = UpstreamTransfer()
         t.client = self
-        t.limit = options.maxResponseBody
+        t.limit = request.limits?.maxResponseBody ?? options.maxResponseBody
+        t.idleSeconds = request.limits?.idleTimeout ?? options.idleTimeout
         t.budget = options.budget
         t.completion = completion
         t.method = request.method

@@ -57,11 +57,18 @@ public struct TransferLimits: Sendable, Equatable {
     public var connectTimeout: Double
     /// The CA bundle https endpoints are checked against; nil: curl's built-in one.
     public var caFile: String?
+    /// Largest body in bytes; nil: the client's `maxResponseBody`.
+    public var maxResponseBody: Int?
+    /// Silence allowed once a streamed answer flows, in seconds; nil: the client's `idleTimeout`.
+    public var idleTimeout: Double?
 
-    public init(timeout: Double, connectTimeout: Double, caFile: String? = nil) {
+    public init(timeout: Double, connectTimeout: Double, caFile: String? = nil, maxResponseBody: Int? = nil,
+                idleTimeout: Double? = nil) {
         self.timeout = timeout
         self.connectTimeout = connectTimeout
         self.caFile = caFile
+        self.maxResponseBody = maxResponseBody
+        self.idleTimeout = idleTimeout
     }
 }
 

@@ -232,6 +232,8 @@ public final class UpstreamTransfer {
     var sends = 0
     /// Largest body accepted, in bytes.
     var limit = 0
+    /// Silence allowed once the answer streams, in seconds (the call's, else the client's).
+    var idleSeconds: Double = 60
     /// The budget the body is counted against, and how much of it this transfer holds.
     var budget: MemoryBudget?
     var budgetHeld = 0

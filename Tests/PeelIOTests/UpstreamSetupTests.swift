@@ -199,4 +199,26 @@ final class UpstreamSetupTests: DemoTestCase {
         }
         XCTAssertEqual(seen.results.count, 0)
     }
+
+    // A call's own body limit holds over the client's (a reload lowered or raised it after the
+    // call was planned: the call keeps its generation's).
+    func testACallsOwnBodyLimit_holdsOverTheClients() throws {
+        let endpoint = try UpstreamEndpoint(origin: upstream.baseURL)
+        var options = UpstreamOptions()
+        options.maxResponseBody = 10_000_000
+        let seen = try onLoop(options) { client, seen, done in
+            let small = TransferLimits(timeout: 10, connectTimeout: 10, maxResponseBody: 100)
+            client.send(UpstreamRequest(method: "GET", target: .origin(endpoint, path: "/api/large", query: "kb=4"), limits: small)) { first in
+                seen.results.append(first)
+                client.send(UpstreamRequest(method: "GET", target: .origin(endpoint, path: "/api/large", query: "kb=4"))) { second in
+                    seen.results.append(second)
+                    done()
+                }
+            }
+        }
+        guard case .failure(.tooLarge)? = seen.results.first else { return XCTFail("the call's 100 bytes: \(seen.results)") }
+        guard case .success(let r)? = seen.results.last else { return XCTFail("the client's 10 MB again: \(seen.results)") }
+        XCTAssertGreaterThan(r.body.count, 100)
+    }
 }
+
