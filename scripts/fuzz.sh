@@ -86,7 +86,7 @@ fuzz_http() {
   (cd "$build" && "$swiftc" -sanitize=fuzzer,address -parse-as-library -O -wmo -g \
     -module-name HTTPParserFuzz -I "$build" -L "$build" -lDemoParser \
     "$root"/Sources/PeelIO/HTTP1/{HTTP1Parser,RequestBuffer,RequestError,ConnectionMachine}.swift \
-    "$root"/Sources/PeelIO/HeaderFields.swift "$root"/Sources/PeelIO/MemoryBudget.swift "$root"/Fuzz/HTTPParserFuzz/*.swift \
+    "$root"/Sources/PeelIO/Fields/HeaderFields.swift "$root"/Sources/PeelIO/MemoryBudget.swift "$root"/Fuzz/HTTPParserFuzz/*.swift \
     -o "$out/http-parser-fuzz") || return
 
   echo "fuzz: http for ${seconds}s; corpus $out/http-corpus, crashes in $out/artifacts/http-*" >&2

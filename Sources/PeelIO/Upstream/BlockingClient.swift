@@ -1,3 +1,5 @@
+// The SOCK_* constants reach Swift through libevent's headers: Glibc's module leaves them out.
+import CEvent
 import Glibc
 
 /// A small blocking HTTP/1.1 client over one TCP socket, for `peel healthcheck` and for tests that

@@ -1,5 +1,7 @@
 import CCurl
 import CPeelShims
+// The SOCK_* constants reach Swift through libevent's headers: Glibc's module leaves them out.
+import CEvent
 import Glibc
 
 /// One pooled easy handle and what it owns: curl's error text buffer, and the endpoint its URL is set to.
