@@ -521,7 +521,9 @@ check "Redis image USER is numeric and non-root" "10002:10002" "$(podman image i
 # =============================================================================================
 # 5. Run it: the demo upstream and the gateway, host network, loopback ports only.
 # =============================================================================================
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+# Ports from scripts/ports.py with one registry for the run: no port is handed out twice.
+export PEEL_TEST_PORTS="$WORK/ports"
+free_port() { python3 "$ROOT/scripts/ports.py"; }
 UP=$(free_port); GW=$(free_port); AD=$(free_port); RP=$(free_port)
 # wait_for URL SECONDS: until URL answers 2xx, at most SECONDS
 wait_for() {
