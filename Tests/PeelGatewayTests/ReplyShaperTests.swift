@@ -60,11 +60,13 @@ final class ReplyShaperTests: XCTestCase {
         }
     }
 
-    private func render(_ s: ShapedReply) -> [(String, String)] {
-        var out: [(String, String)] = []
-        s.forEachField(rewrite: rewrite, publicOrigin: { "https://peel.example" }, { out.append(($0.nameString, $0.valueString)) },
-                       { out.append(($0, $1)) })
-        return out
+    private func render(_ s: ShapedReply) -> [(String, String)] { s.fields.pairs }
+
+    /// A call's context as the forwarder makes it: Peel's public origin is https://peel.example (a
+    /// trusted proxy's X-Forwarded-Proto), and URLs naming the upstream are rewritten.
+    private func context(requestId: String, origin: String?, acceptEncoding: AcceptedCodings?, keptCoding: String?) -> ReplyContext {
+        ReplyContext(requestId: requestId, origin: origin, acceptEncoding: acceptEncoding, keptCoding: keptCoding, rewrite: rewrite,
+                     host: "peel.example", forwardedProto: "https")
     }
 
     func testEveryKindOfAnswer_timesCORS_timesCompression() throws {
@@ -73,7 +75,7 @@ final class ReplyShaperTests: XCTestCase {
             for cors in [false, true] {
                 for compression in [false, true] {
                     for acceptsGzip in [false, true] {
-                        let ctx = ReplyContext(requestId: "rid-1", origin: origin, acceptEncoding: acceptsGzip ? "gzip" : nil,
+                        let ctx = context(requestId: "rid-1", origin: origin, acceptEncoding: acceptsGzip ? "gzip" : nil,
                                                keptCoding: nil)
                         let shaped = shaper(cors: cors, compression: compression).shape(reply(c), ctx) { bytes, _ in
                             Array(bytes.prefix(10))  // a stand-in coding: the shaper only routes the bytes
@@ -179,7 +181,7 @@ final class ReplyShaperTests: XCTestCase {
     /// broke is answered with a problem, which is Peel's JSON and must not claim that coding.
     func testOnlyARelayedAnswer_carriesTheKeptCoding() {
         for c in Case.allCases {
-            let ctx = ReplyContext(requestId: "i", origin: nil, acceptEncoding: "gzip", keptCoding: "gzip")
+            let ctx = context(requestId: "i", origin: nil, acceptEncoding: "gzip", keptCoding: "gzip")
             var encoded = false
             let shaped = shaper(cors: false, compression: true).shape(reply(c), ctx) { bytes, _ in
                 encoded = true
@@ -203,7 +205,7 @@ final class ReplyShaperTests: XCTestCase {
     func testAProblemFromA206_isStillCompressible() {
         let r = Reply(status: 502, kind: .problem(.badUpstreamFormat),
                       upstream: ResponseHeaders([("Content-Range", "bytes 0-9/100")]), body: .bytes(body, range: nil, hold: nil))
-        let fields = render(shaper(cors: false, compression: true).shape(r, ReplyContext(requestId: "i", origin: nil,
+        let fields = render(shaper(cors: false, compression: true).shape(r, context(requestId: "i", origin: nil,
                                                                                           acceptEncoding: "gzip", keptCoding: nil)) { b, _ in Array(b) })
         XCTAssertEqual(fields.filter { $0.0 == "Content-Encoding" }.map(\.1), ["gzip"])
     }
@@ -211,7 +213,7 @@ final class ReplyShaperTests: XCTestCase {
     func testA204_carriesNoContentType_notEvenTheEnvelopes() {
         let r = Reply(status: 204, kind: .relayed, upstream: ResponseHeaders([("Content-Type", "application/json"), ("X-A", "1")]),
                       body: .bytes([], range: nil, hold: nil))
-        let fields = render(shaper(cors: false, compression: true).shape(r, ReplyContext(requestId: "i", origin: nil,
+        let fields = render(shaper(cors: false, compression: true).shape(r, context(requestId: "i", origin: nil,
                                                                                           acceptEncoding: "gzip", keptCoding: nil)) { _, _ in nil })
         XCTAssertEqual(fields.map(\.0), ["X-A", "X-Request-Id"])
     }
@@ -219,7 +221,7 @@ final class ReplyShaperTests: XCTestCase {
     func testAKeptCoding_isNamedOnce_andTheBodyIsNotCompressedAgain() {
         let r = Reply(status: 200, kind: .relayed, upstream: ResponseHeaders([("Content-Type", "text/plain"), ("Content-Encoding", "br")]),
                       body: .stream(contentLength: 120))
-        let shaped = shaper(cors: false, compression: true).shape(r, ReplyContext(requestId: "i", origin: nil, acceptEncoding: "br, gzip",
+        let shaped = shaper(cors: false, compression: true).shape(r, context(requestId: "i", origin: nil, acceptEncoding: "br, gzip",
                                                                                   keptCoding: "br")) { _, _ in
             XCTFail("a body in its upstream coding is not encoded again")
             return nil
@@ -232,14 +234,14 @@ final class ReplyShaperTests: XCTestCase {
     func testAStar_inAnyVary_isTheWholeVary() {
         let r = Reply(status: 200, kind: .relayed, upstream: ResponseHeaders([("Vary", "*"), ("Vary", "Cookie")]),
                       body: .bytes(body, range: nil, hold: nil))
-        let fields = render(shaper(cors: true, compression: true).shape(r, ReplyContext(requestId: "i", origin: origin,
+        let fields = render(shaper(cors: true, compression: true).shape(r, context(requestId: "i", origin: origin,
                                                                                          acceptEncoding: nil, keptCoding: nil)) { _, _ in nil })
         XCTAssertEqual(fields.filter { $0.0 == "Vary" }.map(\.1), ["*"])
     }
 
     func testOnlyARefusalAsksForTheConnectionToClose() {
         let s = shaper(cors: false, compression: false)
-        let ctx = ReplyContext(requestId: "i", origin: nil, acceptEncoding: nil, keptCoding: nil)
+        let ctx = context(requestId: "i", origin: nil, acceptEncoding: nil, keptCoding: nil)
         var r = Reply(status: 400, kind: .problem(.badRequest), body: .bytes([], range: nil, hold: nil), closing: true)
         XCTAssertTrue(s.shape(r, ctx) { _, _ in nil }.closing)
         r.closing = false

@@ -102,14 +102,14 @@ final class TrustedProxyTests: XCTestCase {
 
     func testRealClient_walksForwardedForRightToLeftPastTrustedHops() {
         let trusted = ["127.0.0.0/8", "10.0.0.0/8", "fd00::/8"].compactMap(IPNetwork.init)
-        XCTAssertEqual(Forwarder.realClient(peer: "127.0.0.1", forwardedFor: "203.0.113.7, 10.0.0.2", trusted: trusted), "203.0.113.7")
+        XCTAssertEqual(IPNetwork.realClient(peer: "127.0.0.1", forwardedFor: "203.0.113.7, 10.0.0.2", trusted: trusted), "203.0.113.7")
         // A client forging entries left of the real one does not move it (nginx real_ip_recursive on).
-        XCTAssertEqual(Forwarder.realClient(peer: "127.0.0.1", forwardedFor: "1.1.1.1, 203.0.113.7, 10.0.0.2", trusted: trusted), "203.0.113.7")
-        XCTAssertEqual(Forwarder.realClient(peer: "127.0.0.1", forwardedFor: "2001:db8::1, fd00::5", trusted: trusted), "2001:db8::1")
-        XCTAssertEqual(Forwarder.realClient(peer: "127.0.0.1", forwardedFor: "10.0.0.9, 10.0.0.2", trusted: trusted), "10.0.0.9", "all trusted: leftmost")
-        XCTAssertEqual(Forwarder.realClient(peer: "127.0.0.1", forwardedFor: "<script>, 10.0.0.2", trusted: trusted), "10.0.0.2",
+        XCTAssertEqual(IPNetwork.realClient(peer: "127.0.0.1", forwardedFor: "1.1.1.1, 203.0.113.7, 10.0.0.2", trusted: trusted), "203.0.113.7")
+        XCTAssertEqual(IPNetwork.realClient(peer: "127.0.0.1", forwardedFor: "2001:db8::1, fd00::5", trusted: trusted), "2001:db8::1")
+        XCTAssertEqual(IPNetwork.realClient(peer: "127.0.0.1", forwardedFor: "10.0.0.9, 10.0.0.2", trusted: trusted), "10.0.0.9", "all trusted: leftmost")
+        XCTAssertEqual(IPNetwork.realClient(peer: "127.0.0.1", forwardedFor: "<script>, 10.0.0.2", trusted: trusted), "10.0.0.2",
                        "text that is not an address never becomes the client")
-        XCTAssertEqual(Forwarder.realClient(peer: "127.0.0.1", forwardedFor: nil, trusted: trusted), "127.0.0.1")
+        XCTAssertEqual(IPNetwork.realClient(peer: "127.0.0.1", forwardedFor: nil, trusted: trusted), "127.0.0.1")
     }
 
     func testIPNetwork_parsesAndMatchesIPv4AndIPv6() throws {

@@ -97,11 +97,13 @@ final class FieldTokenTests: XCTestCase {
     func testTheReplyWriterOwnsFramingAndTheConnectionsFate() {
         let head = ReplyHead()
         head.begin(status: 200)
-        var out = ReplyHeaders(head: head)
+        var out = ReplyFields()
         out.add(ResponseHeaders([("Content-Length", "9"), ("Transfer-Encoding", "chunked"), ("Date", "then"), ("Date", "again"),
                                  ("Connection", "close"), ("X-Kept", "1")]), dropping: FieldSet([]))
         out.add("connection", "close")
         out.add("X-Bad", "a\r\nb")
+        XCTAssertEqual(out.pairs.map(\.0), ["Date", "X-Kept"])
+        head.fields(out)
         let text = String(decoding: UnsafeRawBufferPointer(start: head.bytes, count: head.count), as: UTF8.self)
         XCTAssertEqual(text, "HTTP/1.1 200 OK\r\nDate: then\r\nX-Kept: 1\r\n")
     }

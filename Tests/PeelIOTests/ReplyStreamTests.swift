@@ -18,7 +18,7 @@ final class ReplyStreamTests: XCTestCase {
             loop.execute { [self] in
                 do {
                     server = try HTTPServer(loop: loop, address: HostPort(host: "127.0.0.1", port: 0), reusePort: false) { [self] ex in
-                        guard let stream = ex.startStream(status: 200, headers: { $0.add("Content-Type", "text/event-stream") }) else { return }
+                        guard let stream = ex.startStream(status: 200, fields: ReplyFields([("Content-Type", "text/event-stream")])) else { return }
                         var left = pieces[...]
                         var timer: LoopTimer?
                         timer = LoopTimer(loop: loop) {

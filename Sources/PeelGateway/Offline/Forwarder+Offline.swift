@@ -9,7 +9,7 @@ extension Forwarder {
     /// the shared ones go. Another user's own entries stay: no client changes what another gets
     /// (one user's `PUT /me` must not wipe everyone's stored /me).
     func invalidateAfterUnsafe(_ call: Call, status: Int, headers: ResponseHeaders) {
-        guard status < 400, let user = call.userKey, call.exchange.methodToken.isUnsafe else { return }
+        guard status < 400, let user = call.plan.userKey, call.exchange.methodToken.isUnsafe else { return }
         var targets = [user.target]
         for token in [FieldToken.location, .contentLocation] {
             guard let value = headers.first(token) else { continue }
@@ -35,12 +35,12 @@ extension Forwarder {
         // Too large for the whole cache (or a shared-store value): not worth the copy, and the older
         // answer must go.
         if (built?.count ?? range?.count ?? 0) > cache.maxBody {
-            return cache.answeredUnstored(key: key, status: status, request: call.cacheRequest)
+            return cache.answeredUnstored(key: key, status: status, request: call.plan.cacheRequest)
         }
         let body = built ?? range.map { Array(response.body[$0]) } ?? []
         let ex = call.exchange
         let hasBody = built != nil || range != nil
-        cache.store(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization, requestField: { Self.requestValue(ex, $0) },
+        cache.store(key: key, request: call.plan.cacheRequest, hasAuthorization: call.plan.hasAuthorization, requestField: { Self.requestValue(ex, $0) },
                     status: status, fields: response.headers, contentType: hasBody ? "application/json" : nil, body: body,
                     terms: call.route.generation.cacheTerms)
     }
@@ -51,7 +51,7 @@ extension Forwarder {
     func answerOffline(_ call: Call, _ key: OfflineCacheKey) {
         let ex = call.exchange
         ex.onClientGone = { [self] in self.clientLeft(call, insideCurl: false) }
-        cache.lookup(key: key, request: call.cacheRequest, requestField: { call.done ? nil : Self.requestValue(ex, $0) },
+        cache.lookup(key: key, request: call.plan.cacheRequest, requestField: { call.done ? nil : Self.requestValue(ex, $0) },
                      terms: call.route.generation.cacheTerms) { [self] result in
             guard !call.done else { return }
             ex.onClientGone = nil
@@ -81,7 +81,7 @@ extension Forwarder {
         let ex = call.exchange
         guard ex.methodToken.readsResource else {
             let p = Problem(kind: .badRequest, status: 405, detail: "\(call.route.reachabilityPath ?? "") answers GET and HEAD only")
-            let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.route.envelope.problemTypeBase)
+            let body = renderProblem(p, requestId: call.plan.requestId, language: call.plan.language, typeBase: call.route.envelope.problemTypeBase)
             return emit(call, Reply(status: 405, kind: .own, fields: [("Content-Type", "application/problem+json"),
                                                                       ("Cache-Control", "no-store"), ("Allow", "GET, HEAD")],
                                     body: .bytes(body, range: nil, hold: nil), compressible: false),
@@ -97,11 +97,9 @@ extension Forwarder {
             }
             let shaped = call.route.shaper.shape(Reply(status: 200, kind: .own, fields: [("Content-Type", "text/event-stream"),
                                                                               ("Cache-Control", "no-store")],
-                                            body: .stream(contentLength: nil)), context(call), encode: { _, _ in nil })
-            let rewrite = call.route.rewrite
-            guard let stream = ex.startStream(status: 200, endless: true, headers: { out in
-                shaped.forEachField(rewrite: rewrite, publicOrigin: { nil }, { out.add($0) }, { out.add($0, $1) })
-            }) else {
+                                            body: .stream(contentLength: nil)), context(call, rewrite: call.route.rewrite),
+                                            encode: { _, _ in nil })
+            guard let stream = ex.startStream(status: 200, fields: shaped.fields, endless: true) else {
                 streams.release(client: client)
                 return record(call, status: 499, kind: "client-closed", bytes: 0, code: nil)
             }

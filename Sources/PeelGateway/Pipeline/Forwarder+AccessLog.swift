@@ -13,40 +13,42 @@ extension Forwarder {
     func record(_ call: Call, status: Int, kind: String, bytes: Int, code: EnvelopeCode?, cut: String? = nil) {
         guard !call.done else { return }
         // A cancelled attempt (the client left, a shutdown cut it) ends here.
-        call.leaveEndpoint()
+        call.attempts.end()
         // The one place a call ends: what it ended as follows from how it is logged.
         switch kind {
         case "client-closed": call.state = .clientGone
         case "passthrough-cut": call.state = .cut
         default: call.state = .answered
         }
-        let duration = monotonicNow() - call.started
+        let plan = call.plan
+        let duration = monotonicNow() - plan.started
         // Counted before it leaves the in-flight gauge (released, read acquiring by /metrics):
         // whoever sees the gauge drop sees the count.
-        metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstreamDuration,
-                              route: call.routed ? call.route.metricsPosition : nil)
+        metrics.recordRequest(kind: kind, status: status, duration: duration, upstreamDuration: call.upstream.duration,
+                              route: plan.routed ? plan.route.metricsPosition : nil)
         metrics.inflight.subtract(1, ordering: .releasing)
         guard call.route.accessLog, let accessLog = log else { return }
-        var line = "{\"time\":\"\(rfc3339(wallNow()))\",\"request_id\":\(jsonEscaped(call.requestId))"
-        line += ",\"method\":\(jsonEscaped(call.exchange.method)),\"path\":\(jsonEscaped(call.path.isEmpty ? call.exchange.target : call.path))"
+        var line = "{\"time\":\"\(rfc3339(wallNow()))\",\"request_id\":\(jsonEscaped(plan.requestId))"
+        line += ",\"method\":\(jsonEscaped(call.exchange.method)),\"path\":\(jsonEscaped(plan.path.isEmpty ? call.exchange.target : plan.path))"
         line += ",\"status\":\(status),\"kind\":\"\(kind)\",\"code\":" + (code.map(\.json) ?? "null")
-        line += ",\"upstream_status\":" + (call.upstreamStatus.map(String.init) ?? "null")
-        line += ",\"upstream_code\":" + (call.upstreamCode.map(Self.logged) ?? "null")
+        line += ",\"upstream_status\":" + (call.upstream.status.map(String.init) ?? "null")
+        line += ",\"upstream_code\":" + (call.upstream.code.map(Self.logged) ?? "null")
         line += ",\"duration_ms\":\((duration * 1_000_000).rounded() / 1000),\"bytes\":\(bytes)"
         line += ",\"client\":\(jsonEscaped(call.exchange.clientAddress))"
         // Names from the config only (never from the request); a call no route took (Peel's own
         // answers, no-route) has neither.
-        if call.routed, let name = call.route.name {
+        if plan.routed, let name = plan.route.name {
             line += ",\"route\":\(jsonEscaped(name)),\"upstream\":\(jsonEscaped(call.route.group.name))"
         } else {
             line += ",\"route\":null,\"upstream\":null"
         }
-        line += ",\"endpoint\":" + (call.endpoint.map { jsonEscaped($0.url.description) } ?? "null") + ",\"attempts\":\(call.attempts)"
+        line += ",\"endpoint\":" + (call.attempts.endpoint.map { jsonEscaped($0.url.description) } ?? "null")
+            + ",\"attempts\":\(call.attempts.count)"
         // Why a streamed answer was cut short (`upstream_idle`, `reset`, …), on those lines only.
         if let cut { line += ",\"cut\":\(jsonEscaped(cut))" }
-        if let reason = call.reason { line += ",\"reason\":" + jsonEscaped(reason) }
-        if let excerpt = call.excerpt { line += ",\"excerpt\":" + jsonEscaped(excerpt) }
-        if let message = call.privateMessage { line += ",\"upstream_message\":" + jsonEscaped(message) }
+        if let reason = call.notes.reason { line += ",\"reason\":" + jsonEscaped(reason) }
+        if let excerpt = call.notes.excerpt { line += ",\"excerpt\":" + jsonEscaped(excerpt) }
+        if let message = call.notes.privateMessage { line += ",\"upstream_message\":" + jsonEscaped(message) }
         line += "}"
         accessLog.append(line)
     }

@@ -7,7 +7,7 @@ extension Forwarder {
     func upstreamFinished(_ call: Call, _ result: Result<UpstreamResponse, UpstreamFailure>) {
         waiting[ObjectIdentifier(call)] = nil
         call.exchange.onClientGone = nil
-        call.leaveEndpoint()
+        call.attempts.end()
         if call.done { return }
         if let stream = call.stream { return streamFinished(call, stream, result) }
         // The client left as the answer started (see headArrived): nothing is left to send.
@@ -25,43 +25,44 @@ extension Forwarder {
             // status line: the endpoint is there. A timeout or a close before any status line on a
             // connection it took counts neither way: a client can cause it (a path whose worker
             // dies), and calls in flight when a host drops off the network end so long after it went.
-            if failure.isTransportFailure { call.endpoint?.liveFailed(failure) }
-            if failure.answeredBadly { call.endpoint?.liveAnswered() }
+            if failure.isTransportFailure { call.attempts.endpoint?.liveFailed(failure) }
+            if failure.answeredBadly { call.attempts.endpoint?.liveAnswered() }
             if failOver(call, after: failure, wentOut: call.transfer?.requestWentOut ?? true) { return }
             answer(call, Self.outcome(of: failure))
         case .success(let response):
             // Whatever it says, the upstream answered: evidence that it is there.
-            call.endpoint?.liveAnswered()
-            call.upstreamDuration = response.duration
-            call.upstreamStatus = response.status
-            call.upstreamHeaders = response.headers
+            call.attempts.endpoint?.liveAnswered()
+            call.upstream.duration = response.duration
+            call.upstream.status = response.status
+            call.upstream.headers = response.headers
             invalidateAfterUnsafe(call, status: response.status, headers: response.headers)
-            if response.status == 304, call.exchange.methodToken == .get, let key = call.cacheKey {
+            if response.status == 304, call.exchange.methodToken == .get, let key = call.plan.cacheKey {
                 // RFC 9111 §4.3.4: the stored answer is current again, or its validator is worth keeping.
                 let ex = call.exchange
-                cache.refresh(key: key, request: call.cacheRequest, hasAuthorization: call.hasAuthorization,
+                cache.refresh(key: key, request: call.plan.cacheRequest, hasAuthorization: call.plan.hasAuthorization,
                               requestField: { Self.requestValue(ex, $0) }, notModified: response.headers,
                               terms: call.route.generation.cacheTerms)
             }
-            // The judge's view of the head, as the head's stages left it (made here when no body byte came).
-            let answer = judgedAnswer(call, response.facts)
+            // The judge's view of the head, as the head decision made it (made here for a head that
+            // was never handed over).
+            let answer = call.head?.answer ?? judgedAnswer(call, response.facts)
             let judged = response.body.withUnsafeBufferPointer {
-                judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.passesUnjudged)
+                judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.head?.passesUnjudged)
             }
-            call.upstreamCode = judged.upstreamCode
+            call.upstream.code = judged.upstreamCode
             switch judged.verdict {
             case .unwrap(let status, let range):
                 // The data member's bytes are sent from the upstream body itself: no copy in Swift.
                 let status = range == nil ? 204 : status
                 // A HEAD's answer has no body to keep for a later GET.
-                if let key = call.cacheKey, call.exchange.methodToken == .get {
+                if let key = call.plan.cacheKey, call.exchange.methodToken == .get {
                     store(key, call, status: status, response, range: range)
                 }
                 pass(call, status: status, response, range: range ?? 0..<0, kind: "ok",
                      contentType: range == nil ? nil : "application/json")
             case .unwrapRest(let status, let body):
                 // The rest of the envelope object: built from the upstream's member bytes, verbatim.
-                if let key = call.cacheKey, call.exchange.methodToken == .get {
+                if let key = call.plan.cacheKey, call.exchange.methodToken == .get {
                     store(key, call, status: status, response, range: nil, built: body)
                 }
                 emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: "application/json",
@@ -69,9 +70,9 @@ extension Forwarder {
             case .passthrough:
                 // A newer answer that is not stored must not leave the older one servable (a 304
                 // refreshed it above; a 5xx is what stale-if-error keeps it for).
-                if let key = call.cacheKey {
+                if let key = call.plan.cacheKey {
                     // A 4xx refuses the resource: revoked or deleted, whatever the request carried.
-                    cache.answeredUnstored(key: key, status: response.status, request: call.cacheRequest)
+                    cache.answeredUnstored(key: key, status: response.status, request: call.plan.cacheRequest)
                 }
                 pass(call, status: response.status, response, range: nil, kind: "passthrough", contentType: nil)
             case .problem(let p):
@@ -80,69 +81,61 @@ extension Forwarder {
                 // back while offline, whatever the request carried. A 5xx keeps it: that is what stale
                 // answers are for; a precondition's answer (412) leaves it (RFC 9111 §4). A body that
                 // is no envelope says nothing of the resource: only a plain request's drops it.
-                if let key = call.cacheKey {
-                    cache.answeredUnstored(key: key, status: response.status, request: call.cacheRequest,
+                if let key = call.plan.cacheKey {
+                    cache.answeredUnstored(key: key, status: response.status, request: call.plan.cacheRequest,
                                            revokes: p.kind == .businessError || p.kind == .authExpired)
                 }
                 // A body that is not an envelope: its start goes to the log (never to the client), so
                 // a developer sees the CSRF page or the plain-text error that was refused.
                 if p.kind == .badUpstreamFormat || (p.kind == .upstreamError && judged.upstreamCode == nil && p.privateMessage == nil) {
-                    call.excerpt = Self.excerpt(response.body)
+                    call.notes.excerpt = Self.excerpt(response.body)
                 }
                 // A 5xx's words, kept from the client, reach the operator.
-                call.privateMessage = p.privateMessage.map(Self.bounded)
+                call.notes.privateMessage = p.privateMessage.map(Self.bounded)
                 answerProblem(call, p)
             }
         }
     }
 
-    /// Decides, when the final head is whole, whether the body passes in the coding it came in: a
-    /// passthrough answer whose Content-Encoding the client accepts is relayed as it came, with its
-    /// length; judged answers and codings the client cannot take are decoded. Inside curl's header
-    /// callback: nothing here may call curl.
-    func keepsCoding(_ call: Call, facts: ResponseFacts) -> Bool {
-        guard let coding = HeadDecision.keptCoding(facts, accepted: call.acceptEncoding,
-                                                   passesUnjudged: passesUnjudged(judgedAnswer(call, facts), config: call.route.envelope))
-        else { return false }
-        call.keptCoding = coding
-        return true
+    /// The one decision on an answer's head, made when the final head is whole: whether the answer
+    /// passes unjudged (from status and fields alone), whether its body keeps the coding it came in
+    /// (a passthrough answer whose Content-Encoding the client accepts is relayed as it came, with
+    /// its length), and whether it streams. A passthrough answer of unknown length, declared over
+    /// `stream_threshold`, or an event stream is sent as it arrives, its head at once, pausing the
+    /// upstream transfer while the client is slow; anything else is buffered whole (judged, or
+    /// passed with its length and maybe compressed). Runs inside curl's header callback: nothing
+    /// here may call curl.
+    func headArrived(_ call: Call, facts: ResponseFacts, head: ResponseHeadView) -> HeadPlan {
+        guard case .awaitingHead(let transfer) = call.state else { return .buffer }
+        call.state = .buffering(transfer)
+        let answer = judgedAnswer(call, facts)
+        // The call's own rules (a reload mid-call must not mix two), decided once for this answer.
+        let passes = passesUnjudged(answer, config: call.route.envelope)
+        let kept = HeadDecision.keptCoding(facts, accepted: call.plan.acceptEncoding, passesUnjudged: passes)
+        call.head = HeadTerms(answer: answer, passesUnjudged: passes, keptCoding: kept)
+        guard passes, case .stream(let declared) = HeadDecision.body(facts, keptCoding: kept, threshold: call.route.streamThreshold),
+              !call.exchange.answered
+        else { return HeadPlan(keepsCoding: kept != nil, sink: nil) }
+        return HeadPlan(keepsCoding: kept != nil, sink: startStream(call, transfer, facts.status, declared, head.copy()))
     }
 
-    /// Decides, when the first body bytes arrive, whether the answer streams: a passthrough answer
-    /// (decided from status and fields alone) of unknown length, declared over `stream_threshold`, or
-    /// an event stream is sent as it arrives, pausing the upstream transfer while the client is slow;
-    /// anything else is buffered whole (judged, or passed with its length and maybe compressed).
-    /// Runs inside curl's write callback: nothing here may call curl.
-    func headArrived(_ call: Call, facts: ResponseFacts, head: ResponseHeadView) -> StreamSink? {
-        // The head is in: the body is buffered unless the answer turns out to stream below.
-        guard case .awaitingHead(let transfer) = call.state else { return nil }
-        call.state = .buffering(transfer)
-        let status = facts.status
-        // The call's own rules (a reload mid-call must not mix two), decided once for this answer.
-        let passes = passesUnjudged(judgedAnswer(call, facts), config: call.route.envelope)
-        call.passesUnjudged = passes
-        guard passes else { return nil }
-        guard case .stream(let declared) = HeadDecision.body(facts, keptCoding: call.keptCoding, threshold: call.route.streamThreshold)
-        else { return nil }
-        guard !call.exchange.answered else { return nil }
-        let headers = head.copy()
-        call.upstreamStatus = status
-        call.upstreamHeaders = headers
+    /// Writes a streamed answer's head and returns the sink its body goes through.
+    private func startStream(_ call: Call, _ transfer: UpstreamTransfer, _ status: Int, _ declared: Int?,
+                             _ headers: ResponseHeaders) -> StreamSink {
+        call.upstream.status = status
+        call.upstream.headers = headers
         let shaped = call.route.shaper.shape(Reply(status: status, kind: .relayed, upstream: headers, body: .stream(contentLength: declared)),
-                                  context(call), encode: { _, _ in nil })
-        let rewrite = call.rewrite
-        guard let stream = call.exchange.startStream(status: status, contentLength: declared, headers: { out in
-            shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })
-        }) else {
+                                             context(call, rewrite: call.rewrite), encode: { _, _ in nil })
+        guard let stream = call.exchange.startStream(status: status, fields: shaped.fields, contentLength: declared) else {
             return { _ in .abort }
         }
         call.state = .streaming(transfer, stream)
         // A streamed answer is never stored, so it makes the older entry for its request stale, and
         // an unsafe method's success invalidates as a buffered one does.
         invalidateAfterUnsafe(call, status: status, headers: headers)
-        if let key = call.cacheKey { cache.answeredUnstored(key: key, status: status, request: call.cacheRequest) }
+        if let key = call.plan.cacheKey { cache.answeredUnstored(key: key, status: status, request: call.plan.cacheRequest) }
         // The head arrived: the upstream answered (evidence for reachability, like a buffered answer).
-        call.endpoint?.liveAnswered()
+        call.attempts.endpoint?.liveAnswered()
         if call.exchange.isHead {
             // HEAD answers what GET would: the head is all of it, and the rest is not fetched.
             record(call, status: status, kind: "passthrough", bytes: 0, code: nil)
@@ -164,14 +157,10 @@ extension Forwarder {
         }
     }
 
-    /// What the judge needs of the upstream's head: made once per answer from the head's facts, by
-    /// whichever of the head's stages runs first, and kept on the call for the others.
+    /// What the judge needs of the upstream's head.
     func judgedAnswer(_ call: Call, _ facts: ResponseFacts) -> UpstreamAnswer {
-        if let answer = call.answer { return answer }
-        let answer = UpstreamAnswer(status: facts.status, contentType: facts.contentType, path: call.path, isHead: false,
-                                    isOptions: call.exchange.methodToken == .options, contentDisposition: facts.contentDisposition)
-        call.answer = answer
-        return answer
+        UpstreamAnswer(status: facts.status, contentType: facts.contentType, path: call.plan.path, isHead: false,
+                       isOptions: call.exchange.methodToken == .options, contentDisposition: facts.contentDisposition)
     }
 
     /// Unread reply bytes at which a streamed upstream transfer pauses.
@@ -181,15 +170,15 @@ extension Forwarder {
     func streamFinished(_ call: Call, _ stream: ReplyStream, _ result: Result<UpstreamResponse, UpstreamFailure>) {
         switch result {
         case .success(let response):
-            call.upstreamDuration = response.duration
+            call.upstream.duration = response.duration
             // Counted before the end is written (a chunked body's last chunk), as a buffered answer
             // is (`emit`); under a declared length the last bytes may already be out.
-            record(call, status: call.upstreamStatus ?? 200, kind: "passthrough", bytes: call.streamedBytes, code: nil)
+            record(call, status: call.upstream.status ?? 200, kind: "passthrough", bytes: call.streamedBytes, code: nil)
             stream.finish()
         case .failure(let failure):
             metrics.recordUpstreamError(failure.reason)
-            call.reason = failure.message
-            record(call, status: call.upstreamStatus ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil,
+            call.notes.reason = failure.message
+            record(call, status: call.upstream.status ?? 502, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil,
                    cut: failure.reason)
             stream.abort()
         }

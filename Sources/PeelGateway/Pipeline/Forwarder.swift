@@ -67,7 +67,7 @@ final class Forwarder {
             if let stream = call.stream {
                 // Already answering: the body is cut (the client can tell an unfinished one).
                 stream.onClientGone = nil
-                record(call, status: call.upstreamStatus ?? 200, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil)
+                record(call, status: call.upstream.status ?? 200, kind: "passthrough-cut", bytes: call.streamedBytes, code: nil)
                 stream.abort()
             } else {
                 answer(call, .shuttingDown)
@@ -92,165 +92,90 @@ final class Forwarder {
     }
 
 
-    /// A call's stages: the request's fields read once (`RequestFacts`), what to do with it
-    /// (`RequestPlan`), the offline/cache decision, the upstream call, the judge, and one reply
-    /// shaper for whatever the answer is.
+    /// A call's stages: the plan (`CallPlan.make`: the request's fields read once, the route, the
+    /// cache keys, the upstream request), then an answer without the upstream or the first attempt.
     func handle(_ ex: HTTPExchange) {
         let started = monotonicNow()
-        // The generation this call is planned under: every stage below reads its route, never the live one.
-        let routes = self.routes
-        // Until a route is chosen (and for Peel's own answers), the generation's fallback.
-        let general = routes.fallback
         metrics.inflight.add(1, ordering: .relaxed)
-        // Key fields are read for every method while the cache is on (an unsafe method's success
-        // invalidates its user's entries); lookups and stores are for GET and HEAD only. Every
-        // route's key fields are read: the route is chosen from what these fields say.
-        let caching = cache.isEnabled
-        // Forwarded fields are believed only from a trusted proxy: from anyone else they
-        // are dropped, Peel writes its own, and redirects are rewritten from Host alone; a client
-        // could otherwise steer rewritten Locations (redirect poisoning behind a shared cache) and
-        // forge the chain the upstream sees.
-        let peer = ex.peerAddress
-        let trusted = IPNetwork.any(general.trustedProxies, contain: peer)
-        // Read once; the plan names its host (an absolute-form target's authority), then the stages borrow it.
-        var facts = RequestFacts(ex, keys: caching ? routes.keyFields : nil, trustingForwarding: trusted)
-        if trusted {
-            ex.clientAddress = Self.realClient(peer: peer, forwardedFor: facts.xForwardedFor, trusted: general.trustedProxies)
+        // The generation this call is planned under: every stage below reads its route, never the live one.
+        let planned = CallPlan.make(ex, started: started, routes: routes, selfAuthorities: selfAuthorities,
+                                    caching: cache.isEnabled, newId: nextRequestId)
+        switch planned {
+        case .forward(let plan):
+            ex.clientAddress = plan.clientAddress
+            attempt(Call(plan))
+        case .early(let plan, let early):
+            ex.clientAddress = plan.clientAddress
+            answerEarly(Call(plan), early)
         }
-        let id = facts.requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? nextRequestId()
-        let call = Call(exchange: ex, route: general, started: started, requestId: id,
-                        language: Language(acceptLanguage: facts.acceptLanguage))
-        call.origin = facts.origin ?? ex.refusedOrigin
-        call.acceptEncoding = facts.acceptEncoding.map { AcceptedCodings($0) }
+    }
 
-        // Refused by the server's parser (framing, limits, timeouts, Expect): answered like any failure.
-        if let refusal = ex.refusal {
+    /// Answers a call the plan settled without the upstream.
+    func answerEarly(_ call: Call, _ early: EarlyAnswer) {
+        switch early {
+        case .refused(let refusal):
             // The log says why, whatever the wire says (an HTTP/2 or TLS client gets no HTTP/1.1 answer).
-            call.reason = refusal.detail
+            call.notes.reason = refusal.detail
             switch refusal {
             case .overBudget, .overClientShare:
                 metrics.recordRefusal(refusal == .overBudget ? "max_buffered" : "max_buffered_per_client")
-                return answer(call, .serverBusy(refusal.detail))
-            default: break
+                answer(call, .serverBusy(refusal.detail))
+            default:
+                answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
             }
-            return answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
+        case .badRequest(let why): refuse(call, why)
+        case .preflight(let fields):
+            emit(call, Reply(status: 204, kind: .preflight, fields: fields, body: .bytes([], range: nil, hold: nil)), log: "preflight")
+        case .reachability(let events): answerReachability(call, events: events)
+        case .noRoute: answer(call, .noRoute)
+        case .offline: answerUnavailable(call)
         }
-
-        let (plan, path) = RequestPlan.decide(method: ex.method, target: ex.target, http11: ex.version.major == 1 && ex.version.minor >= 1,
-                                              &facts, selfAuthorities: selfAuthorities, managesCORS: general.cors != nil,
-                                              reachabilityPath: general.reachabilityPath, accept: { ex.header(.accept) })
-        call.path = path
-        call.addressFields = (facts.host, facts.xForwardedProto, facts.xForwardedHost)
-        let target: (path: String, query: String?)
-        switch plan {
-        case .refuse(let why): return refuse(call, why)
-        case .preflight:
-            let fields = general.cors?.preflightFields(origin: facts.origin, requestMethod: facts.accessControlRequestMethod,
-                                                 requestHeaders: facts.accessControlRequestHeaders) ?? []
-            return emit(call, Reply(status: 204, kind: .preflight, fields: fields, body: .bytes([], range: nil, hold: nil)),
-                        log: "preflight")
-        case .reachability(let events): return answerReachability(call, events: events)
-        case .forward(let p, let q): target = (p, q)
-        }
-        // The route: chosen from Host and path once the request is known to be forwarded (the
-        // reachability path was matched above, before any route).
-        guard let route = routes.choose(host: facts.host, path: target.path) else { return answer(call, .noRoute) }
-        // Dot-segments must not carry a call out of its route: `/pay/../admin` would take the /pay/
-        // route (its group, dialect and keys) to a path its upstream resolves to /admin. nginx
-        // matches locations on the resolved path; Peel forwards the path as sent, so it refuses one
-        // that resolves under another route.
-        if routes.routed, let resolved = RequestPolicy.resolvingDotSegments(target.path),
-           routes.choose(host: facts.host, path: resolved) !== route {
-            return refuse(call, "the path's dot-segments leave its route")
-        }
-        call.route = route
-        call.routed = true
-        guard let upstreamPath = route.upstreamPath(target.path) else {
-            return refuse(call, "the path climbs above the route's prefix once it is stripped")
-        }
-
-        if caching {
-            // The Host as forwarded, with a trusted proxy's X-Forwarded-Host beside it:
-            // two tenants behind one Peel never share an entry; nor do two groups.
-            var tenant = (facts.host?.lowercased() ?? "") + (facts.xForwardedHost.map { " " + $0.lowercased() } ?? "")
-            if !route.keyGroup.isEmpty { tenant += " @" + route.keyGroup }
-            let user = route.keyPositions.map { positions in positions.map { facts.keyValues[$0] } } ?? facts.keyValues
-            let key = OfflineCacheKey(host: tenant, target: target.path + (target.query.map { "?" + $0 } ?? ""),
-                                      acceptLanguage: facts.acceptLanguage, fieldNames: route.keyFields.names, user: user)
-            call.userKey = key
-            if ex.methodToken.readsResource { call.cacheKey = key }
-            call.cacheRequest = facts.cacheRequest
-            call.hasAuthorization = facts.hasAuthorization
-        }
-
-        if route.group.isDown { return answerUnavailable(call) }
-        forward(call, facts, target: (upstreamPath, target.query), peer: peer)
     }
 
-    /// Sends the call upstream and waits for its head.
-    func forward(_ call: Call, _ facts: borrowing RequestFacts, target: (path: String, query: String?), peer: String) {
-        let ex = call.exchange
+    /// One attempt of the call, on the endpoint its route's picker chooses among those it has not tried.
+    func attempt(_ call: Call) {
         let picker = call.route.picker
         // The group went down since it was checked: answered as offline.
-        guard let i = picker.pick() else { return answerUnavailable(call) }
-        let request = Self.upstreamRequest(ex, method: ex.method, ex.methodToken, facts, route: call.route, endpoint: picker.endpoints[i],
-                                           target: target, peer: peer, requestId: call.requestId, accepted: call.acceptEncoding,
-                                           body: .exchange(ex))
-        // Kept only where another endpoint could take it.
-        if picker.endpoints.count > 1 { call.request = request }
-        send(call, request, endpoint: i)
-    }
-
-    /// One attempt of the call on endpoint `i` of its route's group.
-    func send(_ call: Call, _ request: UpstreamRequest, endpoint i: Int) {
+        guard let i = picker.pick(tried: call.attempts.tried), let request = call.plan.request else { return answerUnavailable(call) }
         let ex = call.exchange
-        call.onEndpoint(call.route.group.endpoints[i], at: i)
-        let transfer = upstream.send(request) { [self] result in self.upstreamFinished(call, result) }
+        call.attempts.start(on: call.route.group.endpoints[i], at: i)
+        call.head = nil
+        let transfer = upstream.send(i == 0 ? request : request.retargeted(to: picker.endpoints[i])) { [self] result in
+            self.upstreamFinished(call, result)
+        }
         call.state = .awaitingHead(transfer)
         // A buffered answer past MemoryBudget.answerAllowance counts against its client's share: the
         // client its request body is charged to (the peer, or the one a trusted proxy names).
         transfer.clientAddress = ex.clientAddress
         waiting[ObjectIdentifier(call)] = call
         transfer.onHead = { [self] facts, head in self.headArrived(call, facts: facts, head: head) }
-        transfer.keepsCoding = { [self] facts in self.keepsCoding(call, facts: facts) }
         ex.onClientGone = { [self] in self.clientLeft(call, insideCurl: false) }
     }
 
     /// The call's group has no endpoint to take it: the offline answer (a stored one when there is).
     func answerUnavailable(_ call: Call) {
-        if let key = call.cacheKey { return answerOffline(call, key) }
+        if let key = call.plan.cacheKey { return answerOffline(call, key) }
         answer(call, .offline)
     }
 
-    /// Another attempt for a call whose attempt failed with `failure`, when one is allowed: a
-    /// connection that could not be made sent nothing, so any method moves on; one that was lost
-    /// after the request went out and before any answer byte moves an idempotent method only
-    /// (RFC 9110 §9.2.2), never POST or PATCH. At most `maxAttempts`, each on an endpoint the call
-    /// has not tried. True when it was sent again.
+    /// Another attempt for a call whose attempt failed with `failure`, when `Attempts` allows one:
+    /// scheduled for the next loop pass, never sent from inside curl's completion. True when one is.
     func failOver(_ call: Call, after failure: UpstreamFailure, wentOut: Bool) -> Bool {
-        guard let request = call.request, call.attempts < Self.maxAttempts else { return false }
-        switch failure {
-        case .refused, .connectTimeout, .dns, .tls:
-            // Failing to connect sends nothing, unless this was curl's own retry of a request that
-            // already went out on a reused connection that died: then only an idempotent one moves.
-            if wentOut && !call.exchange.methodToken.isIdempotent { return false }
-        case .reset, .notResent: guard call.exchange.methodToken.isIdempotent else { return false }
-        default: return false
+        guard call.attempts.next(after: failure, wentOut: wentOut, idempotent: call.exchange.methodToken.isIdempotent,
+                                 picker: call.route.picker) != nil else { return false }
+        call.state = .betweenAttempts
+        waiting[ObjectIdentifier(call)] = call
+        call.exchange.onClientGone = { [self] in self.clientLeft(call, insideCurl: false) }
+        upstream.loop.defer { [self] in
+            // Answered meanwhile: the client left, or a shutdown cut the waiting calls.
+            guard case .betweenAttempts = call.state else { return }
+            attempt(call)
         }
-        guard let i = call.route.picker.pick(tried: call.tried) else { return false }
-        send(call, request.retargeted(to: call.route.picker.endpoints[i]), endpoint: i)
         return true
     }
 
-    /// Attempts one call may make across a group's endpoints.
-    static let maxAttempts = 3
-
     /// Trace Context fields, dropped together when traceparent is not in its W3C form.
     static let traceFields = FieldSet([.traceparent, .tracestate])
-    /// The client behind a trusted `peer` (see `IPNetwork.realClient`).
-    static func realClient(peer: String, forwardedFor: String?, trusted: [IPNetwork]) -> String {
-        IPNetwork.realClient(peer: peer, forwardedFor: forwardedFor, trusted: trusted)
-    }
 
     /// The Forwarded field sent upstream (RFC 7239 §4): `kept` (a trusted proxy's), then Peel's own
     /// element for the hop that connected to it. IPv6 nodes and hosts are quoted (§6, §5.3).

@@ -23,8 +23,11 @@ enum HeadDecision {
     /// How a passthrough answer's body goes out. An answer curl decodes has a Content-Length that
     /// says nothing of its decoded size, so it streams like one of unknown length (chunked) rather
     /// than meet max_upstream_body; any other declared length is the body's and is kept (downloads
-    /// keep their length). Unknown lengths, lengths over `threshold` and event streams stream.
+    /// keep their length). Unknown lengths, lengths over `threshold` and event streams stream. A
+    /// status that has no content (1xx, 204, 205, 304: RFC 9110 §15) has nothing to stream: its head
+    /// is answered whole (a 304 refreshes a stored answer, which only a buffered one does).
     static func body(_ facts: ResponseFacts, keptCoding: String?, threshold: Int) -> Body {
+        if facts.status < 200 || facts.status == 204 || facts.status == 205 || facts.status == 304 { return .buffer }
         let declared = keptCoding == nil && facts.isCoded ? nil : facts.contentLength
         if !facts.isEventStream, let length = declared, length <= threshold { return .buffer }
         return .stream(contentLength: declared)

@@ -12,9 +12,12 @@ extension Forwarder {
                          upstreamFacts: response.facts, body: .bytes(response.body, range: range, hold: response.hold)), log: kind)
     }
 
-    /// The shaper's view of `call`.
-    func context(_ call: Call) -> ReplyContext {
-        ReplyContext(requestId: call.requestId, origin: call.origin, acceptEncoding: call.acceptEncoding, keptCoding: call.keptCoding)
+    /// The shaper's view of `call`, URLs rewritten by `rewrite`.
+    func context(_ call: Call, rewrite: ProxyRewrite) -> ReplyContext {
+        let plan = call.plan
+        return ReplyContext(requestId: plan.requestId, origin: plan.origin, acceptEncoding: plan.acceptEncoding,
+                            keptCoding: call.head?.keptCoding, rewrite: rewrite, host: plan.host,
+                            forwardedProto: plan.forwardedProto, forwardedHost: plan.forwardedHost)
     }
 
     /// Shapes `reply` and writes it: the one way every buffered answer leaves the forwarder.
@@ -22,13 +25,13 @@ extension Forwarder {
         guard !call.exchange.answered else { return }
         // The encoder of the call's generation: a reload from gzip level 1 to 9 does not reach it.
         let encoder = call.route.generation.encoder
-        let shaped = call.route.shaper.shape(reply, context(call), encode: { encoder.encode($0, as: $1) })
         // A stored answer came from whichever endpoint answered then; a live one from this call's.
         let rewrite: ProxyRewrite
         switch reply.kind {
         case .stale, .staleNotModified: rewrite = call.route.rewrite
         default: rewrite = call.rewrite
         }
+        let shaped = call.route.shaper.shape(reply, context(call, rewrite: rewrite), encode: { encoder.encode($0, as: $1) })
         guard case .bytes(let body, let range, let hold) = shaped.body else {
             // Streams start in headArrived and answerReachability, never here.
             preconditionFailure("emit takes buffered answers only")
@@ -37,9 +40,8 @@ extension Forwarder {
         // write may hand the whole answer over at once). Its access-log line is queued here too,
         // and reaches the sink with the worker's next flush.
         record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
-        call.exchange.respond(status: shaped.status, body: body, range: range, keeping: hold, closing: shaped.closing) { out in
-            shaped.forEachField(rewrite: rewrite, publicOrigin: { call.publicOrigin }, { out.add($0) }, { out.add($0, $1) })
-        }
+        call.exchange.respond(status: shaped.status, fields: shaped.fields, body: body, range: range, keeping: hold,
+                              closing: shaped.closing)
     }
 
     func refuse(_ call: Call, _ why: String) {
@@ -53,16 +55,16 @@ extension Forwarder {
 
     func answerProblem(_ call: Call, _ problem: Problem) {
         var p = problem
-        if let reason = p.reason { call.reason = reason }
-        if p.upstreamStatus == nil { p.upstreamStatus = call.upstreamStatus }
-        let body = renderProblem(p, requestId: call.requestId, language: call.language, typeBase: call.route.envelope.problemTypeBase)
+        if let reason = p.reason { call.notes.reason = reason }
+        if p.upstreamStatus == nil { p.upstreamStatus = call.upstream.status }
+        let body = renderProblem(p, requestId: call.plan.requestId, language: call.plan.language, typeBase: call.route.envelope.problemTypeBase)
         var fields: [(String, String)] = []
         if p.kind == .offline { fields.append(("Retry-After", call.route.retryAfter)) }
         // Bodies held now are answered within seconds; a client may try again after one.
         if p.kind == .serverBusy { fields.append(("Retry-After", "1")) }
         // The upstream's fields that clients act on stay (a 429's Retry-After, a logout's Set-Cookie):
         // the shaper keeps them for a problem.
-        emit(call, Reply(status: p.status, kind: .problem(p.kind), upstream: call.upstreamHeaders, fields: fields,
+        emit(call, Reply(status: p.status, kind: .problem(p.kind), upstream: call.upstream.headers, fields: fields,
                          body: .bytes(body, range: nil, hold: nil), closing: p.kind == .badRequest),
              log: p.kind.rawValue, code: p.code)
     }

@@ -61,36 +61,37 @@ struct ReplyContext {
     let acceptEncoding: AcceptedCodings?
     /// The upstream's Content-Encoding when its body passes in that coding.
     let keptCoding: String?
+    /// How URLs and cookies naming the upstream are rewritten; nil leaves them as they are.
+    let rewrite: ProxyRewrite?
+    /// Host, X-Forwarded-Proto and X-Forwarded-Host as the client sent them (a proxy's only when
+    /// trusted): Peel's public origin, worked out only for an answer with a URL to rewrite.
+    let host: String?
+    let forwardedProto: String?
+    let forwardedHost: String?
+
+    init(requestId: String, origin: String?, acceptEncoding: AcceptedCodings?, keptCoding: String?, rewrite: ProxyRewrite? = nil,
+         host: String? = nil, forwardedProto: String? = nil, forwardedHost: String? = nil) {
+        self.requestId = requestId
+        self.origin = origin
+        self.acceptEncoding = acceptEncoding
+        self.keptCoding = keptCoding
+        self.rewrite = rewrite
+        self.host = host
+        self.forwardedProto = forwardedProto
+        self.forwardedHost = forwardedHost
+    }
 }
 
-/// An answer ready for the writer: which upstream fields it copies and how, Peel's fields after
-/// them, and the body (compressed when the client accepts a coding Peel offers).
+/// An answer ready for the writer: its status, its finished fields (the upstream's as selected and
+/// rewritten, then Peel's), and the body (compressed when the client accepts a coding Peel offers).
 struct ShapedReply {
     let status: Int
-    let upstream: ResponseHeaders?
-    /// Upstream fields copied as they are: all but `dropped` (`relayed`), or only `kept`.
-    let selection: Selection
-    /// Upstream fields whose value is rewritten as they are copied.
-    let rewrites: Rewrites
-    /// Peel's fields, after the upstream's.
-    let fields: [(String, String)]
+    let fields: ReplyFields
     let body: Reply.Body
     let closing: Bool
 
     /// RFC 9457 §3: the problem document's media type.
     static let problemType = "application/problem+json"
-
-    enum Selection: Equatable {
-        case allBut(FieldSet)
-        case only(FieldSet)
-    }
-
-    struct Rewrites {
-        var redirects = false
-        var cookies = false
-        var weakenETag = false
-        var any: Bool { redirects || cookies || weakenETag }
-    }
 
     /// Bytes of the body that will be sent (for the access log).
     var bodyCount: Int {
@@ -98,43 +99,6 @@ struct ShapedReply {
         case .bytes(let b, let range, _): return (range ?? 0..<b.count).count
         case .stream: return 0
         }
-    }
-
-    /// Writes every field, in order, through `add` (the writer's, or a test's list).
-    func forEachField(rewrite: ProxyRewrite, publicOrigin: () -> String?, _ addField: (HeaderField) -> Void,
-                      _ add: (String, String) -> Void) {
-        if let upstream {
-            var origin: String?? = nil
-            func publicOriginOnce() -> String? {
-                if let o = origin { return o }
-                let o = publicOrigin()
-                origin = .some(o)
-                return o
-            }
-            upstream.forEachField { f in
-                switch selection {
-                case .allBut(let dropped): if f.isIn(dropped) { return }
-                case .only(let kept): if !f.isIn(kept) { return }
-                }
-                guard rewrites.any else { return addField(f) }
-                switch f.token {
-                case .location where rewrites.redirects, .contentLocation where rewrites.redirects:
-                    add(f.nameString, rewrite.location(f.valueString, publicOrigin: publicOriginOnce()))
-                case .refresh where rewrites.redirects:
-                    add(f.nameString, rewrite.refresh(f.valueString, publicOrigin: publicOriginOnce()))
-                case .setCookie where rewrites.cookies:
-                    add(f.nameString, rewrite.setCookie(f.valueString))
-                case .etag where rewrites.weakenETag:
-                    // A strong validator names one exact representation; the encoded one differs from
-                    // the upstream's, so its ETag is weakened, as nginx's gzip does (RFC 9110 §8.8.1, §8.8.3).
-                    let v = f.valueString
-                    add(f.nameString, v.hasPrefix("W/") ? v : "W/" + v)
-                default:
-                    addField(f)
-                }
-            }
-        }
-        for (name, value) in fields { add(name, value) }
     }
 }
 
@@ -183,7 +147,7 @@ struct ReplyShaper {
                                             upstreamExposed: present.contains(.accessControlExposeHeaders) ? Self.listed(upstream, .accessControlExposeHeaders) : [])
             ?? []
         var body = reply.body
-        var rewrites = ShapedReply.Rewrites()
+        var rewrites = Rewrites()
         var fields: [(String, String)] = []
         fields.reserveCapacity(reply.fields.count + corsFields.count + 6)
         // Whether the representation depends on Accept-Encoding, whether or not this client sent one.
@@ -217,7 +181,7 @@ struct ReplyShaper {
             break
         }
 
-        let selection: ShapedReply.Selection
+        let selection: Selection
         switch reply.kind {
         case .relayed, .stale:
             // A 204 has no content, so no Content-Type (RFC 9110 §15.3.5, §8.3): not the envelope's either.
@@ -272,8 +236,67 @@ struct ReplyShaper {
         if let keptCoding { fields.append(("Content-Encoding", keptCoding)) }
         if let coding { fields.append(("Content-Encoding", coding.rawValue)) }
 
-        return ShapedReply(status: reply.status, upstream: upstream, selection: selection, rewrites: rewrites,
-                           fields: fields, body: body, closing: reply.closing)
+        var out = ReplyFields(capacity: 512)
+        if let upstream { Self.copy(upstream, selection, rewrites, ctx, into: &out) }
+        for (name, value) in fields { out.add(name, value) }
+        return ShapedReply(status: reply.status, fields: out, body: body, closing: reply.closing)
+    }
+
+    /// Which upstream fields an answer copies as they are: all but some (`relayed`), or only some.
+    enum Selection: Equatable {
+        case allBut(FieldSet)
+        case only(FieldSet)
+    }
+
+    /// Which upstream fields' values are rewritten as they are copied.
+    struct Rewrites {
+        var redirects = false
+        var cookies = false
+        var weakenETag = false
+        var any: Bool { redirects || cookies || weakenETag }
+    }
+
+    /// Copies `upstream`'s selected fields into `out`, rewriting those `rewrites` names.
+    private static func copy(_ upstream: ResponseHeaders, _ selection: Selection, _ rewrites: Rewrites, _ ctx: ReplyContext,
+                             into out: inout ReplyFields) {
+        guard rewrites.any else {
+            switch selection {
+            case .allBut(let dropped): out.add(upstream, dropping: dropped)
+            case .only(let kept): upstream.forEachField { f in if f.isIn(kept) { out.add(f) } }
+            }
+            return
+        }
+        var origin: String?? = nil
+        func publicOrigin() -> String? {
+            if let o = origin { return o }
+            let o = ProxyRewrite.publicOrigin(host: ctx.host, forwardedProto: ctx.forwardedProto, forwardedHost: ctx.forwardedHost)
+            origin = .some(o)
+            return o
+        }
+        upstream.forEachField { f in
+            switch selection {
+            case .allBut(let dropped): if f.isIn(dropped) { return }
+            case .only(let kept): if !f.isIn(kept) { return }
+            }
+            switch f.token {
+            case .location where rewrites.redirects, .contentLocation where rewrites.redirects:
+                guard let rewrite = ctx.rewrite else { return out.add(f) }
+                out.add(f.nameString, rewrite.location(f.valueString, publicOrigin: publicOrigin()))
+            case .refresh where rewrites.redirects:
+                guard let rewrite = ctx.rewrite else { return out.add(f) }
+                out.add(f.nameString, rewrite.refresh(f.valueString, publicOrigin: publicOrigin()))
+            case .setCookie where rewrites.cookies:
+                guard let rewrite = ctx.rewrite else { return out.add(f) }
+                out.add(f.nameString, rewrite.setCookie(f.valueString))
+            case .etag where rewrites.weakenETag:
+                // A strong validator names one exact representation; the encoded one differs from
+                // the upstream's, so its ETag is weakened, as nginx's gzip does (RFC 9110 §8.8.1, §8.8.3).
+                let v = f.valueString
+                out.add(f.nameString, v.hasPrefix("W/") ? v : "W/" + v)
+            default:
+                out.add(f)
+            }
+        }
     }
 
     /// The names a list field (Vary, Access-Control-Expose-Headers) of `headers` lists, every line.

@@ -183,8 +183,8 @@ final class ClientConnection {
     }
 
     /// Writes `ex`'s answer (called by the exchange, once).
-    func reply(_ ex: HTTPExchange, status: Int, body: [UInt8], range: Range<Int>, keeping: AnyObject? = nil,
-               closing asked: Bool = false, headers: (inout ReplyHeaders) -> Void) {
+    func reply(_ ex: HTTPExchange, status: Int, fields: ReplyFields, body: [UInt8], range: Range<Int>, keeping: AnyObject? = nil,
+               closing asked: Bool = false) {
         guard !closed, exchange === ex else { return }
         if let foreign = ex.refusal?.foreignReply {
             // A client speaking HTTP/2 or TLS: its own protocol's goodbye (or nothing), never an HTTP/1.1 head.
@@ -197,8 +197,7 @@ final class ClientConnection {
         // The range is the caller's; never let it reach past the array it names.
         let range = range.clamped(to: 0..<body.count)
         head.begin(status: status)
-        var out = ReplyHeaders(head: head)
-        headers(&out)
+        head.fields(fields)
         let closing = machine.replyStarted(closing: asked || server.draining, now: monotonicSeconds())
         // RFC 9110 §6.4.1: 1xx, 204 and 304 answers have no body; HEAD gets the length GET would.
         let bodyless = status < 200 || status == 204 || status == 304
@@ -219,12 +218,10 @@ final class ClientConnection {
     /// Writes `ex`'s head for a streamed body and returns the stream (called by the exchange, once).
     /// With `contentLength` the body is sent as is under that length (the upstream's declared one);
     /// without it, chunked (HTTP/1.1) or ended by the close (HTTP/1.0).
-    func startStream(_ ex: HTTPExchange, status: Int, contentLength: Int?, endless: Bool = false,
-                     headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
+    func startStream(_ ex: HTTPExchange, status: Int, fields: ReplyFields, contentLength: Int?, endless: Bool = false) -> ReplyStream? {
         guard !closed, exchange === ex else { return nil }
         head.begin(status: status)
-        var out = ReplyHeaders(head: head)
-        headers(&out)
+        head.fields(fields)
         let noBody = status < 200 || status == 204 || status == 304
         let declared = noBody ? nil : contentLength
         // HTTP/1.0 has no chunked coding: a body of unknown length ends with the connection (RFC 9112 §6.3).

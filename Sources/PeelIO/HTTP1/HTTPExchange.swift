@@ -111,25 +111,23 @@ public final class HTTPExchange {
 
     /// Answers once with `headers` and `body`; later calls, and calls after the client left, do nothing.
     public func respond(status: Int, headers: [(String, String)], body: [UInt8], closing: Bool = false) {
-        respond(status: status, body: body, closing: closing) { out in
-            for (name, value) in headers { out.add(name, value) }
-        }
+        respond(status: status, fields: ReplyFields(headers), body: body, closing: closing)
     }
 
-    /// Answers once with `body[range]` (all of it when nil) and the fields `headers` adds; later
+    /// Answers once with `fields` and `body[range]` (all of it when nil); later
     /// calls, and calls after the client left, do nothing. The body is sent from the array itself.
     /// `keeping` stays alive until the body is written (or the connection closes): a budget hold.
     /// `closing` asks that the connection end after this answer (a refused request); the connection
     /// layer alone writes its fate, adding its own reasons (draining, a refusal, HTTP/1.0).
-    public func respond(status: Int, body: [UInt8], range: Range<Int>? = nil, keeping: AnyObject? = nil,
-                        closing: Bool = false, headers: (inout ReplyHeaders) -> Void) {
+    public func respond(status: Int, fields: ReplyFields, body: [UInt8], range: Range<Int>? = nil, keeping: AnyObject? = nil,
+                        closing: Bool = false) {
         guard !answered else { return }
         answered = true
         onClientGone = nil
         guard let connection else { return }
         self.connection = nil
-        connection.reply(self, status: status, body: body, range: range ?? 0..<body.count, keeping: keeping, closing: closing,
-                         headers: headers)
+        connection.reply(self, status: status, fields: fields, body: body, range: range ?? 0..<body.count, keeping: keeping,
+                         closing: closing)
     }
 
     /// Starts an answer whose body is written in pieces (`ReplyStream.write`, then `finish`). With
@@ -138,14 +136,13 @@ public final class HTTPExchange {
     /// ended by the close. `endless`: a stream only the client ends (server-sent events), so its
     /// end of input ends it at once (otherwise a half-closed client is still read to).
     /// Nil when the exchange was already answered or the client left.
-    public func startStream(status: Int, contentLength: Int? = nil, endless: Bool = false,
-                            headers: (inout ReplyHeaders) -> Void) -> ReplyStream? {
+    public func startStream(status: Int, fields: ReplyFields, contentLength: Int? = nil, endless: Bool = false) -> ReplyStream? {
         guard !answered else { return nil }
         answered = true
         onClientGone = nil
         guard let connection else { return nil }
         self.connection = nil
-        return connection.startStream(self, status: status, contentLength: contentLength, endless: endless, headers: headers)
+        return connection.startStream(self, status: status, fields: fields, contentLength: contentLength, endless: endless)
     }
 
     /// The client left before the answer: cancel the upstream call; the connection closes.

@@ -1,46 +1,5 @@
 import Glibc
 
-/// The response header fields being set for one answer; valid only inside `respond`'s closure.
-/// Fields are written straight into the connection's output bytes as `Name: value` lines: no
-/// printf, no list of pairs. A field whose name or value would break the head (CR, LF, NUL) is
-/// dropped. Content-Length and Transfer-Encoding are the writer's: it frames the body itself.
-public struct ReplyHeaders {
-    let head: ReplyHead
-
-    /// Adds `name: value`, its token identified here.
-    public mutating func add(_ name: String, _ value: String) {
-        var name = name
-        var value = value
-        name.withUTF8 { n in
-            value.withUTF8 { v in
-                let name = UnsafeRawBufferPointer(n)
-                head.field(name, UnsafeRawBufferPointer(v), token: FieldToken.identify(name), checked: false)
-            }
-        }
-    }
-
-    /// Adds `name: value` under a token already known (Peel's own fields).
-    public mutating func add(_ token: FieldToken, _ name: StaticString, _ value: String) {
-        var value = value
-        name.withUTF8Buffer { n in
-            value.withUTF8 { v in head.field(UnsafeRawBufferPointer(n), UnsafeRawBufferPointer(v), token: token, checked: false) }
-        }
-    }
-
-    /// Adds one upstream field as it is: its token was identified and its value checked when it
-    /// was collected (every `ResponseHeaders` holds only safe fields).
-    public mutating func add(_ field: HeaderField) {
-        head.field(field.name, field.value, token: field.token, checked: true)
-    }
-
-    /// Copies the upstream's fields except those whose token is in `dropping`, without a String per field.
-    public mutating func add(_ fields: ResponseHeaders, dropping: FieldSet) {
-        fields.forEachField { f in
-            if !f.isIn(dropping) { head.field(f.name, f.value, token: f.token, checked: true) }
-        }
-    }
-}
-
 /// One connection's output head under construction, reused from answer to answer.
 final class ReplyHead {
     private var storage: UnsafeMutableRawPointer
@@ -68,28 +27,10 @@ final class ReplyHead {
         put("\r\n")
     }
 
-    /// Adds one field line, unless the writer owns that field or it would break the head. `checked`
-    /// fields (the upstream's, checked once when collected) skip the CR/LF/NUL scan.
-    func field(_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer, token: FieldToken, checked: Bool) {
-        guard checked || (!name.isEmpty && Self.isSafe(name) && Self.isSafe(value)) else { return }
-        switch token {
-        case .contentLength, .transferEncoding:
-            return  // framed by the writer
-        case .date:
-            if hasDate { return }
-            hasDate = true
-        case .connection:
-            // The connection's fate is the connection layer's (it states it once, at the end); an
-            // upstream's Connection field is hop-by-hop and never reaches here.
-            return
-        default:
-            break
-        }
-        reserve(name.count + value.count + 4)
-        append(name)
-        put(": ")
-        append(value)
-        put("\r\n")
+    /// Adds the shaped fields as they are (`ReplyFields` kept only what a head may carry).
+    func fields(_ f: ReplyFields) {
+        hasDate = f.hasDate
+        f.lines.withUnsafeBytes { append($0) }
     }
 
     /// Ends the head: Date (when none was kept), Content-Length when the status allows a body, and
@@ -197,11 +138,6 @@ final class ReplyHead {
         storage.deallocate()
         capacity = 512
         storage = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
-    }
-
-    private static func isSafe(_ b: UnsafeRawBufferPointer) -> Bool {
-        for c in b where c == 0x0D || c == 0x0A || c == 0 { return false }
-        return true
     }
 }
 

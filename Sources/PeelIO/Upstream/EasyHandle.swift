@@ -103,23 +103,7 @@ final class EasyHandle {
         let writeCB = peel_easy_setopt_write_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
             let n = size * count
-            if !t.state.bodyStarted {
-                t.state = .buffering
-                if let onHead = t.onHead, let h = t.handle, let facts = h.head.facts {
-                    t.onHead = nil
-                    if let sink = onHead(facts, ResponseHeadView(collector: h.head)) {
-                        t.sink = sink
-                        t.state = .streaming(paused: false)
-                        // A stream lasts as long as it lasts (a download to a slow client, server-sent
-                        // events): the whole-exchange timeout no longer applies once it flows.
-                        _ = peel_easy_setopt_long(h.easy, CURLOPT_TIMEOUT_MS, 0)
-                        h.timeoutMs = 0
-                        // ... but an upstream that goes silent mid-stream is cut after idleTimeout
-                        // (one was held 40 s with a 5 s timeout).
-                        if let c = t.client { t.watchIdle(loop: c.loop, seconds: t.idleSeconds) }
-                    }
-                }
-            }
+            if !t.state.bodyStarted { t.state = .buffering }
             if let sink = t.sink {
                 switch sink(UnsafeRawBufferPointer(start: data, count: n)) {
                 case .taken:
@@ -160,13 +144,24 @@ final class EasyHandle {
             guard h.head.addLine(UnsafeRawBufferPointer(start: data, count: n)) else { return 0 }
             if t.state == .awaitingHead && h.head.finalHeadComplete {
                 t.state = .headWhole
-                if let keepsCoding = t.keepsCoding, let facts = h.head.facts {
-                    t.keepsCoding = nil
+                if let onHead = t.onHead, let facts = h.head.facts {
+                    t.onHead = nil
+                    let plan = onHead(facts, ResponseHeadView(collector: h.head))
                     // Set before the first body byte: curl 7.88 reads the switch on every body write.
-                    if keepsCoding(facts),
-                       peel_easy_setopt_long(h.easy, CURLOPT_HTTP_CONTENT_DECODING, 0) == CURLE_OK {
+                    if plan.keepsCoding, peel_easy_setopt_long(h.easy, CURLOPT_HTTP_CONTENT_DECODING, 0) == CURLE_OK {
                         h.decodingOff = true
                         t.codingKept = true
+                    }
+                    if let sink = plan.sink {
+                        t.sink = sink
+                        t.state = .streaming(paused: false)
+                        // A stream lasts as long as it lasts (a download to a slow client, server-sent
+                        // events): the whole-exchange timeout no longer applies once it flows.
+                        _ = peel_easy_setopt_long(h.easy, CURLOPT_TIMEOUT_MS, 0)
+                        h.timeoutMs = 0
+                        // ... but an upstream that goes silent mid-stream is cut after idleTimeout
+                        // (one was held 40 s with a 5 s timeout).
+                        if let c = t.client { t.watchIdle(loop: c.loop, seconds: t.idleSeconds) }
                     }
                 }
             }

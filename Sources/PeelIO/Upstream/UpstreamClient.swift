@@ -7,7 +7,7 @@ import Glibc
 /// per-loop state here, per-transfer state via CURLOPT_PRIVATE, per-socket state in `sockets`.
 public final class UpstreamClient {
     /// The loop every callback and completion runs on.
-    let loop: EventLoop
+    public let loop: EventLoop
     /// The curl multi handle.
     let multi: UnsafeMutableRawPointer
     /// Settings shared by every handle; `apply` replaces them.

@@ -181,7 +181,6 @@ extension UpstreamClient {
         t.idleTimer?.cancel()
         t.idleTimer = nil
         t.onHead = nil
-        t.keepsCoding = nil
         // The body is the completion's now (or dropped); it stops counting against the budget.
         t.releaseBudget()
         h.headers.reset()

@@ -168,6 +168,25 @@ public enum SinkResult {
 /// Takes the upstream body piece by piece as it arrives, instead of buffering it whole.
 public typealias StreamSink = (UnsafeRawBufferPointer) -> SinkResult
 
+/// What the gateway decided for an answer when its final head was whole: the one decision made on
+/// the head (h2o hands the upstream head over once, as a value, in the same way).
+public struct HeadPlan {
+    /// The body stays in the content coding it arrived in: curl does not decode it, so a declared
+    /// Content-Length stays true.
+    public var keepsCoding: Bool
+    /// Takes the body as it arrives (with no size limit and no whole-exchange timeout from then
+    /// on); nil buffers it whole.
+    public var sink: StreamSink?
+
+    public init(keepsCoding: Bool, sink: StreamSink?) {
+        self.keepsCoding = keepsCoding
+        self.sink = sink
+    }
+
+    /// Buffered whole and decoded.
+    public static var buffer: HeadPlan { HeadPlan(keepsCoding: false, sink: nil) }
+}
+
 /// What to send upstream as the body.
 public enum UpstreamBody {
     /// No body.
@@ -182,7 +201,7 @@ public enum UpstreamBody {
 enum TransferState: Equatable {
     /// The request is going out, or the answer's head is coming in.
     case awaitingHead
-    /// The final head is whole (`keepsCoding` was asked); no body byte yet.
+    /// The final head is whole and the body is to be buffered (`onHead` said so); no body byte yet.
     case headWhole
     /// The body is buffered whole, to be judged.
     case buffering
@@ -191,7 +210,7 @@ enum TransferState: Equatable {
     /// A callback stopped the transfer, and this is what curl's generic error means.
     case stopped(TransferStop)
 
-    /// Whether the first body byte arrived (and `onHead` was asked).
+    /// Whether the body began: its first byte arrived, or the head chose a sink for it.
     var bodyStarted: Bool {
         switch self {
         case .awaitingHead, .headWhole: return false
@@ -249,10 +268,10 @@ public final class UpstreamTransfer {
     weak var client: UpstreamClient?
     /// Loop time when the transfer started.
     var started: Double = 0
-    /// Runs once, when the first body bytes arrive, with the head's facts and fields: a sink it returns
-    /// takes the body as it arrives (with no limit and no whole-exchange timeout from then on);
-    /// nil keeps the body buffered whole. Runs inside curl's write callback: it must not call curl.
-    public var onHead: ((ResponseFacts, ResponseHeadView) -> StreamSink?)?
+    /// Runs once, when the final head is whole and before any body byte, with the head's facts and
+    /// fields: the one decision on the answer's head (`HeadPlan`). Runs inside curl's header
+    /// callback: it must not call curl.
+    public var onHead: ((ResponseFacts, ResponseHeadView) -> HeadPlan)?
     /// The sink `onHead` chose; nil while the body is buffered.
     var sink: StreamSink?
     /// Whether the sink paused the transfer (it waits for `resume()`).
@@ -322,11 +341,7 @@ public final class UpstreamTransfer {
         client.expire(self, .streamIdle("the upstream sent nothing for \(seconds) s (upstream_idle_timeout)"))
     }
 
-    /// Runs once, when the final head is whole and before any body byte, with the head's facts:
-    /// true keeps the body in the content coding it arrived in (curl does not decode it, so
-    /// a declared Content-Length stays true). Runs inside curl's header callback: no curl calls.
-    public var keepsCoding: ((ResponseFacts) -> Bool)?
-    /// The body is in its content coding, as the upstream sent it (`keepsCoding` said so).
+    /// The body is in its content coding, as the upstream sent it (`onHead` said so).
     public internal(set) var codingKept = false
 
     /// Lets a transfer its sink paused deliver again (curl_easy_pause, CURLPAUSE_CONT). Never call
