@@ -5,8 +5,8 @@ import XCTest
 final class CORSPolicyTests: XCTestCase {
     private func policy(_ origins: [String], credentials: Bool = false) -> CORSPolicy? {
         var c = GatewayConfig()
-        c.corsOrigins = origins
-        c.corsCredentials = credentials
+        c.cors.origins = origins
+        c.cors.credentials = credentials
         return CORSPolicy(config: c)
     }
     private func dict(_ fields: [(String, String)]) -> [String: String] {
@@ -77,8 +77,8 @@ final class CORSPolicyTests: XCTestCase {
         XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--cors-origins", "https://a.example/path"], environment: env))
         let ok = try? ConfigLoader.load(arguments: ["--cors-origins", "https://a.example, http://localhost:3000",
                                                    "--cors-credentials", "on"], environment: env)
-        XCTAssertEqual(ok?.corsOrigins, ["https://a.example", "http://localhost:3000"])
-        XCTAssertEqual(ok?.corsCredentials, true)
+        XCTAssertEqual(ok?.cors.origins, ["https://a.example", "http://localhost:3000"])
+        XCTAssertEqual(ok?.cors.credentials, true)
     }
 
     // MARK: issue 19
@@ -114,8 +114,8 @@ final class CORSPolicyTests: XCTestCase {
 
     func testExposedList_isPeelsOwnThenConfiguredThenTheUpstreams_eachOnce() throws {
         var c = GatewayConfig()
-        c.corsOrigins = ["https://app.example.com"]
-        c.corsExposeHeaders = ["Content-Disposition", "x-request-id"]
+        c.cors.origins = ["https://app.example.com"]
+        c.cors.exposeHeaders = ["Content-Disposition", "x-request-id"]
         let p = try XCTUnwrap(CORSPolicy(config: c))
         let f = dict(p.answerFields(origin: "https://app.example.com", upstreamExposed: ["X-Total-Count", "Link", "age"]))
         XCTAssertEqual(f["Access-Control-Expose-Headers"], "X-Request-Id, Retry-After, Age, Cache-Status, Content-Disposition, X-Total-Count, Link")

@@ -11,7 +11,7 @@ final class ReplyShaperTests: XCTestCase {
 
     private func shaper(cors: Bool, compression: Bool) -> ReplyShaper {
         var c = GatewayConfig()
-        if cors { c.corsOrigins = [origin] }
+        if cors { c.cors.origins = [origin] }
         return ReplyShaper(cors: CORSPolicy(config: c),
                            compression: CompressionPolicy(offered: compression ? [.gzip] : [], minSize: 64),
                            rewriteRedirects: true, rewriteCookies: true)

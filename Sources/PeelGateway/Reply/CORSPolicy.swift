@@ -25,17 +25,17 @@ struct CORSPolicy: Sendable {
 
     /// Nil when CORS is not managed (no origins configured).
     init?(config: GatewayConfig) {
-        guard !config.corsOrigins.isEmpty else { return nil }
-        anyOrigin = config.corsOrigins.contains("*")
-        origins = Set(config.corsOrigins.filter { $0 != "*" && !$0.contains("*") })
-        patterns = config.corsOrigins.compactMap(OriginPattern.init(wildcard:))
+        guard !config.cors.origins.isEmpty else { return nil }
+        anyOrigin = config.cors.origins.contains("*")
+        origins = Set(config.cors.origins.filter { $0 != "*" && !$0.contains("*") })
+        patterns = config.cors.origins.compactMap(OriginPattern.init(wildcard:))
         var names = Self.ownExposed
-        for name in config.corsExposeHeaders where !names.contains(where: { $0.lowercased() == name.lowercased() }) {
+        for name in config.cors.exposeHeaders where !names.contains(where: { $0.lowercased() == name.lowercased() }) {
             names.append(name)
         }
         exposed = names
-        credentials = config.corsCredentials
-        maxAge = config.corsMaxAge
+        credentials = config.cors.credentials
+        maxAge = config.cors.maxAge
     }
 
     /// Whether the request is a CORS preflight: OPTIONS with Origin and Access-Control-Request-Method.

@@ -281,13 +281,13 @@ struct ProbeSettings: Equatable {
 
     init(_ config: GatewayConfig, group: UpstreamGroup?, url: UpstreamURL) {
         let probe = group?.probe
-        self.url = url.origin + url.basePath + (probe?.path ?? config.probePath)
-        interval = probe?.interval ?? config.probeInterval
-        timeout = probe?.timeout ?? config.probeTimeout
-        connectTimeout = min(group?.connectTimeout ?? config.connectTimeout, timeout)
-        caFile = group?.caFile ?? config.caFile
-        fall = probe?.fall ?? config.fall
-        rise = probe?.rise ?? config.rise
+        self.url = url.origin + url.basePath + (probe?.path ?? config.probe.path)
+        interval = probe?.interval ?? config.probe.interval
+        timeout = probe?.timeout ?? config.probe.timeout
+        connectTimeout = min(group?.connectTimeout ?? config.calls.connectTimeout, timeout)
+        caFile = group?.caFile ?? config.calls.caFile
+        fall = probe?.fall ?? config.probe.fall
+        rise = probe?.rise ?? config.probe.rise
     }
 
     /// A probe timeout is excused while live calls got answers within the last probe interval (or
@@ -347,7 +347,7 @@ final class UpstreamGroups: Sendable {
                                    onTransition: onTransition)
             }
             if let g = w.group {
-                let eject = EjectionBook.Settings(g.eject, rise: settings.first?.rise ?? config.rise)
+                let eject = EjectionBook.Settings(g.eject, rise: settings.first?.rise ?? config.probe.rise)
                 if let old, old.ejects {
                     // The book is read and the endpoints taken over under the old group's lock.
                     groups.append(old.handOver { book, prior in make(book.carried(to: carriedFrom, settings: eject), prior) })
