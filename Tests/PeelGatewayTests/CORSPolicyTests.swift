@@ -4,10 +4,10 @@ import XCTest
 /// Peel's own CORS decisions when `--cors-origins` is set (Fetch standard §3.2).
 final class CORSPolicyTests: XCTestCase {
     private func policy(_ origins: [String], credentials: Bool = false) -> CORSPolicy? {
-        var c = GatewayConfig()
-        c.cors.origins = origins
-        c.cors.credentials = credentials
-        return CORSPolicy(config: c)
+        var s = GatewayConfig.CORS()
+        s.origins = origins
+        s.credentials = credentials
+        return CORSPolicy(s)
     }
     private func dict(_ fields: [(String, String)]) -> [String: String] {
         Dictionary(fields, uniquingKeysWith: { a, b in a + ", " + b })
@@ -113,10 +113,10 @@ final class CORSPolicyTests: XCTestCase {
     }
 
     func testExposedList_isPeelsOwnThenConfiguredThenTheUpstreams_eachOnce() throws {
-        var c = GatewayConfig()
-        c.cors.origins = ["https://app.example.com"]
-        c.cors.exposeHeaders = ["Content-Disposition", "x-request-id"]
-        let p = try XCTUnwrap(CORSPolicy(config: c))
+        var s = GatewayConfig.CORS()
+        s.origins = ["https://app.example.com"]
+        s.exposeHeaders = ["Content-Disposition", "x-request-id"]
+        let p = try XCTUnwrap(CORSPolicy(s))
         let f = dict(p.answerFields(origin: "https://app.example.com", upstreamExposed: ["X-Total-Count", "Link", "age"]))
         XCTAssertEqual(f["Access-Control-Expose-Headers"], "X-Request-Id, Retry-After, Age, Cache-Status, Content-Disposition, X-Total-Count, Link")
     }

@@ -49,10 +49,10 @@ final class IOSettingsTests: XCTestCase {
     }
 
     func testTheBudget_takesItsLimitsFromTheConfig_andFromAReload() {
-        let b = MemoryBudget(GatewayConfig())
-        XCTAssertEqual(b.limit, GatewayConfig().memory.maxBuffered)
-        XCTAssertEqual(b.perClientLimit, GatewayConfig().memory.bufferedPerClient)
-        b.apply(unusual())
+        let b = MemoryBudget(GatewayConfig.Memory())
+        XCTAssertEqual(b.limit, GatewayConfig.Memory().maxBuffered)
+        XCTAssertEqual(b.perClientLimit, GatewayConfig.Memory().bufferedPerClient)
+        b.apply(unusual().memory)
         XCTAssertEqual(b.limit, 64_000_000)
         XCTAssertEqual(b.perClientLimit, 4_000_000)
     }
@@ -61,7 +61,7 @@ final class IOSettingsTests: XCTestCase {
         var c = unusual()
         c.probe.timeout = 1
         let url = try UpstreamURL.parse("https://10.0.0.1:8443/base").get()
-        let o = UpstreamOptions(probe: ProbeSettings(c, group: nil, url: url))
+        let o = UpstreamOptions(probe: ProbeSettings(c.probe, calls: c.calls, group: nil, url: url))
         XCTAssertEqual(o.timeout, 1)
         XCTAssertEqual(o.connectTimeout, 1, "a connect never outlasts the probe")
         XCTAssertEqual(o.caFile, "/etc/ssl/extra.pem")

@@ -47,15 +47,15 @@ extension UpstreamOptions {
 }
 
 extension MemoryBudget {
-    /// The process's body budget as `config` sets it (`max_buffered`, `max_buffered_per_client`).
-    convenience init(_ config: GatewayConfig) {
-        self.init(limit: config.memory.maxBuffered)
-        apply(config)
+    /// The process's body budget as `memory` sets it (`max_buffered`, `max_buffered_per_client`).
+    convenience init(_ memory: GatewayConfig.Memory) {
+        self.init(limit: memory.maxBuffered)
+        apply(memory)
     }
 
     /// Takes a reloaded configuration's limits; what is held stays held.
-    func apply(_ config: GatewayConfig) {
-        limit = config.memory.maxBuffered
-        perClientLimit = config.memory.bufferedPerClient
+    func apply(_ memory: GatewayConfig.Memory) {
+        limit = memory.maxBuffered
+        perClientLimit = memory.bufferedPerClient
     }
 }

@@ -81,7 +81,7 @@ final class Route {
         let names = rule?.offlineCacheKey ?? config.offline.keyFields
         keyFields = CacheKeyFields(names)
         keyPositions = union.flatMap { all in all == names ? nil : names.map { all.firstIndex(of: $0)! } }
-        let cors = CORSPolicy(config: config)
+        let cors = CORSPolicy(config.cors)
         self.cors = cors
         // The answers of every endpoint of the group, and the prefix a stripping route took off.
         let restoring: String = rule.map { $0.stripPrefix ? $0.prefix : "" } ?? ""

@@ -41,7 +41,7 @@ public final class Gateway: @unchecked Sendable {
     public init(config: GatewayConfig) {
         current = Locked(config)
         LogSinks.configure(buffer: config.logs.buffer)
-        budget = MemoryBudget(config)
+        budget = MemoryBudget(config.memory)
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
         streamBudget = StreamBudget(limit: config.reachability.maxStreams, perClient: config.reachability.maxStreamsPerClient)
@@ -123,7 +123,7 @@ public final class Gateway: @unchecked Sendable {
         let groups = UpstreamGroups(next, previous: previous, onTransition: Self.transitionHandler(listeners))
         currentGroups.withLock { $0 = groups }
         routeLabels.keep(RouteLabels.pairs(next))
-        budget.apply(next)
+        budget.apply(next.memory)
         LogSinks.configure(buffer: next.logs.buffer)
         // Issue 17: the cache and the stream bounds follow a reload too. Other key fields change every
         // key, so the entries stored under the old ones go at once rather than linger unreachable.
