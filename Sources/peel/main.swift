@@ -97,14 +97,14 @@ case "demo":
     // second so the upstream going down shows within a few seconds.
     let defaults = ["PEEL_UPSTREAM": demo.baseURL, "PEEL_OFFLINE_CACHE": "16MiB", "PEEL_PROBE_INTERVAL": "1"]
     let config = loadConfig(args.dropFirst(), defaults: defaults)
-    let gatewayURL = "http://\(config.listen.host == "0.0.0.0" ? "127.0.0.1" : config.listen.host):\(config.listen.port)"
+    let gatewayURL = "http://\(config.listeners.client.host == "0.0.0.0" ? "127.0.0.1" : config.listeners.client.host):\(config.listeners.client.port)"
     var banner = ["peel demo: upstream \(demo.baseURL), gateway \(gatewayURL)", "Try:"]
     banner += DemoCatalog.curlLines(gateway: gatewayURL).map { "  " + $0 }
     banner.append("Offline: the upstream plays dead and comes back on its own port:")
     banner.append("  curl -sN -H 'Accept: text/event-stream' \(gatewayURL)/_peel/reachability &")
     banner.append("  curl -s -X POST \(demo.baseURL)/_demo/down; sleep 4; curl -si \(gatewayURL)/api/user; curl -si \(gatewayURL)/api/items")
     banner.append("  curl -s -X POST \(demo.baseURL)/_demo/up")
-    banner.append("Admin: curl -s \(config.adminListen.map { "http://\($0.host):\($0.port)" } ?? "(off)")/status")
+    banner.append("Admin: curl -s \(config.listeners.admin.map { "http://\($0.host):\($0.port)" } ?? "(off)")/status")
     runGateway(args.dropFirst(), defaults: defaults, banner: banner)
 case .some(let first) where !first.hasPrefix("-"):
     fail("peel: unknown command \(first) (see peel --help)")

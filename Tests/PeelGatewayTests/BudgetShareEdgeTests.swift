@@ -17,7 +17,7 @@ final class BudgetShareEdgeTests: XCTestCase {
     /// body of 90 % of max_body, the only one in flight on an idle server, is refused 503 once its
     /// buffer doubles past the share.
     func testAChunkedBodyUnderMaxBody_fitsAShareOfMaxBody() throws {
-        let h = try Harness(workers: 1) { c in c.maxBody = 100_000; c.maxBuffered = 1_000_000; c.maxBufferedPerClient = 100_000 }
+        let h = try Harness(workers: 1) { c in c.memory.maxBody = 100_000; c.memory.maxBuffered = 1_000_000; c.memory.maxBufferedPerClient = 100_000 }
         defer { h.stop() }
         let body = String(repeating: "a", count: 90_000)
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
@@ -33,7 +33,7 @@ final class BudgetShareEdgeTests: XCTestCase {
     /// charged as body memory, so a 10-byte body behind a 40 KB head (cookies, a JWT) passes a share
     /// of max_body = 16 KiB and is refused.
     func testASmallBodyBehindALargeHead_fitsAShareOfMaxBody() throws {
-        let h = try Harness(workers: 1) { c in c.maxBody = 16_384; c.maxBuffered = 1_000_000; c.maxBufferedPerClient = 16_384 }
+        let h = try Harness(workers: 1) { c in c.memory.maxBody = 16_384; c.memory.maxBuffered = 1_000_000; c.memory.maxBufferedPerClient = 16_384 }
         defer { h.stop() }
         let cookie = String(repeating: "c", count: 40_000)
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
@@ -50,7 +50,7 @@ final class BudgetShareEdgeTests: XCTestCase {
     /// it waits to be written, and any progress restarts client_timeout), and another address's
     /// judged answer gets 503 server-busy.
     func testOneAddressNotReadingItsAnswers_doesNotStarveAnother() throws {
-        let h = try Harness(workers: 2) { c in c.maxBody = 1000; c.maxBuffered = 32 << 20 }
+        let h = try Harness(workers: 2) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 32 << 20 }
         defer { h.stop() }
         var attackers: [Int32] = []
         defer { for fd in attackers { close(fd) } }

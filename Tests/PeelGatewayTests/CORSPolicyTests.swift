@@ -4,10 +4,10 @@ import XCTest
 /// Peel's own CORS decisions when `--cors-origins` is set (Fetch standard §3.2).
 final class CORSPolicyTests: XCTestCase {
     private func policy(_ origins: [String], credentials: Bool = false) -> CORSPolicy? {
-        var c = GatewayConfig()
-        c.corsOrigins = origins
-        c.corsCredentials = credentials
-        return CORSPolicy(config: c)
+        var s = GatewayConfig.CORS()
+        s.origins = origins
+        s.credentials = credentials
+        return CORSPolicy(s)
     }
     private func dict(_ fields: [(String, String)]) -> [String: String] {
         Dictionary(fields, uniquingKeysWith: { a, b in a + ", " + b })
@@ -77,8 +77,8 @@ final class CORSPolicyTests: XCTestCase {
         XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--cors-origins", "https://a.example/path"], environment: env))
         let ok = try? ConfigLoader.load(arguments: ["--cors-origins", "https://a.example, http://localhost:3000",
                                                    "--cors-credentials", "on"], environment: env)
-        XCTAssertEqual(ok?.corsOrigins, ["https://a.example", "http://localhost:3000"])
-        XCTAssertEqual(ok?.corsCredentials, true)
+        XCTAssertEqual(ok?.cors.origins, ["https://a.example", "http://localhost:3000"])
+        XCTAssertEqual(ok?.cors.credentials, true)
     }
 
     // MARK: issue 19
@@ -113,10 +113,10 @@ final class CORSPolicyTests: XCTestCase {
     }
 
     func testExposedList_isPeelsOwnThenConfiguredThenTheUpstreams_eachOnce() throws {
-        var c = GatewayConfig()
-        c.corsOrigins = ["https://app.example.com"]
-        c.corsExposeHeaders = ["Content-Disposition", "x-request-id"]
-        let p = try XCTUnwrap(CORSPolicy(config: c))
+        var s = GatewayConfig.CORS()
+        s.origins = ["https://app.example.com"]
+        s.exposeHeaders = ["Content-Disposition", "x-request-id"]
+        let p = try XCTUnwrap(CORSPolicy(s))
         let f = dict(p.answerFields(origin: "https://app.example.com", upstreamExposed: ["X-Total-Count", "Link", "age"]))
         XCTAssertEqual(f["Access-Control-Expose-Headers"], "X-Request-Id, Retry-After, Age, Cache-Status, Content-Disposition, X-Total-Count, Link")
     }

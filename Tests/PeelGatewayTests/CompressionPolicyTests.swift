@@ -80,9 +80,9 @@ final class CompressionPolicyTests: XCTestCase {
 
     func testConfig_compressionOffAndOrder() throws {
         let env = ["PEEL_UPSTREAM": "http://u.example"]
-        XCTAssertEqual(try ConfigLoader.load(arguments: ["--compression", "off"], environment: env).compression, [])
-        XCTAssertEqual(try ConfigLoader.load(arguments: ["--compression", "br,gzip"], environment: env).compression, [.br, .gzip])
-        XCTAssertEqual(try ConfigLoader.load(arguments: [], environment: env).compression, [.gzip, .br])
+        XCTAssertEqual(try ConfigLoader.load(arguments: ["--compression", "off"], environment: env).compression.codings, [])
+        XCTAssertEqual(try ConfigLoader.load(arguments: ["--compression", "br,gzip"], environment: env).compression.codings, [.br, .gzip])
+        XCTAssertEqual(try ConfigLoader.load(arguments: [], environment: env).compression.codings, [.gzip, .br])
         XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--compression", "zstd"], environment: env))
         XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--gzip-level", "0"], environment: env))
     }

@@ -11,38 +11,38 @@ final class ConfigTests: XCTestCase {
         let c = try ConfigLoader.load(arguments: [], environment: env)
         XCTAssertEqual(c.upstream.origin, "https://api.example.com")
         XCTAssertEqual(c.upstream.basePath, "/v1")
-        XCTAssertEqual(c.listen, HostPort(host: "127.0.0.1", port: 8080))
-        XCTAssertEqual(c.adminListen, HostPort(host: "127.0.0.1", port: 9090))
-        XCTAssertEqual(c.timeout, 30)
-        XCTAssertEqual(c.connectTimeout, 5)
-        XCTAssertEqual(c.probePath, "/")
-        XCTAssertEqual(c.probeInterval, 2)
-        XCTAssertEqual(c.probeTimeout, 1)
-        XCTAssertEqual(c.fall, 3)
-        XCTAssertEqual(c.rise, 2)
+        XCTAssertEqual(c.listeners.client, HostPort(host: "127.0.0.1", port: 8080))
+        XCTAssertEqual(c.listeners.admin, HostPort(host: "127.0.0.1", port: 9090))
+        XCTAssertEqual(c.calls.timeout, 30)
+        XCTAssertEqual(c.calls.connectTimeout, 5)
+        XCTAssertEqual(c.probe.path, "/")
+        XCTAssertEqual(c.probe.interval, 2)
+        XCTAssertEqual(c.probe.timeout, 1)
+        XCTAssertEqual(c.probe.fall, 3)
+        XCTAssertEqual(c.probe.rise, 2)
         XCTAssertEqual(c.envelope.dialect, .peel)
         XCTAssertEqual(c.envelope.dialect.successCodes, CodeSet([0]))
         XCTAssertEqual(c.envelope.dialect.authCodes, CodeSet([7]))
-        XCTAssertEqual(c.maxBody, 10_485_760)
-        XCTAssertEqual(c.maxUpstreamBody, 67_108_864)
-        XCTAssertTrue(c.accessLog)
-        XCTAssertEqual(c.workers, GatewayConfig.cpuCount)
+        XCTAssertEqual(c.memory.maxBody, 10_485_760)
+        XCTAssertEqual(c.calls.maxResponseBody, 67_108_864)
+        XCTAssertTrue(c.logs.access)
+        XCTAssertEqual(c.listeners.workers, GatewayConfig.cpuCount)
     }
 
     func testIssue13Options_defaultsSizesAndOff() throws {
         let d = try ConfigLoader.load(arguments: [], environment: env)
-        XCTAssertEqual(d.reachabilityPath, "/_peel/reachability")
-        XCTAssertEqual(d.maxStreams, 1000)
-        XCTAssertEqual(d.offlineCache, 0, "the offline cache is opt-in")
-        XCTAssertEqual(d.offlineCacheMaxAge, 86_400)
+        XCTAssertEqual(d.reachability.path, "/_peel/reachability")
+        XCTAssertEqual(d.reachability.maxStreams, 1000)
+        XCTAssertEqual(d.offline.capacity, 0, "the offline cache is opt-in")
+        XCTAssertEqual(d.offline.maxAge, 86_400)
         let c = try ConfigLoader.load(arguments: ["--offline-cache", "64MiB", "--reachability-path", "off", "--max-streams", "5",
                                                   "--offline-cache-max-age", "3600"], environment: env)
-        XCTAssertEqual(c.offlineCache, 64 << 20)
-        XCTAssertNil(c.reachabilityPath)
-        XCTAssertEqual(c.maxStreams, 5)
-        XCTAssertEqual(c.offlineCacheMaxAge, 3600)
+        XCTAssertEqual(c.offline.capacity, 64 << 20)
+        XCTAssertNil(c.reachability.path)
+        XCTAssertEqual(c.reachability.maxStreams, 5)
+        XCTAssertEqual(c.offline.maxAge, 3600)
         for (text, bytes) in [("1048576", 1 << 20), ("512KiB", 512 << 10), ("1 GB", 1_000_000_000), ("2mb", 2_000_000), ("0", 0)] {
-            XCTAssertEqual(try ConfigLoader.load(arguments: ["--offline-cache", text], environment: env).offlineCache, bytes, text)
+            XCTAssertEqual(try ConfigLoader.load(arguments: ["--offline-cache", text], environment: env).offline.capacity, bytes, text)
         }
         for bad in ["64XB", "-1", "MiB", "1.5MiB", "2TiB"] {
             XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--offline-cache", bad], environment: env), bad) { e in
@@ -61,12 +61,12 @@ final class ConfigTests: XCTestCase {
         let c = try ConfigLoader.load(arguments: ["--config", file.path, "--timeout", "13"],
                                       environment: ["PEEL_TIMEOUT": "12", "PEEL_FALL": "4"])
         XCTAssertEqual(c.upstream.host, "file.example")
-        XCTAssertEqual(c.timeout, 13, "flag wins")
-        XCTAssertEqual(c.fall, 4, "environment beats file")
-        XCTAssertEqual(c.connectTimeout, 2, "file beats default")
+        XCTAssertEqual(c.calls.timeout, 13, "flag wins")
+        XCTAssertEqual(c.probe.fall, 4, "environment beats file")
+        XCTAssertEqual(c.calls.connectTimeout, 2, "file beats default")
         XCTAssertEqual(c.envelope.dialect.codeStatus, CodeStatusMap([1001: 409]))
         XCTAssertEqual(c.envelope.dialect.authCodes, CodeSet([7, 401]))
-        XCTAssertFalse(c.accessLog)
+        XCTAssertFalse(c.logs.access)
     }
 
     func testStrict_rejectsUnknownKeysBadValuesAndLaxJSON() throws {
@@ -183,17 +183,17 @@ final class ConfigTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: file) }
         let f = try ConfigLoader.load(arguments: ["--config", file.path], environment: env)
         XCTAssertEqual(f.envelope.passthroughContentTypes, defaults + ["text/plain"], "repeats of the default are dropped")
-        XCTAssertEqual(f.compression, GatewayConfig().compression)
-        XCTAssertEqual(f.corsOrigins, ["https://*.example.com"])
+        XCTAssertEqual(f.compression.codings, GatewayConfig().compression.codings)
+        XCTAssertEqual(f.cors.origins, ["https://*.example.com"])
         XCTAssertTrue(ConfigLoader.describe(flag).contains("application/x-ndjson"), "check-config shows the result")
         XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--auth-codes", "+"], environment: env))
     }
 
     func testPreserveHostAndExposeHeaders_areOptions() throws {
         let c = try ConfigLoader.load(arguments: ["--preserve-host", "on", "--cors-expose-headers", "X-Total-Count,Link"], environment: env)
-        XCTAssertTrue(c.preserveHost)
-        XCTAssertEqual(c.corsExposeHeaders, ["X-Total-Count", "Link"])
-        XCTAssertFalse(try ConfigLoader.load(arguments: [], environment: env).preserveHost)
+        XCTAssertTrue(c.calls.preserveHost)
+        XCTAssertEqual(c.cors.exposeHeaders, ["X-Total-Count", "Link"])
+        XCTAssertFalse(try ConfigLoader.load(arguments: [], environment: env).calls.preserveHost)
         XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--cors-expose-headers", "bad name"], environment: env))
     }
 }

@@ -10,7 +10,7 @@ final class EnvelopeOnlyTests: XCTestCase {
 
     func testAStreamedAnswerWithADeclaredLength_keepsItAndIsNotChunked() throws {
         let body = self.body
-        let h = try RawHarness(configure: { $0.streamThreshold = 16 }) { _ in
+        let h = try RawHarness(configure: { $0.calls.streamThreshold = 16 }) { _ in
             .send("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 200\r\n\r\n" + body)
         }
         defer { h.stop() }
@@ -25,7 +25,7 @@ final class EnvelopeOnlyTests: XCTestCase {
     }
 
     func testAnAnswerOfUnknownLength_isStillChunked() throws {
-        let h = try RawHarness(configure: { $0.streamThreshold = 16 }) { _ in
+        let h = try RawHarness(configure: { $0.calls.streamThreshold = 16 }) { _ in
             .send("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
         }
         defer { h.stop() }
@@ -36,7 +36,7 @@ final class EnvelopeOnlyTests: XCTestCase {
     }
 
     func testADeclaredLengthTheUpstreamCutsShort_leavesTheClientABrokenConnection() throws {
-        let h = try RawHarness(configure: { $0.streamThreshold = 16 }) { _ in
+        let h = try RawHarness(configure: { $0.calls.streamThreshold = 16 }) { _ in
             .sendThenClose("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: 400\r\n\r\n"
                            + String(repeating: "c", count: 100))
         }
@@ -65,7 +65,7 @@ final class EnvelopeOnlyTests: XCTestCase {
     private func gzipHarness(_ plain: [UInt8], type: String, threshold: Int = 1 << 20) throws -> RawHarness {
         let gz = plain.withUnsafeBytes { ContentEncoder(gzipLevel: 6, brotliQuality: 3).encode($0, as: .gzip) }!
         // A misbehaving upstream sends gzip to everyone: Peel must decode it for clients that cannot take it.
-        return try RawHarness(configure: { $0.streamThreshold = threshold }) { _ in
+        return try RawHarness(configure: { $0.calls.streamThreshold = threshold }) { _ in
             .sendBytes(Array("HTTP/1.1 200 OK\r\nContent-Type: \(type)\r\nContent-Encoding: gzip\r\nContent-Length: \(gz.count)\r\n\r\n".utf8) + gz)
         }
     }
@@ -112,7 +112,7 @@ final class EnvelopeOnlyTests: XCTestCase {
 
     func testVary_namesEachFieldOnce() throws {
         let big = "[" + Array(repeating: "{\"id\":1,\"name\":\"item\"}", count: 200).joined(separator: ",") + "]"
-        let h = try RawHarness(configure: { $0.corsOrigins = ["https://app.example"] }) { _ in
+        let h = try RawHarness(configure: { $0.cors.origins = ["https://app.example"] }) { _ in
             .send(RawUpstream.envelope(big, fields: ["Vary: accept-encoding, Origin", "Vary: Cookie"]))
         }
         defer { h.stop() }
@@ -126,7 +126,7 @@ final class EnvelopeOnlyTests: XCTestCase {
 
     func testPreserveHost_forwardsTheClientsHost() throws {
         for preserve in [false, true] {
-            let h = try RawHarness(configure: { $0.preserveHost = preserve }) { _ in .send(RawUpstream.envelope("1")) }
+            let h = try RawHarness(configure: { $0.calls.preserveHost = preserve }) { _ in .send(RawUpstream.envelope("1")) }
             defer { h.stop() }
             let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
             try c.send("GET /h HTTP/1.1\r\nHost: app.example.com\r\nConnection: close\r\n\r\n")
@@ -162,7 +162,7 @@ final class EnvelopeOnlyTests: XCTestCase {
         // stops watching the socket, and the rest arrives while it is parked. The idle-connection
         // guard must see a running transfer there, on a fresh and on a reused upstream connection.
         let first = String(repeating: "a", count: 8 << 20), second = String(repeating: "b", count: 1 << 20)
-        let h = try RawHarness(configure: { $0.streamThreshold = 16 }) { _ in
+        let h = try RawHarness(configure: { $0.calls.streamThreshold = 16 }) { _ in
             .sendInTwoParts("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(9 << 20)\r\n\r\n" + first,
                             after: 0.3, second)
         }

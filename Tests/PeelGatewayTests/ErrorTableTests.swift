@@ -11,10 +11,10 @@ final class ErrorTableTests: XCTestCase {
 
     override func setUpWithError() throws {
         h = try Harness { c in
-            c.timeout = 1
-            c.connectTimeout = 1
+            c.calls.timeout = 1
+            c.calls.connectTimeout = 1
             c.envelope.dialect.codeStatus = CodeStatusMap([2002: 409])
-            c.fall = 1000  // these tests provoke transport failures on purpose; stay online
+            c.probe.fall = 1000  // these tests provoke transport failures on purpose; stay online
         }
     }
     override func tearDown() { h.stop() }
@@ -61,7 +61,7 @@ final class ErrorTableTests: XCTestCase {
 
     func testUpstreamUnreachable_whenConnectionRefused() throws {
         h.stop()
-        h = try Harness { c in c.upstream = try! UpstreamURL.parse("http://127.0.0.1:1").get(); c.fall = 1000 }
+        h = try Harness { c in c.upstream = try! UpstreamURL.parse("http://127.0.0.1:1").get(); c.probe.fall = 1000 }
         _ = try expect("/api/user", status: 502, kind: "upstream-unreachable", code: -101)
     }
 
@@ -93,7 +93,7 @@ final class ErrorTableTests: XCTestCase {
 
     func testRequestTooLarge_is413AndNeverReachesUpstream() throws {
         h.stop()
-        h = try Harness { c in c.maxBody = 1024 }
+        h = try Harness { c in c.memory.maxBody = 1024 }
         let before = h.upstream.requestCount
         let r = try h.request("POST", "/api/echo", headers: [("Content-Type", "text/plain")], body: [UInt8](repeating: 0x61, count: 4096))
         XCTAssertEqual(r.status, 413)
@@ -105,7 +105,7 @@ final class ErrorTableTests: XCTestCase {
 
     func testUpstreamTooLarge_whenBodyExceedsLimit() throws {
         h.stop()
-        h = try Harness { c in c.maxUpstreamBody = 64 * 1024 }
+        h = try Harness { c in c.calls.maxResponseBody = 64 * 1024 }
         _ = try expect("/api/large?kb=256", status: 502, kind: "upstream-too-large", code: -107)
         XCTAssertEqual(try h.request("GET", "/api/user").status, 200, "gateway keeps serving after a too-large answer")
     }
@@ -114,10 +114,10 @@ final class ErrorTableTests: XCTestCase {
         h.stop()
         h = try Harness { c in
             c.upstream = try! UpstreamURL.parse("http://127.0.0.1:1").get()
-            c.probeInterval = 0.1
-            c.probeTimeout = 0.1
-            c.connectTimeout = 0.1
-            c.fall = 1
+            c.probe.interval = 0.1
+            c.probe.timeout = 0.1
+            c.calls.connectTimeout = 0.1
+            c.probe.fall = 1
         }
         XCTAssertTrue(h.eventually { h.gateway.reachability.isDown })
         let r = try h.request("GET", "/api/user")

@@ -16,11 +16,11 @@ final class Harness: @unchecked Sendable {
         try upstream.start()
         var c = GatewayConfig()
         c.upstream = try UpstreamURL.parse(upstream.baseURL).get()
-        c.listen = HostPort(host: "127.0.0.1", port: 0)
-        c.adminListen = HostPort(host: "127.0.0.1", port: 0)
-        c.workers = workers
-        c.accessLog = false
-        c.probePath = "/__demo/health"
+        c.listeners.client = HostPort(host: "127.0.0.1", port: 0)
+        c.listeners.admin = HostPort(host: "127.0.0.1", port: 0)
+        c.listeners.workers = workers
+        c.logs.access = false
+        c.probe.path = "/__demo/health"
         configure(&c)
         gateway = Gateway(config: c)
         try gateway.start()

@@ -8,7 +8,7 @@ import XCTest
 final class HostileHTTPTests: XCTestCase {
     var h: Harness!
 
-    override func setUpWithError() throws { h = try Harness { c in c.headerTimeout = 0.5 } }
+    override func setUpWithError() throws { h = try Harness { c in c.clients.headerTimeout = 0.5 } }
     override func tearDown() { h.stop() }
 
     func testSmugglingProbes_areRefusedBeforeTheUpstream() throws {

@@ -8,19 +8,19 @@ final class IOSettingsTests: XCTestCase {
     /// A configuration whose every IO-bound value differs from its default.
     private func unusual() -> GatewayConfig {
         var c = GatewayConfig()
-        c.timeout = 7
-        c.connectTimeout = 2.5
-        c.maxUpstreamBody = 1_000_000
-        c.caFile = "/etc/ssl/extra.pem"
-        c.maxInFlight = 123
-        c.upstreamIdleTimeout = 9
-        c.trustedProxies = [IPNetwork("10.0.0.0/8")!]
-        c.maxBody = 2_000_000
-        c.clientTimeout = 11
-        c.bodyTimeout = 13
-        c.headerTimeout = 3
-        c.maxBuffered = 64_000_000
-        c.maxBufferedPerClient = 4_000_000
+        c.calls.timeout = 7
+        c.calls.connectTimeout = 2.5
+        c.calls.maxResponseBody = 1_000_000
+        c.calls.caFile = "/etc/ssl/extra.pem"
+        c.calls.maxInFlight = 123
+        c.calls.idleTimeout = 9
+        c.clients.trustedProxies = [IPNetwork("10.0.0.0/8")!]
+        c.memory.maxBody = 2_000_000
+        c.clients.timeout = 11
+        c.clients.bodyTimeout = 13
+        c.clients.headerTimeout = 3
+        c.memory.maxBuffered = 64_000_000
+        c.memory.maxBufferedPerClient = 4_000_000
         return c
     }
 
@@ -49,19 +49,19 @@ final class IOSettingsTests: XCTestCase {
     }
 
     func testTheBudget_takesItsLimitsFromTheConfig_andFromAReload() {
-        let b = MemoryBudget(GatewayConfig())
-        XCTAssertEqual(b.limit, GatewayConfig().maxBuffered)
-        XCTAssertEqual(b.perClientLimit, GatewayConfig().bufferedPerClient)
-        b.apply(unusual())
+        let b = MemoryBudget(GatewayConfig.Memory())
+        XCTAssertEqual(b.limit, GatewayConfig.Memory().maxBuffered)
+        XCTAssertEqual(b.perClientLimit, GatewayConfig.Memory().bufferedPerClient)
+        b.apply(unusual().memory)
         XCTAssertEqual(b.limit, 64_000_000)
         XCTAssertEqual(b.perClientLimit, 4_000_000)
     }
 
     func testAProbersClient_keepsItsEndpointsTimeouts_andAFewConnections() throws {
         var c = unusual()
-        c.probeTimeout = 1
+        c.probe.timeout = 1
         let url = try UpstreamURL.parse("https://10.0.0.1:8443/base").get()
-        let o = UpstreamOptions(probe: ProbeSettings(c, group: nil, url: url))
+        let o = UpstreamOptions(probe: ProbeSettings(c.probe, calls: c.calls, group: nil, url: url))
         XCTAssertEqual(o.timeout, 1)
         XCTAssertEqual(o.connectTimeout, 1, "a connect never outlasts the probe")
         XCTAssertEqual(o.caFile, "/etc/ssl/extra.pem")

@@ -6,7 +6,7 @@ import XCTest
 
 final class LifecycleTests: XCTestCase {
     func testShutdown_letsSlowCallFinishAndReadyzTurns503() throws {
-        let h = try Harness { c in c.drainDelay = 0.3 }
+        let h = try Harness { c in c.lifecycle.drainDelay = 0.3 }
         XCTAssertEqual(try h.admin("/readyz").status, 200)
         let result = LockedBox<BlockingClient.Response?>(nil)
         let done = expectation(description: "slow call answered")
@@ -35,7 +35,7 @@ final class LifecycleTests: XCTestCase {
     }
 
     func testShutdown_timeoutCutsStuckCallsShort() throws {
-        let h = try Harness { c in c.shutdownTimeout = 0.3; c.timeout = 30 }
+        let h = try Harness { c in c.lifecycle.shutdownTimeout = 0.3; c.calls.timeout = 30 }
         let port = h.port
         let c = try BlockingClient(host: "127.0.0.1", port: port, timeout: 5)
         try c.send("GET /fault/stall HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -171,7 +171,7 @@ final class LifecycleTests: XCTestCase {
             XCTAssertEqual((e as? ConfigError)?.option, "--timeout")
         }
         let c = try ConfigLoader.load(arguments: ["--admin-listen", "off"], environment: ["PEEL_UPSTREAM": "http://x"])
-        XCTAssertNil(c.adminListen)
+        XCTAssertNil(c.listeners.admin)
     }
 }
 

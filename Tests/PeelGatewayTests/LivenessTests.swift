@@ -6,7 +6,7 @@ import XCTest
 /// Issue 18: /healthz and /readyz see a worker whose event loop is blocked.
 final class LivenessTests: XCTestCase {
     func testBlockedWorkerLoop_turnsHealthzAndReadyz503_thenBack() throws {
-        let h = try Harness(workers: 2) { $0.workerStallTimeout = 1 }
+        let h = try Harness(workers: 2) { $0.lifecycle.workerStallTimeout = 1 }
         defer { h.stop() }
         XCTAssertEqual(try h.admin("/healthz").status, 200)
         XCTAssertEqual(try h.admin("/readyz").status, 200)

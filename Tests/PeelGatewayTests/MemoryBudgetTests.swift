@@ -68,7 +68,7 @@ final class MemoryBudgetTests: XCTestCase {
     /// never send a body byte (with or without 100-continue) hold nothing, so everyone else's
     /// uploads and judged answers go on.
     func testHeadsThatDeclareAndNeverSend_holdNothing() throws {
-        let h = try Harness(workers: 2) { c in c.maxBody = 1000; c.maxBuffered = 3000 }
+        let h = try Harness(workers: 2) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 3000 }
         defer { h.stop() }
         var heads: [BlockingClient] = []
         for i in 0..<6 {
@@ -95,7 +95,7 @@ final class MemoryBudgetTests: XCTestCase {
     /// A declared length that the budget has no room for now is refused at once, before 100 Continue
     /// (nothing is taken for it), and counted as Peel's own refusal.
     func testDeclaredBodyTheBudgetHasNoRoomFor_gets503BeforeItIsRead() throws {
-        let h = try Harness(workers: 2) { c in c.maxBody = 1000; c.maxBuffered = 2500 }
+        let h = try Harness(workers: 2) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 2500 }
         defer { h.stop() }
         // Two clients (two addresses, each within its share) hold 1800 bytes that did arrive; the
         // 700 left are room for small calls and their answers, not for a 1000-byte body.
@@ -133,7 +133,7 @@ final class MemoryBudgetTests: XCTestCase {
     /// Issue 28: one address opening many connections that each send part of a body holds at most
     /// its share (`max_buffered_per_client`); another address still uploads whole bodies.
     func testOneAddressWithManyPartialBodies_holdsAtMostItsShare() throws {
-        let h = try Harness(workers: 2) { c in c.maxBody = 1000; c.maxBuffered = 8000; c.maxBufferedPerClient = 2000 }
+        let h = try Harness(workers: 2) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 8000; c.memory.maxBufferedPerClient = 2000 }
         defer { h.stop() }
         var open: [BlockingClient] = []
         var refused = 0
@@ -172,8 +172,8 @@ final class MemoryBudgetTests: XCTestCase {
     /// Behind a trusted proxy every peer is the proxy: the share is the forwarded client's.
     func testBehindTrustedProxy_theShareIsTheForwardedClients() throws {
         let h = try Harness(workers: 1) { c in
-            c.maxBody = 1000; c.maxBuffered = 8000; c.maxBufferedPerClient = 1000
-            c.trustedProxies = [IPNetwork("127.0.0.0/8")!]
+            c.memory.maxBody = 1000; c.memory.maxBuffered = 8000; c.memory.maxBufferedPerClient = 1000
+            c.clients.trustedProxies = [IPNetwork("127.0.0.0/8")!]
         }
         defer { h.stop() }
         let a = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
@@ -194,7 +194,7 @@ final class MemoryBudgetTests: XCTestCase {
     }
 
     func testClientLeavingMidBody_givesItsBytesBack() throws {
-        let h = try Harness(workers: 1) { c in c.maxBody = 1000; c.maxBuffered = 1500 }
+        let h = try Harness(workers: 1) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 1500 }
         defer { h.stop() }
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
         try c.send("POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\nabc")
@@ -205,7 +205,7 @@ final class MemoryBudgetTests: XCTestCase {
     }
 
     func testChunkedBody_isCountedAsItArrivesAndRefusedPastTheBudget() throws {
-        let h = try Harness(workers: 1) { c in c.maxBody = 1000; c.maxBuffered = 1200 }
+        let h = try Harness(workers: 1) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 1200 }
         defer { h.stop() }
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
         try c.send("POST /api/user HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n12c\r\n" + String(repeating: "a", count: 300) + "\r\n")
@@ -221,7 +221,7 @@ final class MemoryBudgetTests: XCTestCase {
     }
 
     func testUpstreamBodyOverTheBudget_isServerBusy() throws {
-        let h = try Harness(workers: 1) { c in c.maxBody = 1000; c.maxBuffered = 100_000 }
+        let h = try Harness(workers: 1) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 100_000 }
         defer { h.stop() }
         let r = try h.request("GET", "/api/large?kb=512")
         XCTAssertEqual(r.status, 503, r.text)
@@ -240,7 +240,7 @@ final class MemoryBudgetTests: XCTestCase {
     /// get 503 server-busy with Retry-After, not 502 upstream-too-large (the upstream did nothing
     /// wrong). Each holds one answer, more than its share: one answer alone always fits the share.
     func testSlowReadersExhaustingTheBudget_othersGetServerBusy() throws {
-        let h = try Harness(workers: 1) { c in c.maxBody = 1000; c.maxBuffered = 24 << 20 }
+        let h = try Harness(workers: 1) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 24 << 20 }
         defer { h.stop() }
         // Three clients ask for 7 MiB judged answers and do not read them: each answer's bytes stay
         // held until written, which a full socket buffer stops.
@@ -267,7 +267,7 @@ final class MemoryBudgetTests: XCTestCase {
     /// read them holds at most its share (`max_buffered_per_client`) of the budget: its further
     /// answers get 503 server-busy, counted as Peel's refusal, while another address is answered.
     func testOneAddressWithManySlowReaders_holdsAtMostItsShareAndOthersAreAnswered() throws {
-        let h = try Harness(workers: 2) { c in c.maxBody = 1000; c.maxBuffered = 48 << 20; c.maxBufferedPerClient = 16 << 20 }
+        let h = try Harness(workers: 2) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 48 << 20; c.memory.maxBufferedPerClient = 16 << 20 }
         defer { h.stop() }
         let share = "max_buffered_per_client_upstream"
         var slow: [BlockingClient] = []

@@ -13,12 +13,12 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
 
     private func harness(_ configure: @escaping (inout GatewayConfig) -> Void = { _ in }) throws -> RawHarness {
         try RawHarness(configure: { c in
-            c.offlineCache = 1 << 20
-            c.probeInterval = 0.1
-            c.probeTimeout = 0.3
-            c.connectTimeout = 0.3
-            c.fall = 2
-            c.rise = 1
+            c.offline.capacity = 1 << 20
+            c.probe.interval = 0.1
+            c.probe.timeout = 0.3
+            c.calls.connectTimeout = 0.3
+            c.probe.fall = 2
+            c.probe.rise = 1
             configure(&c)
         }) { r in
             let value = Self.value
@@ -122,7 +122,7 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
     }
 
     func testCustomKeyField_separatesUsers() throws {
-        let h = try harness { c in c.offlineCacheKey = ["x-token"] }
+        let h = try harness { c in c.offline.keyFields = ["x-token"] }
         defer { h.stop() }
         XCTAssertEqual(try get(h, "/me", [("X-Token", "alice")]).text, "\"alice\"")
         XCTAssertEqual(h.gateway.offlineCache.entries, 1)
@@ -139,13 +139,13 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
         XCTAssertEqual(try get(h, "/me", [alice]).status, 200)
         XCTAssertEqual(h.gateway.offlineCache.entries, 1)
         var next = h.gateway.config
-        next.offlineCacheKey = ["authorization", "x-token"]
+        next.offline.keyFields = ["authorization", "x-token"]
         XCTAssertEqual(h.gateway.reload(next), [])
         XCTAssertEqual(h.gateway.offlineCache.entries, 0, "entries under the old key fields stayed")
         XCTAssertEqual(try get(h, "/me", [alice]).status, 200)
         XCTAssertEqual(h.gateway.offlineCache.entries, 1)
         // An operator turning the cache off after a privacy incident: gone at once, nothing served.
-        next.offlineCache = 0
+        next.offline.capacity = 0
         XCTAssertEqual(h.gateway.reload(next), [], "a reload that could not apply the cache said nothing")
         XCTAssertEqual(h.gateway.offlineCache.entries, 0)
         XCTAssertEqual(try get(h, "/me", [alice]).status, 200)
@@ -162,12 +162,12 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
     func testAnUnsafeMethodsSuccess_invalidatesTheStoredAnswer() throws {
         let version = Locked(1)
         let h = try RawHarness(configure: { c in
-            c.offlineCache = 1 << 20
-            c.probeInterval = 0.1
-            c.probeTimeout = 0.3
-            c.connectTimeout = 0.3
-            c.fall = 2
-            c.rise = 1
+            c.offline.capacity = 1 << 20
+            c.probe.interval = 0.1
+            c.probe.timeout = 0.3
+            c.calls.connectTimeout = 0.3
+            c.probe.fall = 2
+            c.probe.rise = 1
         }) { r in
             if r.path == "/me" && r.method == "PUT" {
                 version.withLock { $0 = 2 }
@@ -191,12 +191,12 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
     /// same request carries the strong `"v1"` and no Vary.
     func testAStale304_carriesTheValidatorsAFreshAnswerWould() throws {
         let h = try RawHarness(configure: { c in
-            c.offlineCache = 1 << 20
-            c.probeInterval = 0.1
-            c.probeTimeout = 0.3
-            c.connectTimeout = 0.3
-            c.fall = 2
-            c.rise = 1
+            c.offline.capacity = 1 << 20
+            c.probe.interval = 0.1
+            c.probe.timeout = 0.3
+            c.calls.connectTimeout = 0.3
+            c.probe.fall = 2
+            c.probe.rise = 1
         }) { _ in
             let items = (0..<300).map { "{\"n\":\($0),\"name\":\"item\"}" }.joined(separator: ",")
             return .send(RawUpstream.envelope("[\(items)]", fields: ["Cache-Control: public", "ETag: \"v1\""]))
@@ -221,13 +221,13 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
     /// gets alice's answer.
     func testVary_comparesEveryLineOfTheField() throws {
         let h = try RawHarness(configure: { c in
-            c.offlineCache = 1 << 20
-            c.offlineCacheKey = ["x-token"]
-            c.probeInterval = 0.1
-            c.probeTimeout = 0.3
-            c.connectTimeout = 0.3
-            c.fall = 2
-            c.rise = 1
+            c.offline.capacity = 1 << 20
+            c.offline.keyFields = ["x-token"]
+            c.probe.interval = 0.1
+            c.probe.timeout = 0.3
+            c.calls.connectTimeout = 0.3
+            c.probe.fall = 2
+            c.probe.rise = 1
         }) { r in
             let cookies = r.headers.filter { $0.0.lowercased() == "cookie" }.map { $0.1 }.joined(separator: "; ")
             return .send(RawUpstream.envelope("\"\(cookies)\"", fields: ["Cache-Control: public, max-age=0", "Vary: Cookie"]))
@@ -244,8 +244,8 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
 
     private func harnessAnswering(_ respond: @escaping @Sendable (RawUpstream.Request) -> RawUpstream.Reply) throws -> RawHarness {
         try RawHarness(configure: { c in
-            c.offlineCache = 1 << 20; c.probeInterval = 0.1; c.probeTimeout = 0.3
-            c.connectTimeout = 0.3; c.fall = 2; c.rise = 1
+            c.offline.capacity = 1 << 20; c.probe.interval = 0.1; c.probe.timeout = 0.3
+            c.calls.connectTimeout = 0.3; c.probe.fall = 2; c.probe.rise = 1
         }, respond)
     }
 
@@ -300,12 +300,12 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
     func testAnAnswerThatSetsACookie_isNotServedStaleWhileOffline() throws {
         let down = Locked(false)
         let h = try RawHarness(configure: { c in
-            c.offlineCache = 1 << 20
-            c.probeInterval = 0.1
-            c.probeTimeout = 0.3
-            c.connectTimeout = 0.3
-            c.fall = 2
-            c.rise = 1
+            c.offline.capacity = 1 << 20
+            c.probe.interval = 0.1
+            c.probe.timeout = 0.3
+            c.calls.connectTimeout = 0.3
+            c.probe.fall = 2
+            c.probe.rise = 1
         }) { r in
             if down.withLock({ $0 }) { return .close }
             // Marked public, so that the cookie is what keeps /login out (issue 17: an anonymous answer
@@ -340,13 +340,13 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
     func testAStaleAnswerCarriesPeelsCorsFieldsOnly_notTheUpstreamsStoredOnes() throws {
         let down = Locked(false)
         let h = try RawHarness(configure: { c in
-            c.offlineCache = 1 << 20
-            c.corsOrigins = ["https://app.example"]
-            c.probeInterval = 0.1
-            c.probeTimeout = 0.3
-            c.connectTimeout = 0.3
-            c.fall = 2
-            c.rise = 1
+            c.offline.capacity = 1 << 20
+            c.cors.origins = ["https://app.example"]
+            c.probe.interval = 0.1
+            c.probe.timeout = 0.3
+            c.calls.connectTimeout = 0.3
+            c.probe.fall = 2
+            c.probe.rise = 1
         }) { _ in
             if down.withLock({ $0 }) { return .close }
             return .send(RawUpstream.envelope("{\"plain\":1}", fields: ["Access-Control-Allow-Origin: *",

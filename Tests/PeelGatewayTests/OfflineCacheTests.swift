@@ -320,7 +320,7 @@ final class OfflineCacheTests: XCTestCase {
         }
         let c = try ConfigLoader.load(arguments: ["--upstream", "http://127.0.0.1:1", "--offline-cache-key", "X-Token, authorization"],
                                       environment: [:])
-        XCTAssertEqual(c.offlineCacheKey, ["x-token", "authorization"])
+        XCTAssertEqual(c.offline.keyFields, ["x-token", "authorization"])
     }
 
     func testTheSameAnswerAgainWithinASecond_leavesTheEntry_andAnyChangeReplacesIt() {
@@ -399,12 +399,12 @@ final class OfflineCacheTests: XCTestCase {
 final class OfflineCacheLiveTests: XCTestCase {
     func testUpstreamKilled_storedGetsAreServedStale_everythingElseIsOffline_thenFreshAgain() throws {
         let h = try Harness { c in
-            c.offlineCache = 1 << 20
-            c.probeInterval = 0.2
-            c.probeTimeout = 0.2
-            c.connectTimeout = 0.2
-            c.fall = 2
-            c.rise = 1
+            c.offline.capacity = 1 << 20
+            c.probe.interval = 0.2
+            c.probe.timeout = 0.2
+            c.calls.connectTimeout = 0.2
+            c.probe.fall = 2
+            c.probe.rise = 1
         }
         defer { h.stop() }
         XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })

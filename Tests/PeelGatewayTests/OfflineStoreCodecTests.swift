@@ -182,29 +182,29 @@ final class OfflineStoreCodecTests: XCTestCase {
             XCTAssertEqual((e as? ConfigError)?.option, "--offline-store-secret-file")
         }
         let c = try ConfigLoader.load(arguments: base + ["--offline-store-secret-file", good.path], environment: [:])
-        XCTAssertEqual(c.offlineStoreSecret, Array("0123456789abcdef0123".utf8), "one trailing newline is not part of the secret")
-        XCTAssertEqual(c.offlineStore, .redis(.tcp(host: "127.0.0.1", port: 6379), database: 0))
-        XCTAssertEqual(try ConfigLoader.load(arguments: ["--upstream", "http://u.example"], environment: [:]).offlineStore, .memory)
+        XCTAssertEqual(c.offline.storeSecret, Array("0123456789abcdef0123".utf8), "one trailing newline is not part of the secret")
+        XCTAssertEqual(c.offline.store, .redis(.tcp(host: "127.0.0.1", port: 6379), database: 0))
+        XCTAssertEqual(try ConfigLoader.load(arguments: ["--upstream", "http://u.example"], environment: [:]).offline.store, .memory)
     }
 
     func testReload_keepsTheStoreSettings_andNamesThem() {
         var c = GatewayConfig()
-        c.offlineCache = 1 << 20
-        c.offlineStore = .redis(.tcp(host: "127.0.0.1", port: 6379), database: 0)
-        c.offlineStoreSecret = Array("0123456789abcdef".utf8)
+        c.offline.capacity = 1 << 20
+        c.offline.store = .redis(.tcp(host: "127.0.0.1", port: 6379), database: 0)
+        c.offline.storeSecret = Array("0123456789abcdef".utf8)
         let g = Gateway(config: c)
         XCTAssertNotNil(g.offlineStoreStats)
         var next = c
-        next.offlineStore = .redis(.tcp(host: "127.0.0.1", port: 6380), database: 1)
-        next.offlineStoreSecret = Array("fedcba9876543210".utf8)
-        next.offlineStoreMaxEntry = 4096
-        next.offlineStoreTimeout = 0.2
-        next.offlineCacheMaxAge = 60
+        next.offline.store = .redis(.tcp(host: "127.0.0.1", port: 6380), database: 1)
+        next.offline.storeSecret = Array("fedcba9876543210".utf8)
+        next.offline.storeMaxEntry = 4096
+        next.offline.storeTimeout = 0.2
+        next.offline.maxAge = 60
         XCTAssertEqual(g.reload(next), ["offline_store", "offline_store_secret_file", "offline_store_max_entry", "offline_store_timeout"])
-        XCTAssertEqual(g.config.offlineStore, c.offlineStore)
-        XCTAssertEqual(g.config.offlineStoreSecret, c.offlineStoreSecret)
-        XCTAssertEqual(g.config.offlineStoreTimeout, 0.05)
-        XCTAssertEqual(g.config.offlineCacheMaxAge, 60, "the cache's own settings follow a reload")
+        XCTAssertEqual(g.config.offline.store, c.offline.store)
+        XCTAssertEqual(g.config.offline.storeSecret, c.offline.storeSecret)
+        XCTAssertEqual(g.config.offline.storeTimeout, 0.05)
+        XCTAssertEqual(g.config.offline.maxAge, 60, "the cache's own settings follow a reload")
         XCTAssertEqual(g.offlineCache.settings.maxAge, 60)
     }
 }

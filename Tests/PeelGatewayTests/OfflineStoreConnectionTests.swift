@@ -40,7 +40,7 @@ final class OfflineStoreConnectionTests: XCTestCase {
         let c = try ConfigLoader.load(arguments: ["--upstream", "http://127.0.0.1:1", "--offline-cache", "1MiB",
                                                   "--offline-store", "redis://127.0.0.1:6379", "--offline-store-secret-file", secret.path,
                                                   "--offline-store-password-file", pw.path], environment: [:])
-        XCTAssertEqual(c.offlineStoreCredentials?.password, Array("never-shown-7d1e".utf8))
+        XCTAssertEqual(c.offline.storeCredentials?.password, Array("never-shown-7d1e".utf8))
         let shown = ConfigLoader.describe(c)
         XCTAssertTrue(shown.contains(pw.path))
         XCTAssertFalse(shown.contains("never-shown-7d1e"), "check-config shows the password")

@@ -205,12 +205,12 @@ final class RawHarness {
         upstream = try RawUpstream(respond)
         var c = GatewayConfig()
         c.upstream = try UpstreamURL.parse(upstream.baseURL).get()
-        c.listen = HostPort(host: "127.0.0.1", port: 0)
-        c.adminListen = nil
-        c.workers = workers
-        c.accessLog = false
-        c.probePath = "/probe"
-        c.probeInterval = 60
+        c.listeners.client = HostPort(host: "127.0.0.1", port: 0)
+        c.listeners.admin = nil
+        c.listeners.workers = workers
+        c.logs.access = false
+        c.probe.path = "/probe"
+        c.probe.interval = 60
         configure(&c)
         gateway = Gateway(config: c)
         try gateway.start()

@@ -29,7 +29,7 @@ final class ReachabilityFeedTests: XCTestCase {
     }
 
     func testDocument_answersWhileOffline() throws {
-        let h = try Harness { c in c.probeInterval = 3600; c.fall = 1 }
+        let h = try Harness { c in c.probe.interval = 3600; c.probe.fall = 1 }
         defer { h.stop() }
         XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })
         h.gateway.reachability.recordPassiveFailure("connect refused")
@@ -40,7 +40,7 @@ final class ReachabilityFeedTests: XCTestCase {
     }
 
     func testPathOff_isForwarded() throws {
-        let h = try Harness { c in c.reachabilityPath = nil }
+        let h = try Harness { c in c.reachability.path = nil }
         defer { h.stop() }
         h.upstream.resetCount()
         let r = try h.request("GET", "/_peel/reachability")
@@ -49,7 +49,7 @@ final class ReachabilityFeedTests: XCTestCase {
     }
 
     func testEventStream_sendsTheStateAtOnce_thenEachTransition() throws {
-        let h = try Harness { c in c.probeInterval = 3600; c.fall = 2; c.rise = 1 }
+        let h = try Harness { c in c.probe.interval = 3600; c.probe.fall = 2; c.probe.rise = 1 }
         defer { h.stop() }
         XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })
         let c = try openStream(h)
@@ -75,7 +75,7 @@ final class ReachabilityFeedTests: XCTestCase {
     }
 
     func testEventStream_heartbeat() throws {
-        let h = try Harness { c in c.streamHeartbeat = 0.1 }
+        let h = try Harness { c in c.reachability.heartbeat = 0.1 }
         defer { h.stop() }
         let c = try openStream(h)
         _ = try c.readUntil("event: reachability")
@@ -84,7 +84,7 @@ final class ReachabilityFeedTests: XCTestCase {
     }
 
     func testMaxStreams_overTheBoundIs503_andAPlaceFreesWhenAClientLeaves() throws {
-        let h = try Harness { c in c.maxStreams = 1 }
+        let h = try Harness { c in c.reachability.maxStreams = 1 }
         defer { h.stop() }
         let c = try openStream(h)
         _ = try c.readUntil("event: reachability")
@@ -103,7 +103,7 @@ final class ReachabilityFeedTests: XCTestCase {
     func testStreamPlace_isFreedAtOnceWhenItsClientCloses_soReconnectsAreNotRefused() throws {
         // A client's FIN ends its stream: its place was held until the second heartbeat after it
         // (~28 s), so an app that reconnected 8 times within half a minute got 429.
-        let h = try Harness { c in c.maxStreamsPerClient = 8 }
+        let h = try Harness { c in c.reachability.maxStreamsPerClient = 8 }
         defer { h.stop() }
         for i in 0..<10 {
             let c = try openStream(h)
@@ -118,7 +118,7 @@ final class ReachabilityFeedTests: XCTestCase {
     func testStreamPlace_isFreedAtOnce_evenWhenTheClientFilledItsReadAhead() throws {
         // 100 KiB sent behind the request fills what Peel reads ahead (64 KiB); reading stopped
         // there, so the client's close went unseen until a write failed.
-        let h = try Harness { c in c.maxStreams = 1 }
+        let h = try Harness { c in c.reachability.maxStreams = 1 }
         defer { h.stop() }
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
         try c.send("GET /_peel/reachability HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
@@ -151,8 +151,8 @@ final class ReachabilityFeedTests: XCTestCase {
         // Issue 17: 1000 streams that never read, from one address, locked every app out. Here 1000
         // from 127.0.0.1 against a per-client bound of 4: the rest get 429, and 127.0.0.2 still gets in.
         let h = try Harness { c in
-            c.maxStreams = 10
-            c.maxStreamsPerClient = 4
+            c.reachability.maxStreams = 10
+            c.reachability.maxStreamsPerClient = 4
         }
         defer { h.stop() }
         var held: [BlockingClient] = []
@@ -178,7 +178,7 @@ final class ReachabilityFeedTests: XCTestCase {
         XCTAssertTrue(metrics.contains("peel_reachability_stream_clients 2"), metrics)
         // The bounds follow a reload (issue 17: max_streams kept its start-up value).
         var next = h.gateway.config
-        next.maxStreamsPerClient = 5
+        next.reachability.maxStreamsPerClient = 5
         XCTAssertEqual(h.gateway.reload(next), [])
         let fifth = try openStream(h)
         XCTAssertTrue(try fifth.readUntil("event: reachability").hasPrefix("HTTP/1.1 200"))
@@ -197,8 +197,8 @@ final class ReachabilityFeedTests: XCTestCase {
         // Issue 17: /_peel/reachability is public; the address, port and curl's words stay on /status.
         let h = try Harness { c in
             c.upstream = try! UpstreamURL.parse("http://127.0.0.1:1").get()
-            c.probeInterval = 0.1
-            c.fall = 1
+            c.probe.interval = 0.1
+            c.probe.fall = 1
         }
         defer { h.stop() }
         XCTAssertTrue(h.eventually(3) { h.gateway.reachability.isDown })

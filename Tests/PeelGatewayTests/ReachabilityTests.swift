@@ -188,11 +188,11 @@ final class ReachabilityMachineTests: XCTestCase {
 final class ReachabilityLiveTests: XCTestCase {
     func testUpstreamKilled_callsGoOfflineWithinASecond_andComeBackAfterRestart() throws {
         let h = try Harness { c in
-            c.probeInterval = 0.2
-            c.probeTimeout = 0.2
-            c.connectTimeout = 0.2
-            c.fall = 2
-            c.rise = 1
+            c.probe.interval = 0.2
+            c.probe.timeout = 0.2
+            c.calls.connectTimeout = 0.2
+            c.probe.fall = 2
+            c.probe.rise = 1
         }
         defer { h.stop() }
         XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })
@@ -227,11 +227,11 @@ final class ReachabilityLiveTests: XCTestCase {
         // Issue 13's report, scaled down: every answer, probes included, takes 0.3 s; the probe may
         // take 0.2 s. Before, two timed-out probes made it offline although every call was answered.
         let h = try Harness { c in
-            c.probePath = "/api/slow?ms=300"
-            c.probeInterval = 0.25
-            c.probeTimeout = 0.2
-            c.fall = 3
-            c.rise = 1
+            c.probe.path = "/api/slow?ms=300"
+            c.probe.interval = 0.25
+            c.probe.timeout = 0.2
+            c.probe.fall = 3
+            c.probe.rise = 1
         }
         defer { h.stop() }
         XCTAssertEqual(try h.request("GET", "/api/slow?ms=300").status, 200)
@@ -264,12 +264,12 @@ final class ReachabilityLiveTests: XCTestCase {
         // Issue 17's gunicorn report, scaled down: every probe is taken and then waits past the probe
         // timeout. Before, three such probes made Peel answer every call 503 offline.
         let h = try RawHarness(configure: { c in
-            c.probeInterval = 0.1
+            c.probe.interval = 0.1
             // Room for a loop held up on a busy machine: a probe that had not even connected by its
             // timeout would be a connect timeout, not a busy one.
-            c.probeTimeout = 0.3
-            c.fall = 2
-            c.adminListen = HostPort(host: "127.0.0.1", port: 0)
+            c.probe.timeout = 0.3
+            c.probe.fall = 2
+            c.listeners.admin = HostPort(host: "127.0.0.1", port: 0)
         }) { r in
             r.path == "/probe" ? .sendInTwoParts("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n", after: 1, "\r\nok")
                 : .send(RawUpstream.envelope("1"))
@@ -325,10 +325,10 @@ final class ReachabilityLiveTests: XCTestCase {
         let started = Date()
         let h = try Harness { c in
             c.upstream = try! UpstreamURL.parse("http://127.0.0.1:\(port)").get()
-            c.probeInterval = 0.1
-            c.probeTimeout = 0.2
-            c.connectTimeout = 0.2
-            c.fall = 2
+            c.probe.interval = 0.1
+            c.probe.timeout = 0.2
+            c.calls.connectTimeout = 0.2
+            c.probe.fall = 2
         }
         defer { h.stop() }
         XCTAssertTrue(h.eventually(3) { h.gateway.reachability.isDown }, "a host that takes no connection was not found offline")
@@ -339,8 +339,8 @@ final class ReachabilityLiveTests: XCTestCase {
 
     func testOffline_upstreamSeesNoCallsWhileDown() throws {
         let h = try Harness { c in
-            c.probeInterval = 3600  // only the first probe runs during the test
-            c.fall = 1
+            c.probe.interval = 3600  // only the first probe runs during the test
+            c.probe.fall = 1
         }
         defer { h.stop() }
         XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })
@@ -354,8 +354,8 @@ final class ReachabilityLiveTests: XCTestCase {
     func testPassiveFailures_flipStateBeforeTheTimer() throws {
         let h = try Harness { c in
             c.upstream = try! UpstreamURL.parse("http://127.0.0.1:1").get()
-            c.probeInterval = 3600  // only the first probe runs during the test
-            c.fall = 3
+            c.probe.interval = 3600  // only the first probe runs during the test
+            c.probe.fall = 3
         }
         defer { h.stop() }
         XCTAssertTrue(h.eventually { h.gateway.reachability.lastProbeReport != nil })
@@ -371,12 +371,12 @@ final class ReachabilityLiveTests: XCTestCase {
     /// toward rise: Peel turns reachable again while every connect is refused.
     func testCallsInFlight_whenTheHostWentAway_timingOut_doNotBringItBack() throws {
         let h = try RawHarness(configure: { c in
-            c.probeInterval = 0.1
-            c.probeTimeout = 0.2
-            c.connectTimeout = 0.2
-            c.timeout = 1.5
-            c.fall = 2
-            c.rise = 2
+            c.probe.interval = 0.1
+            c.probe.timeout = 0.2
+            c.calls.connectTimeout = 0.2
+            c.calls.timeout = 1.5
+            c.probe.fall = 2
+            c.probe.rise = 2
         }) { r in
             switch r.path {
             // Connection: close, so no probe connection outlives the listener.
@@ -418,9 +418,9 @@ final class ReachabilityLiveTests: XCTestCase {
     /// every call gets 502, and Peel never says offline (nor serves stale answers).
     func testAnUpstreamThatClosesEveryConnection_probeIncluded_isFoundOffline() throws {
         let h = try RawHarness(configure: { c in
-            c.probeInterval = 0.05
-            c.probeTimeout = 0.2
-            c.fall = 2
+            c.probe.interval = 0.05
+            c.probe.timeout = 0.2
+            c.probe.fall = 2
         }) { _ in .close }
         defer { h.stop() }
         usleep(1_000_000)
@@ -432,11 +432,11 @@ final class ReachabilityLiveTests: XCTestCase {
         // Every request, probes included, gets a 200 whose head has a field name that is not a token:
         // curl reports it as a protocol error (-100). The upstream is there all the same.
         let h = try RawHarness(configure: { c in
-            c.fall = 2
-            c.rise = 1
-            c.probeInterval = 0.1
-            c.probeTimeout = 0.5
-            c.connectTimeout = 0.5
+            c.probe.fall = 2
+            c.probe.rise = 1
+            c.probe.interval = 0.1
+            c.probe.timeout = 0.5
+            c.calls.connectTimeout = 0.5
         }) { _ in .send(RawUpstream.envelope("1", fields: ["X(A)@: 1"])) }
         defer { h.stop() }
         // Several probe rounds (fall 2 needs only two) and live calls in between.

@@ -16,11 +16,11 @@ final class ReloadTests: XCTestCase {
 
         var next = h.gateway.config
         next.upstream = try UpstreamURL.parse(other.baseURL).get()
-        next.maxBody = 4
-        next.workers = 7
-        next.listen = HostPort(host: "127.0.0.1", port: 1)
+        next.memory.maxBody = 4
+        next.listeners.workers = 7
+        next.listeners.client = HostPort(host: "127.0.0.1", port: 1)
         XCTAssertEqual(h.gateway.reload(next), ["listen", "workers"])
-        XCTAssertEqual(h.gateway.config.workers, 2)
+        XCTAssertEqual(h.gateway.config.listeners.workers, 2)
 
         // Pooled handles and kept-alive connections of the old upstream are not used again.
         for _ in 0..<4 { XCTAssertEqual(try h.request("GET", "/a").text, "\"other\"") }
@@ -53,8 +53,8 @@ final class ReloadTests: XCTestCase {
     func testReload_betweenSendAndHead_theAnswerFollowsOneGeneration() throws {
         let body = #"{"code":0,"message":"ok","data":{"x":1},"errcode":0}"#
         let h = try RawHarness(configure: { c in
-            c.corsOrigins = ["https://a.example"]
-            c.compression = []
+            c.cors.origins = ["https://a.example"]
+            c.compression.codings = []
         }) { r in
             let answer = RawUpstream.answer(body)
             return r.path == "/slow" ? .sendInTwoParts("", after: 0.3, answer) : .send(answer)
@@ -67,9 +67,9 @@ final class ReloadTests: XCTestCase {
         XCTAssertEqual(h.seen("/slow").count, 1)
         var next = h.gateway.config
         next.envelope.dialect = .wechat
-        next.corsOrigins = ["https://b.example"]
-        next.compression = [.gzip]
-        next.compressionMinSize = 1
+        next.cors.origins = ["https://b.example"]
+        next.compression.codings = [.gzip]
+        next.compression.minSize = 1
         XCTAssertEqual(h.gateway.reload(next), [])
         let old = try c.readResponse()
         XCTAssertEqual(old.status, 200)
@@ -97,7 +97,7 @@ final class ReloadTests: XCTestCase {
         XCTAssertEqual(h.seen("/api/x").count, 1)
 
         var next = h.gateway.config
-        next.corsOrigins = ["https://app.example"]
+        next.cors.origins = ["https://app.example"]
         XCTAssertEqual(h.gateway.reload(next), [])
         let after = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
         try after.send(preflight)
@@ -108,7 +108,7 @@ final class ReloadTests: XCTestCase {
     }
 
     private func redirectHarness(rewriting: Bool) throws -> RawHarness {
-        try RawHarness(configure: { $0.rewriteRedirects = rewriting }) { r in
+        try RawHarness(configure: { $0.rewrite.redirects = rewriting }) { r in
             .send("HTTP/1.1 302 Found\r\nLocation: /target\r\nContent-Length: 0\r\n\r\n")
         }
     }
@@ -124,7 +124,7 @@ final class ReloadTests: XCTestCase {
         defer { h.stop() }
         XCTAssertEqual(try locations(h).count, 1)
         var next = h.gateway.config
-        next.rewriteRedirects = true
+        next.rewrite.redirects = true
         XCTAssertEqual(h.gateway.reload(next), [])
         let after = try locations(h)
         XCTAssertEqual(after.count, 1, "Location fields after turning rewriting on: \(after)")
@@ -135,7 +135,7 @@ final class ReloadTests: XCTestCase {
         defer { h.stop() }
         XCTAssertEqual(try locations(h).count, 1)
         var next = h.gateway.config
-        next.rewriteRedirects = false
+        next.rewrite.redirects = false
         XCTAssertEqual(h.gateway.reload(next), [])
         let after = try locations(h)
         XCTAssertEqual(after, ["/target"], "Location fields after turning rewriting off")
@@ -184,13 +184,13 @@ final class ReloadTests: XCTestCase {
             """)
         let h = try RawHarness(configure: { c in
             c.routing = routes
-            c.timeout = 5
-            c.corsOrigins = ["https://a.example"]
-            c.compression = [.gzip]
-            c.compressionMinSize = 1
-            c.gzipLevel = 1
-            c.offlineCache = 1 << 20
-            c.offlineCacheMaxAge = 3600
+            c.calls.timeout = 5
+            c.cors.origins = ["https://a.example"]
+            c.compression.codings = [.gzip]
+            c.compression.minSize = 1
+            c.compression.gzipLevel = 1
+            c.offline.capacity = 1 << 20
+            c.offline.maxAge = 3600
         }) { _ in .send(RawUpstream.answer("{}")) }
         defer { h.stop() }
         let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
@@ -200,10 +200,10 @@ final class ReloadTests: XCTestCase {
         XCTAssertTrue(second.requests.allSatisfy { $0.path != "/slow" }, "the first attempt goes to the first endpoint")
         var next = h.gateway.config
         next.envelope.dialect = .wechat
-        next.corsOrigins = ["https://b.example"]
-        next.gzipLevel = 9
-        next.timeout = 0.3
-        next.offlineCacheMaxAge = 10
+        next.cors.origins = ["https://b.example"]
+        next.compression.gzipLevel = 9
+        next.calls.timeout = 0.3
+        next.offline.maxAge = 10
         XCTAssertEqual(h.gateway.reload(next), [])
 
         let old = try c.readResponse()
@@ -228,7 +228,7 @@ final class ReloadTests: XCTestCase {
     // Turning the offline cache off stops every write at once (README), even for a call planned
     // while it was on: the call keeps its generation's max age, not the cache's being on.
     func testReload_turningTheCacheOff_stopsTheWriteOfACallInFlight() throws {
-        let h = try RawHarness(configure: { c in c.offlineCache = 1 << 20 }) { r in
+        let h = try RawHarness(configure: { c in c.offline.capacity = 1 << 20 }) { r in
             let answer = RawUpstream.envelope("1")
             return r.path == "/slow" ? .sendInTwoParts("", after: 0.3, answer) : .send(answer)
         }
@@ -238,7 +238,7 @@ final class ReloadTests: XCTestCase {
         let deadline = Date().addingTimeInterval(2)
         while h.seen("/slow").isEmpty && Date() < deadline { usleep(10_000) }
         var next = h.gateway.config
-        next.offlineCache = 0
+        next.offline.capacity = 0
         XCTAssertEqual(h.gateway.reload(next), [])
         XCTAssertEqual(try c.readResponse().status, 200)
         XCTAssertEqual(h.gateway.offlineCache.entries, 0, "stored after the cache was turned off")

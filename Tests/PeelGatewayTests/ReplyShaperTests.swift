@@ -10,9 +10,9 @@ final class ReplyShaperTests: XCTestCase {
     private let rewrite = ProxyRewrite(upstream: try! UpstreamURL.parse("http://up.internal:9000/api").get())
 
     private func shaper(cors: Bool, compression: Bool) -> ReplyShaper {
-        var c = GatewayConfig()
-        if cors { c.corsOrigins = [origin] }
-        return ReplyShaper(cors: CORSPolicy(config: c),
+        var s = GatewayConfig.CORS()
+        if cors { s.origins = [origin] }
+        return ReplyShaper(cors: CORSPolicy(s),
                            compression: CompressionPolicy(offered: compression ? [.gzip] : [], minSize: 64),
                            rewriteRedirects: true, rewriteCookies: true)
     }

@@ -121,7 +121,7 @@ final class RoutingLiveTests: XCTestCase {
             {"upstreams": {"pay": {"endpoints": ["http://127.0.0.1:1"], "probe": {"fall": 1}}},
              "routes": [{"prefix": "/", "upstream": "default"}, {"prefix": "/pay/", "upstream": "pay"}]}
             """)
-        let h = try Harness { c in c.routing = r; c.probeInterval = 3600; c.fall = 1 }
+        let h = try Harness { c in c.routing = r; c.probe.interval = 3600; c.probe.fall = 1 }
         defer { h.stop() }
         let groups = h.gateway.groups
         let payState = try XCTUnwrap(groups.named("pay"))
@@ -165,7 +165,7 @@ final class RoutingLiveTests: XCTestCase {
     }
 
     func testReload_addsARoute_andAGroupThatStaysKeepsItsState() throws {
-        let h = try Harness { c in c.probeInterval = 3600; c.fall = 1 }
+        let h = try Harness { c in c.probe.interval = 3600; c.probe.fall = 1 }
         defer { h.stop() }
         XCTAssertTrue(h.eventually { h.gateway.reachability.state == .reachable })
         let before = h.gateway.reachability
@@ -273,7 +273,7 @@ final class EndpointFailoverLiveTests: XCTestCase {
             {"upstreams": {"app": {"endpoints": [\(list)], "probe": {"path": "/__demo/health", "rise": 1}\(extra)}},
              "routes": [{"prefix": "/", "upstream": "app"}]}
             """, environment: [:])
-        return try Harness(workers: workers) { c in c.routing = config.routing; c.probeInterval = probeInterval }
+        return try Harness(workers: workers) { c in c.routing = config.routing; c.probe.interval = probeInterval }
     }
 
     func testEqualWeights_spreadCallsEvenly() throws {

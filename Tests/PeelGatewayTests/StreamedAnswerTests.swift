@@ -10,7 +10,7 @@ final class StreamedAnswerTests: XCTestCase {
     private static let head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 
     func testStallingUpstream_streamIsCutAfterTheIdleTimeout_withoutItsEnd() throws {
-        let h = try RawHarness(configure: { $0.upstreamIdleTimeout = 0.5; $0.timeout = 10 }) { _ in
+        let h = try RawHarness(configure: { $0.calls.idleTimeout = 0.5; $0.calls.timeout = 10 }) { _ in
             .send(Self.head + "5\r\nhello\r\n")   // then nothing, the connection kept open
         }
         defer { h.stop() }
@@ -28,7 +28,7 @@ final class StreamedAnswerTests: XCTestCase {
 
     func testUpstreamSendingWithinTheBound_isNotCut() throws {
         // A pause well inside the bound: a loop thread held up on a busy machine stays inside it too.
-        let h = try RawHarness(configure: { $0.upstreamIdleTimeout = 1.5 }) { _ in
+        let h = try RawHarness(configure: { $0.calls.idleTimeout = 1.5 }) { _ in
             .sendInTwoParts(Self.head + "5\r\nhello\r\n", after: 0.3, "5\r\nworld\r\n0\r\n\r\n")
         }
         defer { h.stop() }
@@ -40,7 +40,7 @@ final class StreamedAnswerTests: XCTestCase {
     func testStreamedHeadThenAPipelinedGetInOneWrite_areBothAnswered() throws {
         // application/octet-stream passes unjudged; 200 bytes over a 16-byte threshold is streamed.
         let body = String(repeating: "b", count: 200)
-        let h = try RawHarness(configure: { $0.streamThreshold = 16 }) { r in
+        let h = try RawHarness(configure: { $0.calls.streamThreshold = 16 }) { r in
             let head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(body.utf8.count)\r\n\r\n"
             return .send(r.method == "HEAD" ? head : head + body)
         }
@@ -83,7 +83,7 @@ final class StreamedAnswerTests: XCTestCase {
         // 1 MB of octet-stream (over the 16-byte threshold: streamed): 64 KiB at once, the rest 1 s later.
         let total = 1 << 20
         let first = 64 * 1024
-        let h = try RawHarness(configure: { $0.streamThreshold = 16 }) { r in
+        let h = try RawHarness(configure: { $0.calls.streamThreshold = 16 }) { r in
             let head = "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: \(total)\r\n\r\n"
             if r.path == "/small" { return .send(RawUpstream.envelope("1")) }
             return .sendInTwoParts(head + String(repeating: "a", count: first), after: 1.0,

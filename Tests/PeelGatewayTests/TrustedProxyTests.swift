@@ -15,8 +15,8 @@ final class TrustedProxyTests: XCTestCase {
     private func redirected(trusted: [String], listen: String = "127.0.0.1") throws -> (BlockingClient.Response, [(String, String)], port: Int) {
         let box = Locked<Int>(0)
         let h = try RawHarness(configure: { c in
-            c.trustedProxies = trusted.compactMap(IPNetwork.init)
-            c.listen = HostPort(host: listen, port: 0)
+            c.clients.trustedProxies = trusted.compactMap(IPNetwork.init)
+            c.listeners.client = HostPort(host: listen, port: 0)
         }) { _ in
             .send("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:\(box.withLock { $0 })/next\r\nContent-Length: 0\r\n\r\n")
         }
@@ -127,7 +127,7 @@ final class TrustedProxyTests: XCTestCase {
             XCTAssertNil(IPNetwork(bad), bad)
         }
         let env = ["PEEL_UPSTREAM": "http://127.0.0.1:1", "PEEL_TRUSTED_PROXIES": "10.0.0.0/8, ::1"]
-        XCTAssertEqual(try ConfigLoader.load(arguments: [], environment: env).trustedProxies.map(\.description), ["10.0.0.0/8", "::1/128"])
+        XCTAssertEqual(try ConfigLoader.load(arguments: [], environment: env).clients.trustedProxies.map(\.description), ["10.0.0.0/8", "::1/128"])
         XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--trusted-proxies", "10.0.0.0/8,nope"], environment: env)) { e in
             XCTAssertEqual((e as? ConfigError)?.option, "--trusted-proxies")
         }

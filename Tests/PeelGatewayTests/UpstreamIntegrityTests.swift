@@ -78,7 +78,7 @@ final class UpstreamIntegrityTests: XCTestCase {
     }
 
     func testNotResent_doesNotCountAgainstReachability() throws {
-        let h = try RawHarness(configure: { $0.fall = 1 }) { r in
+        let h = try RawHarness(configure: { $0.probe.fall = 1 }) { r in
             r.path == "/charge" && r.number > 1 ? .close : .send(RawUpstream.envelope("1"))
         }
         defer { h.stop() }
@@ -115,7 +115,7 @@ final class UpstreamHeadTests: XCTestCase {
     var h: RawHarness!
 
     override func setUpWithError() throws {
-        h = try RawHarness(configure: { $0.timeout = 3 }) { r in
+        h = try RawHarness(configure: { $0.calls.timeout = 3 }) { r in
             let ok = RawUpstream.envelope("{\"conn\":\(r.connection),\"n\":\(r.number)}")
             switch r.path {
             case "/switch":
@@ -253,7 +253,7 @@ final class BrokenAnswerTests: XCTestCase {
     static let envelope = "{\"code\":0,\"message\":\"ok\",\"data\":1}"
 
     func testTruncatedAnswersFiveTimesWithFallThree_areBadFormatAndTheUpstreamStaysOnline() throws {
-        let h = try RawHarness(configure: { $0.fall = 3 }) { r in
+        let h = try RawHarness(configure: { $0.probe.fall = 3 }) { r in
             switch r.path {
             case "/truncated":
                 // Content-Length promises 100 bytes more than arrive, then the upstream closes.
@@ -280,7 +280,7 @@ final class BrokenAnswerTests: XCTestCase {
             "/bad-gzip": "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 12\r\n\r\nnot gzip at ",
             "/cut-head": "HTTP/1.1 200 OK\r\nContent-Type: appl",
         ]
-        let h = try RawHarness(configure: { $0.fall = 1 }) { r in
+        let h = try RawHarness(configure: { $0.probe.fall = 1 }) { r in
             if let bytes = cases[r.path] { return .sendThenClose(bytes) }
             return .send(RawUpstream.envelope("\"good\""))
         }
@@ -296,7 +296,7 @@ final class BrokenAnswerTests: XCTestCase {
     func testAnUpstreamThatClosesBeforeAnyAnswer_neverCountsTowardsFall() throws {
         // Issue 17: three calls to a path whose worker dies took Peel offline for everyone. The
         // upstream took the connection, so it is there: its calls get -101, the state stays.
-        let h = try RawHarness(configure: { $0.fall = 2 }) { r in
+        let h = try RawHarness(configure: { $0.probe.fall = 2 }) { r in
             r.path == "/probe" || r.path == "/good" ? .send(RawUpstream.envelope("1")) : .close
         }
         defer { h.stop() }

@@ -10,7 +10,7 @@ final class UpstreamRequestPlanTests: XCTestCase {
         let fields = ResponseHeaders(pairs)
         let facts = RequestFacts(fields, keys: nil)
         var config = GatewayConfig()
-        config.preserveHost = preserveHost
+        config.calls.preserveHost = preserveHost
         let route = try RouteSet(config, groups: UpstreamGroups(config, onTransition: { _, _ in })).fallback
         return Forwarder.upstreamRequest(fields, method: method, MethodToken(method), facts, route: route, endpoint: route.picker.endpoints[0],
                                          target: (path: "/api/users", query: "page=2"), peer: peer, requestId: "req-1",

@@ -19,7 +19,7 @@ final class ValueFloorTests: XCTestCase {
             XCTAssertNoThrow(try ConfigLoader.load(arguments: [name, "0.001"], environment: env), name)
         }
         refused(["--shutdown-timeout", "0.0005"], naming: "--shutdown-timeout")
-        XCTAssertEqual(try ConfigLoader.load(arguments: ["--shutdown-timeout", "0"], environment: env).shutdownTimeout, 0)
+        XCTAssertEqual(try ConfigLoader.load(arguments: ["--shutdown-timeout", "0"], environment: env).lifecycle.shutdownTimeout, 0)
         XCTAssertThrowsError(try ConfigLoader.load(arguments: [], environment: env.merging(["PEEL_TIMEOUT": "0.0001"]) { $1 })) { e in
             XCTAssertEqual((e as? ConfigError)?.option, "PEEL_TIMEOUT")
         }
@@ -28,7 +28,7 @@ final class ValueFloorTests: XCTestCase {
     func testProbeInterval_hasAFloor() throws {
         refused(["--probe-interval", "0.0001"], naming: "--probe-interval")
         refused(["--probe-interval", "0.09"], naming: "--probe-interval")
-        XCTAssertEqual(try ConfigLoader.load(arguments: ["--probe-interval", "0.1"], environment: env).probeInterval, 0.1)
+        XCTAssertEqual(try ConfigLoader.load(arguments: ["--probe-interval", "0.1"], environment: env).probe.interval, 0.1)
     }
 
     func testProbePath_mustBeAnOriginFormTarget() throws {
@@ -36,7 +36,7 @@ final class ValueFloorTests: XCTestCase {
             refused(["--probe-path", bad], naming: "--probe-path")
         }
         for good in ["/", "/health", "/api/v1/ping?full=1&x=%20y", "/a:b@c;d=e,f", "/~user/!$'()*+"] {
-            XCTAssertEqual(try ConfigLoader.load(arguments: ["--probe-path", good], environment: env).probePath, good)
+            XCTAssertEqual(try ConfigLoader.load(arguments: ["--probe-path", good], environment: env).probe.path, good)
         }
     }
 

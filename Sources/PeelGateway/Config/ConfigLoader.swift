@@ -64,7 +64,7 @@ public enum ConfigLoader {
         }
         for (spec, v, origin) in flagValues { try apply(spec, .text(v), origin) }
         // A short --timeout with the default connect timeout shortens the connect timeout with it.
-        if !explicit.contains("connect-timeout") { config.connectTimeout = min(config.connectTimeout, config.timeout) }
+        if !explicit.contains("connect-timeout") { config.calls.connectTimeout = min(config.calls.connectTimeout, config.calls.timeout) }
         if let sections, sections.upstreams != nil || sections.routes != nil {
             config.routing = try RoutingConfig.decode(upstreams: sections.upstreams, routes: sections.routes, file: sections.file,
                                                       defaultGroup: explicit.contains("upstream"))
@@ -80,31 +80,31 @@ public enum ConfigLoader {
 
     /// Rejects combinations that cannot work.
     static func validate(_ c: GatewayConfig) throws(ConfigError) {
-        if c.connectTimeout > c.timeout {
+        if c.calls.connectTimeout > c.calls.timeout {
             throw ConfigError(option: "--connect-timeout", problem: "must not exceed --timeout")
         }
-        if c.probeTimeout > c.probeInterval * 10 {
+        if c.probe.timeout > c.probe.interval * 10 {
             throw ConfigError(option: "--probe-timeout", problem: "must not exceed ten probe intervals")
         }
         try DialectConfig.check(c.envelope.dialect, c.dialectOrigin, overrides: c.dialectOverrides)
         // The Fetch standard refuses a credentialed answer that allows every origin (Fetch §3.2.5).
-        if c.corsCredentials && c.corsOrigins.contains("*") {
+        if c.cors.credentials && c.cors.origins.contains("*") {
             throw ConfigError(option: "--cors-credentials", problem: "cannot be used with --cors-origins *")
         }
         // A body over the budget is refused as "try again shortly"; one the budget can never hold
         // would be told that forever.
-        if c.maxBuffered < c.maxBody {
+        if c.memory.maxBuffered < c.memory.maxBody {
             throw ConfigError(option: "--max-buffered", problem: "must be at least --max-body")
         }
         // One client can always send one whole body, and no share is larger than the whole.
-        if let share = c.maxBufferedPerClient, share < c.maxBody || share > c.maxBuffered {
-            throw ConfigError(option: "--max-buffered-per-client", problem: "must be at least --max-body (\(c.maxBody)) and at most --max-buffered (\(c.maxBuffered))")
+        if let share = c.memory.maxBufferedPerClient, share < c.memory.maxBody || share > c.memory.maxBuffered {
+            throw ConfigError(option: "--max-buffered-per-client", problem: "must be at least --max-body (\(c.memory.maxBody)) and at most --max-buffered (\(c.memory.maxBuffered))")
         }
         // Issue 21: the shared store's keys are HMACs; without the secret they could not be.
-        if c.offlineStore != .memory && c.offlineStoreSecret == nil {
+        if c.offline.store != .memory && c.offline.storeSecret == nil {
             throw ConfigError(option: "--offline-store-secret-file", problem: "is required with a Redis --offline-store (every replica mounts the same secret)")
         }
-        if let a = c.adminListen, a == c.listen, a.port != 0 {
+        if let a = c.listeners.admin, a == c.listeners.client, a.port != 0 {
             throw ConfigError(option: "--admin-listen", problem: "must differ from --listen")
         }
     }

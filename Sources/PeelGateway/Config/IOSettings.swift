@@ -13,22 +13,22 @@ struct IOSettings {
     init(_ config: GatewayConfig, budget: MemoryBudget) {
         var o = UpstreamOptions()
         o.budget = budget
-        o.timeout = config.timeout
-        o.connectTimeout = config.connectTimeout
-        o.maxResponseBody = config.maxUpstreamBody
-        o.caFile = config.caFile
-        o.maxInFlight = config.maxInFlight
-        o.idleTimeout = config.upstreamIdleTimeout
+        o.timeout = config.calls.timeout
+        o.connectTimeout = config.calls.connectTimeout
+        o.maxResponseBody = config.calls.maxResponseBody
+        o.caFile = config.calls.caFile
+        o.maxInFlight = config.calls.maxInFlight
+        o.idleTimeout = config.calls.idleTimeout
         upstream = o
 
         var l = ConnectionLimits()
         l.budget = budget
-        l.trustedProxies = config.trustedProxies
-        l.maxBody = config.maxBody
-        l.idleTimeout = config.clientTimeout
-        l.writeTimeout = config.clientTimeout
-        l.bodyTimeout = config.bodyTimeout
-        l.headerTimeout = config.headerTimeout
+        l.trustedProxies = config.clients.trustedProxies
+        l.maxBody = config.memory.maxBody
+        l.idleTimeout = config.clients.timeout
+        l.writeTimeout = config.clients.timeout
+        l.bodyTimeout = config.clients.bodyTimeout
+        l.headerTimeout = config.clients.headerTimeout
         connection = l
     }
 }
@@ -47,15 +47,15 @@ extension UpstreamOptions {
 }
 
 extension MemoryBudget {
-    /// The process's body budget as `config` sets it (`max_buffered`, `max_buffered_per_client`).
-    convenience init(_ config: GatewayConfig) {
-        self.init(limit: config.maxBuffered)
-        apply(config)
+    /// The process's body budget as `memory` sets it (`max_buffered`, `max_buffered_per_client`).
+    convenience init(_ memory: GatewayConfig.Memory) {
+        self.init(limit: memory.maxBuffered)
+        apply(memory)
     }
 
     /// Takes a reloaded configuration's limits; what is held stays held.
-    func apply(_ config: GatewayConfig) {
-        limit = config.maxBuffered
-        perClientLimit = config.bufferedPerClient
+    func apply(_ memory: GatewayConfig.Memory) {
+        limit = memory.maxBuffered
+        perClientLimit = memory.bufferedPerClient
     }
 }

@@ -24,18 +24,18 @@ struct CORSPolicy: Sendable {
                                  "access-control-expose-headers", "access-control-max-age"]
 
     /// Nil when CORS is not managed (no origins configured).
-    init?(config: GatewayConfig) {
-        guard !config.corsOrigins.isEmpty else { return nil }
-        anyOrigin = config.corsOrigins.contains("*")
-        origins = Set(config.corsOrigins.filter { $0 != "*" && !$0.contains("*") })
-        patterns = config.corsOrigins.compactMap(OriginPattern.init(wildcard:))
+    init?(_ settings: GatewayConfig.CORS) {
+        guard !settings.origins.isEmpty else { return nil }
+        anyOrigin = settings.origins.contains("*")
+        origins = Set(settings.origins.filter { $0 != "*" && !$0.contains("*") })
+        patterns = settings.origins.compactMap(OriginPattern.init(wildcard:))
         var names = Self.ownExposed
-        for name in config.corsExposeHeaders where !names.contains(where: { $0.lowercased() == name.lowercased() }) {
+        for name in settings.exposeHeaders where !names.contains(where: { $0.lowercased() == name.lowercased() }) {
             names.append(name)
         }
         exposed = names
-        credentials = config.corsCredentials
-        maxAge = config.corsMaxAge
+        credentials = settings.credentials
+        maxAge = settings.maxAge
     }
 
     /// Whether the request is a CORS preflight: OPTIONS with Origin and Access-Control-Request-Method.

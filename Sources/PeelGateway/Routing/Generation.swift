@@ -14,7 +14,7 @@ final class Generation {
     let cacheTerms: OfflineCache.Terms
 
     init(_ config: GatewayConfig) {
-        encoder = ContentEncoder(gzipLevel: config.gzipLevel, brotliQuality: config.brotliQuality)
-        cacheTerms = OfflineCache.Terms(maxAge: config.offlineCacheMaxAge, override: config.offlineCacheOverride)
+        encoder = ContentEncoder(gzipLevel: config.compression.gzipLevel, brotliQuality: config.compression.brotliQuality)
+        cacheTerms = OfflineCache.Terms(maxAge: config.offline.maxAge, override: config.offline.override)
     }
 }

@@ -71,17 +71,17 @@ final class Route {
         metricsPosition = name.flatMap { n in labels?.position(route: n, upstream: picker.group.name) }
         self.picker = picker
         let group: UpstreamGroup? = config.routing?.upstreams.first { $0.name == picker.group.name }
-        limits = TransferLimits(timeout: group?.timeout ?? config.timeout, connectTimeout: group?.connectTimeout ?? config.connectTimeout,
-                                caFile: group?.caFile ?? config.caFile, maxResponseBody: config.maxUpstreamBody,
-                                idleTimeout: config.upstreamIdleTimeout)
+        limits = TransferLimits(timeout: group?.timeout ?? config.calls.timeout, connectTimeout: group?.connectTimeout ?? config.calls.connectTimeout,
+                                caFile: group?.caFile ?? config.calls.caFile, maxResponseBody: config.calls.maxResponseBody,
+                                idleTimeout: config.calls.idleTimeout)
         stripping = rule?.stripPrefix == true ? rule : nil
         keyGroup = config.routing == nil ? "" : picker.group.name
-        let interval: Double = group?.probe.interval ?? config.probeInterval
+        let interval: Double = group?.probe.interval ?? config.probe.interval
         retryAfter = String(max(1, Int(interval.rounded(.up))))
-        let names = rule?.offlineCacheKey ?? config.offlineCacheKey
+        let names = rule?.offlineCacheKey ?? config.offline.keyFields
         keyFields = CacheKeyFields(names)
         keyPositions = union.flatMap { all in all == names ? nil : names.map { all.firstIndex(of: $0)! } }
-        let cors = CORSPolicy(config: config)
+        let cors = CORSPolicy(config.cors)
         self.cors = cors
         // The answers of every endpoint of the group, and the prefix a stripping route took off.
         let restoring: String = rule.map { $0.stripPrefix ? $0.prefix : "" } ?? ""
@@ -89,13 +89,13 @@ final class Route {
         rewrite = ProxyRewrite(upstreams: urls, restoring: restoring)
         rewriteByEndpoint = Set(urls.map(\.basePath)).count > 1
             ? urls.indices.map { ProxyRewrite(upstreams: urls, restoring: restoring, answeredBy: $0) } : []
-        shaper = ReplyShaper(cors: cors, compression: CompressionPolicy(offered: config.compression, minSize: config.compressionMinSize),
-                             rewriteRedirects: config.rewriteRedirects, rewriteCookies: config.rewriteCookies)
-        preserveHost = config.preserveHost
-        streamThreshold = config.streamThreshold
-        trustedProxies = config.trustedProxies
-        reachabilityPath = config.reachabilityPath
-        accessLog = config.accessLog
+        shaper = ReplyShaper(cors: cors, compression: CompressionPolicy(offered: config.compression.codings, minSize: config.compression.minSize),
+                             rewriteRedirects: config.rewrite.redirects, rewriteCookies: config.rewrite.cookies)
+        preserveHost = config.calls.preserveHost
+        streamThreshold = config.calls.streamThreshold
+        trustedProxies = config.clients.trustedProxies
+        reachabilityPath = config.reachability.path
+        accessLog = config.logs.access
     }
 }
 
@@ -149,7 +149,7 @@ final class RouteSet {
             table = RouteTable([(host: nil, prefix: "/", target: only)])
             return
         }
-        var union = config.offlineCacheKey
+        var union = config.offline.keyFields
         for rule in routing.routes {
             for name in rule.offlineCacheKey ?? [] where !union.contains(name) { union.append(name) }
         }

@@ -279,15 +279,16 @@ struct ProbeSettings: Equatable {
     var fall: Int
     var rise: Int
 
-    init(_ config: GatewayConfig, group: UpstreamGroup?, url: UpstreamURL) {
-        let probe = group?.probe
-        self.url = url.origin + url.basePath + (probe?.path ?? config.probePath)
-        interval = probe?.interval ?? config.probeInterval
-        timeout = probe?.timeout ?? config.probeTimeout
-        connectTimeout = min(group?.connectTimeout ?? config.connectTimeout, timeout)
-        caFile = group?.caFile ?? config.caFile
-        fall = probe?.fall ?? config.fall
-        rise = probe?.rise ?? config.rise
+    /// What `group` sets, else the global `probe` section and the connect timeout and CA file of `calls`.
+    init(_ probe: GatewayConfig.Probe, calls: GatewayConfig.Calls, group: UpstreamGroup?, url: UpstreamURL) {
+        let own = group?.probe
+        self.url = url.origin + url.basePath + (own?.path ?? probe.path)
+        interval = own?.interval ?? probe.interval
+        timeout = own?.timeout ?? probe.timeout
+        connectTimeout = min(group?.connectTimeout ?? calls.connectTimeout, timeout)
+        caFile = group?.caFile ?? calls.caFile
+        fall = own?.fall ?? probe.fall
+        rise = own?.rise ?? probe.rise
     }
 
     /// A probe timeout is excused while live calls got answers within the last probe interval (or
@@ -321,7 +322,7 @@ final class UpstreamGroups: Sendable {
             var states: [EndpointState] = []
             var carriedFrom: [Int?] = []
             for endpoint in w.endpoints {
-                let s = ProbeSettings(config, group: w.group, url: endpoint.url)
+                let s = ProbeSettings(config.probe, calls: config.calls, group: w.group, url: endpoint.url)
                 settings.append(s)
                 if let j = old?.endpoints.firstIndex(where: { RoutingConfig.sameEndpoint($0.url, endpoint.url) }), let kept = old?.endpoints[j] {
                     kept.reachability.setThresholds(fall: s.fall, rise: s.rise, liveWindow: s.liveWindow)
@@ -347,7 +348,7 @@ final class UpstreamGroups: Sendable {
                                    onTransition: onTransition)
             }
             if let g = w.group {
-                let eject = EjectionBook.Settings(g.eject, rise: settings.first?.rise ?? config.rise)
+                let eject = EjectionBook.Settings(g.eject, rise: settings.first?.rise ?? config.probe.rise)
                 if let old, old.ejects {
                     // The book is read and the endpoints taken over under the old group's lock.
                     groups.append(old.handOver { book, prior in make(book.carried(to: carriedFrom, settings: eject), prior) })

@@ -40,14 +40,14 @@ public final class Gateway: @unchecked Sendable {
     /// Prepares (binds nothing yet).
     public init(config: GatewayConfig) {
         current = Locked(config)
-        LogSinks.configure(buffer: config.logBuffer)
-        budget = MemoryBudget(config)
+        LogSinks.configure(buffer: config.logs.buffer)
+        budget = MemoryBudget(config.memory)
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
-        streamBudget = StreamBudget(limit: config.maxStreams, perClient: config.maxStreamsPerClient)
-        offlineCache = OfflineCache(capacity: config.offlineCache, maxAge: config.offlineCacheMaxAge,
-                                    override: config.offlineCacheOverride)
-        offlineStoreStats = config.offlineStore == .memory ? nil : OfflineStoreStats(endpoint: config.offlineStore.description)
+        streamBudget = StreamBudget(limit: config.reachability.maxStreams, perClient: config.reachability.maxStreamsPerClient)
+        offlineCache = OfflineCache(capacity: config.offline.capacity, maxAge: config.offline.maxAge,
+                                    override: config.offline.override)
+        offlineStoreStats = config.offline.store == .memory ? nil : OfflineStoreStats(endpoint: config.offline.store.description)
         currentGroups = Locked(UpstreamGroups(config, onTransition: Self.transitionHandler(listeners)))
         routeLabels.keep(RouteLabels.pairs(config))
     }
@@ -66,10 +66,10 @@ public final class Gateway: @unchecked Sendable {
 
     /// Binds every listener, starts the threads and the first probe.
     public func start() throws(PeelIOError) {
-        var listen = config.listen
+        var listen = config.listeners.client
         // Workers share the port through SO_REUSEPORT; refuse to join a port someone else serves.
         try HTTPServer.ensureNotServed(listen)
-        for i in 0..<config.workers {
+        for i in 0..<config.listeners.workers {
             let w = try Worker(index: i, config: config, listen: listen, groups: groups, labels: routeLabels, streamBudget: streamBudget,
                                cache: offlineCache, storeStats: offlineStoreStats, budget: budget)
             // Port 0: the first worker's real port is the one every other worker shares.
@@ -79,7 +79,7 @@ public final class Gateway: @unchecked Sendable {
         port = listen.port
         listeners.withLock { $0 = workers }
         try workers[0].probe(groups)
-        if let a = config.adminListen {
+        if let a = config.listeners.admin {
             let admin = try AdminServer(address: a, gateway: self)
             self.admin = admin
             adminPort = admin.port
@@ -88,10 +88,10 @@ public final class Gateway: @unchecked Sendable {
         for w in workers { w.start() }
         serving.store(true, ordering: .relaxed)
         EventLog.emit("start", [
-            ("version", jsonEscaped(peelVersion)), ("listen", jsonEscaped(HostPort(host: config.listen.host, port: port).description)),
-            ("admin", adminPort.map { jsonEscaped(HostPort(host: config.adminListen!.host, port: $0).description) } ?? "null"),
+            ("version", jsonEscaped(peelVersion)), ("listen", jsonEscaped(HostPort(host: config.listeners.client.host, port: port).description)),
+            ("admin", adminPort.map { jsonEscaped(HostPort(host: config.listeners.admin!.host, port: $0).description) } ?? "null"),
             ("upstream", config.routing?.hasDefaultGroup == false ? "null" : jsonEscaped(config.upstream.description)),
-            ("groups", "[" + groups.all.map { jsonEscaped($0.name) }.joined(separator: ",") + "]"), ("workers", "\(config.workers)"),
+            ("groups", "[" + groups.all.map { jsonEscaped($0.name) }.joined(separator: ",") + "]"), ("workers", "\(config.listeners.workers)"),
         ])
     }
 
@@ -103,34 +103,34 @@ public final class Gateway: @unchecked Sendable {
         let old = config
         var next = new
         var kept: [String] = []
-        if next.listen != old.listen { kept.append("listen"); next.listen = old.listen }
-        if next.adminListen != old.adminListen { kept.append("admin_listen"); next.adminListen = old.adminListen }
-        if next.workers != old.workers { kept.append("workers"); next.workers = old.workers }
+        if next.listeners.client != old.listeners.client { kept.append("listen"); next.listeners.client = old.listeners.client }
+        if next.listeners.admin != old.listeners.admin { kept.append("admin_listen"); next.listeners.admin = old.listeners.admin }
+        if next.listeners.workers != old.listeners.workers { kept.append("workers"); next.listeners.workers = old.listeners.workers }
         // Each worker's store connection is made at start.
-        if next.offlineStore != old.offlineStore { kept.append("offline_store"); next.offlineStore = old.offlineStore }
-        if next.offlineStoreSecret != old.offlineStoreSecret {
+        if next.offline.store != old.offline.store { kept.append("offline_store"); next.offline.store = old.offline.store }
+        if next.offline.storeSecret != old.offline.storeSecret {
             kept.append("offline_store_secret_file")
-            (next.offlineStoreSecret, next.offlineStoreSecretFile) = (old.offlineStoreSecret, old.offlineStoreSecretFile)
+            (next.offline.storeSecret, next.offline.storeSecretFile) = (old.offline.storeSecret, old.offline.storeSecretFile)
         }
-        if next.offlineStoreCredentials != old.offlineStoreCredentials || next.offlineStorePasswordFile != old.offlineStorePasswordFile {
+        if next.offline.storeCredentials != old.offline.storeCredentials || next.offline.storePasswordFile != old.offline.storePasswordFile {
             kept.append("offline_store_password_file")
-            (next.offlineStoreCredentials, next.offlineStorePasswordFile) = (old.offlineStoreCredentials, old.offlineStorePasswordFile)
+            (next.offline.storeCredentials, next.offline.storePasswordFile) = (old.offline.storeCredentials, old.offline.storePasswordFile)
         }
-        if next.offlineStoreMaxEntry != old.offlineStoreMaxEntry { kept.append("offline_store_max_entry"); next.offlineStoreMaxEntry = old.offlineStoreMaxEntry }
-        if next.offlineStoreTimeout != old.offlineStoreTimeout { kept.append("offline_store_timeout"); next.offlineStoreTimeout = old.offlineStoreTimeout }
+        if next.offline.storeMaxEntry != old.offline.storeMaxEntry { kept.append("offline_store_max_entry"); next.offline.storeMaxEntry = old.offline.storeMaxEntry }
+        if next.offline.storeTimeout != old.offline.storeTimeout { kept.append("offline_store_timeout"); next.offline.storeTimeout = old.offline.storeTimeout }
         current.withLock { $0 = next }
         let previous = self.groups
         let groups = UpstreamGroups(next, previous: previous, onTransition: Self.transitionHandler(listeners))
         currentGroups.withLock { $0 = groups }
         routeLabels.keep(RouteLabels.pairs(next))
-        budget.apply(next)
-        LogSinks.configure(buffer: next.logBuffer)
+        budget.apply(next.memory)
+        LogSinks.configure(buffer: next.logs.buffer)
         // Issue 17: the cache and the stream bounds follow a reload too. Other key fields change every
         // key, so the entries stored under the old ones go at once rather than linger unreachable.
-        offlineCache.configure(OfflineCache.Settings(capacity: next.offlineCache, maxAge: next.offlineCacheMaxAge,
-                                                     override: next.offlineCacheOverride),
-                               dropAll: next.offlineCacheKey != old.offlineCacheKey)
-        streamBudget.setLimits(total: next.maxStreams, perClient: next.maxStreamsPerClient)
+        offlineCache.configure(OfflineCache.Settings(capacity: next.offline.capacity, maxAge: next.offline.maxAge,
+                                                     override: next.offline.override),
+                               dropAll: next.offline.keyFields != old.offline.keyFields)
+        streamBudget.setLimits(total: next.reachability.maxStreams, perClient: next.reachability.maxStreamsPerClient)
         let applied = next
         let done = Locked(0)
         for w in workers {
@@ -178,7 +178,7 @@ public final class Gateway: @unchecked Sendable {
     /// starting or draining (loops that ended are not stuck).
     func stalledWorkers() -> [(index: Int, seconds: Double)] {
         guard isServing && !isDraining else { return [] }
-        let bound = config.workerStallTimeout
+        let bound = config.lifecycle.workerStallTimeout
         return workers.compactMap { w in
             let s = w.sinceHeartbeat
             return s > bound ? (w.index, s) : nil
@@ -190,15 +190,15 @@ public final class Gateway: @unchecked Sendable {
     /// True after a stop signal.
     public var isDraining: Bool { draining.load(ordering: .relaxed) }
 
-    /// Graceful stop: /readyz turns 503, listeners close after `drainDelay`, calls in flight get up to
-    /// `shutdownTimeout`. Blocks until done; returns false when the timeout cut calls short.
+    /// Graceful stop: /readyz turns 503, listeners close after `lifecycle.drainDelay`, calls in flight get up to
+    /// `lifecycle.shutdownTimeout`. Blocks until done; returns false when the timeout cut calls short.
     @discardableResult
     public func shutdown() -> Bool {
         guard !draining.exchange(true, ordering: .relaxed) else { return true }
-        EventLog.emit("draining", [("drain_delay", "\(config.drainDelay)"), ("inflight", "\(inflight)")])
-        if config.drainDelay > 0 { sleepSeconds(config.drainDelay) }
+        EventLog.emit("draining", [("drain_delay", "\(config.lifecycle.drainDelay)"), ("inflight", "\(inflight)")])
+        if config.lifecycle.drainDelay > 0 { sleepSeconds(config.lifecycle.drainDelay) }
         for w in workers { w.drain() }
-        let deadline = monotonicNow() + config.shutdownTimeout
+        let deadline = monotonicNow() + config.lifecycle.shutdownTimeout
         let finished = Locked(0)
         for w in workers {
             let loop = w.loop

@@ -34,11 +34,11 @@ func rfc3339(_ t: Double) -> String {
 /// The two logs' writers: lines go to a thread of their own through a bounded queue, so a
 /// stalled stdout or stderr never blocks an event loop; lines that do not fit are dropped and counted.
 public enum LogSinks {
-    /// The access log's writer (stdout), holding `GatewayConfig().logBuffer` until `configure`.
-    public static let access = LogWriter(fd: 1, capacity: GatewayConfig().logBuffer)
+    /// The access log's writer (stdout), holding `GatewayConfig().logs.buffer` until `configure`.
+    public static let access = LogWriter(fd: 1, capacity: GatewayConfig().logs.buffer)
     /// The event log's writer (stderr), or the access log's when both are one open file (`2>&1`),
     /// so that one thread writes every line of that file and lines never interleave.
-    public static let event: LogWriter = LogWriter.sameFile(1, 2) ? access : LogWriter(fd: 2, capacity: GatewayConfig().logBuffer)
+    public static let event: LogWriter = LogWriter.sameFile(1, 2) ? access : LogWriter(fd: 2, capacity: GatewayConfig().logs.buffer)
 
     /// Bytes each log may hold while its sink does not take them (`--log-buffer`); a writer that
     /// serves both logs holds both logs' share.

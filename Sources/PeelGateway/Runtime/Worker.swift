@@ -40,13 +40,13 @@ final class Worker: @unchecked Sendable {
         client = try UpstreamClient(loop: loop, options: io.upstream)
         // Always there, so a reload can turn the access log on; the forwarder writes to it only when on.
         accessLog = AccessLog()
-        streams = ReachabilityStreams(loop: loop, budget: streamBudget, heartbeat: config.streamHeartbeat)
+        streams = ReachabilityStreams(loop: loop, budget: streamBudget, heartbeat: config.reachability.heartbeat)
         let store: OfflineStore
-        if case .redis(let endpoint, let database) = config.offlineStore, let storeStats {
-            let codec = OfflineStoreCodec(secret: config.offlineStoreSecret ?? [], maxEntry: config.offlineStoreMaxEntry)
+        if case .redis(let endpoint, let database) = config.offline.store, let storeStats {
+            let codec = OfflineStoreCodec(secret: config.offline.storeSecret ?? [], maxEntry: config.offline.storeMaxEntry)
             let r = RedisOfflineStore(loop: loop, cache: cache, stats: storeStats, codec: codec, endpoint: endpoint,
-                                      database: database, credentials: config.offlineStoreCredentials,
-                                      readTimeout: config.offlineStoreTimeout, workerIndex: index)
+                                      database: database, credentials: config.offline.storeCredentials,
+                                      readTimeout: config.offline.storeTimeout, workerIndex: index)
             redisStore = r
             store = r
         } else {
