@@ -25,12 +25,12 @@ final class GenerationPinTests: XCTestCase {
         let maxAge: Double
 
         func apply(to c: inout GatewayConfig) {
-            c.gzipLevel = gzipLevel
-            c.brotliQuality = brotliQuality
-            c.timeout = timeout
-            c.corsOrigins = [origin]
+            c.compression.gzipLevel = gzipLevel
+            c.compression.brotliQuality = brotliQuality
+            c.calls.timeout = timeout
+            c.cors.origins = [origin]
             c.envelope.dialect = dialect
-            c.offlineCacheMaxAge = maxAge
+            c.offline.maxAge = maxAge
         }
     }
 
@@ -85,19 +85,19 @@ final class GenerationPinTests: XCTestCase {
     private func gateway(_ upstream: HeldUpstream, _ side: Side, _ configure: (inout GatewayConfig) -> Void = { _ in }) throws -> Gateway {
         var c = GatewayConfig()
         c.upstream = try UpstreamURL.parse(upstream.baseURL).get()
-        c.listen = HostPort(host: "127.0.0.1", port: 0)
-        c.adminListen = nil
-        c.workers = 2
-        c.accessLog = false
-        c.probePath = "/probe"
-        c.probeInterval = 0.1
-        c.probeTimeout = 0.3
-        c.connectTimeout = 0.3
-        c.fall = 2
-        c.rise = 1
-        c.compression = [.gzip, .br]
-        c.compressionMinSize = 1
-        c.offlineCache = 1 << 20
+        c.listeners.client = HostPort(host: "127.0.0.1", port: 0)
+        c.listeners.admin = nil
+        c.listeners.workers = 2
+        c.logs.access = false
+        c.probe.path = "/probe"
+        c.probe.interval = 0.1
+        c.probe.timeout = 0.3
+        c.calls.connectTimeout = 0.3
+        c.probe.fall = 2
+        c.probe.rise = 1
+        c.compression.codings = [.gzip, .br]
+        c.compression.minSize = 1
+        c.offline.capacity = 1 << 20
         side.apply(to: &c)
         configure(&c)
         let g = Gateway(config: c)
@@ -221,8 +221,8 @@ final class GenerationPinTests: XCTestCase {
         let upstream = try HeldUpstream()
         defer { upstream.stop() }
         let g = try gateway(upstream, Self.a) { c in
-            c.offlineStore = .redis(.tcp(host: "127.0.0.1", port: redis.port), database: 0)
-            c.offlineStoreSecret = Array("a generation test secret, 32 b..".utf8)
+            c.offline.store = .redis(.tcp(host: "127.0.0.1", port: redis.port), database: 0)
+            c.offline.storeSecret = Array("a generation test secret, 32 b..".utf8)
         }
         defer { g.shutdown() }
         let underA = try send(g, "/held/a", origin: Self.a.origin, .gzip)
