@@ -34,4 +34,15 @@ final class HeadDecisionTests: XCTestCase {
         XCTAssertEqual(HeadDecision.body(coded, keptCoding: nil, threshold: mib), .stream(contentLength: nil))
         XCTAssertEqual(HeadDecision.body(coded, keptCoding: "gzip", threshold: mib), .buffer)
     }
+
+    func testAStatusWithNoContent_isAnsweredWhole_whateverItsFieldsSay() {
+        // Made once the head is whole, the decision must not stream what has no body: a 304 refreshes
+        // a stored answer only on the buffered path, and a chunked 204 would be a framing error.
+        for status in [101, 204, 205, 304] {
+            let facts = ResponseFacts(status: status, contentType: "text/event-stream")
+            XCTAssertEqual(HeadDecision.body(facts, keptCoding: nil, threshold: mib), .buffer, "\(status)")
+        }
+        let empty = ResponseFacts(status: 200, contentType: "application/pdf", contentLength: "0")
+        XCTAssertEqual(HeadDecision.body(empty, keptCoding: nil, threshold: mib), .buffer)
+    }
 }

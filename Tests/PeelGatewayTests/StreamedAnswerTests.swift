@@ -26,6 +26,27 @@ final class StreamedAnswerTests: XCTestCase {
         // peerClosed read nothing more: the last chunk (0\r\n\r\n) never came, so the client can tell.
     }
 
+    func testAnEventStreamsHead_reachesTheClientAsSoonAsTheUpstreamsDoes_beforeItsFirstEvent() throws {
+        // The head is decided once, when it is whole: a stream's head is written then, not with its
+        // first body bytes, so an app sees its event stream open while the upstream has nothing to say.
+        let sse = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\r\n"
+        let h = try RawHarness(configure: { $0.calls.idleTimeout = 10 }) { _ in
+            .sendInTwoParts(sse, after: 1.5, "data: first\n\n")
+        }
+        defer { h.stop() }
+        let c = try BlockingClient(host: "127.0.0.1", port: h.port, timeout: 5)
+        let sent = Date()
+        try c.send("GET /events HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+        let head = try c.readUntil("\r\n\r\n")
+        let waited = Date().timeIntervalSince(sent)
+        XCTAssertTrue(head.hasPrefix("HTTP/1.1 200"), head)
+        XCTAssertTrue(head.lowercased().contains("content-type: text/event-stream"), head)
+        XCTAssertTrue(head.lowercased().contains("transfer-encoding: chunked"), head)
+        XCTAssertLessThan(waited, 1.2, "the head waited for the first event")
+        let event = try c.readUntil("data: first\n\n")
+        XCTAssertTrue(event.contains("data: first"), event)
+    }
+
     func testUpstreamSendingWithinTheBound_isNotCut() throws {
         // A pause well inside the bound: a loop thread held up on a busy machine stays inside it too.
         let h = try RawHarness(configure: { $0.calls.idleTimeout = 1.5 }) { _ in

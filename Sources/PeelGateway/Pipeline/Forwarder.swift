@@ -2,9 +2,10 @@ import PeelEnvelope
 import PeelIO
 
 /// Wires one worker's listener → upstream client → envelope → response. Loop-thread only.
-/// This file plans a call and sends it; `Forwarder+Answer` decides what the upstream's answer
-/// becomes, `Forwarder+Reply` writes it, `Forwarder+Offline` answers while offline and keeps the
-/// stale store, `Forwarder+AccessLog` counts and logs, `Forwarder+Call` is the per-call state.
+/// This file takes a call's plan (`CallPlan.make`) and makes its attempts; `Forwarder+Answer`
+/// makes the one decision on the upstream's head and judges its answer, `Forwarder+Reply` shapes and
+/// writes it, `Forwarder+Offline` answers while offline and keeps the stale store,
+/// `Forwarder+AccessLog` counts and logs. `Call` is what changes while a call runs.
 final class Forwarder {
     let upstream: UpstreamClient
     let metrics: WorkerMetrics
