@@ -5,6 +5,14 @@ import XCTest
 /// One call's attempts beside the picker: which failures may move to another endpoint, for which
 /// methods, how many times, and that an attempt counts in its endpoint's calls in flight until it ends.
 final class AttemptsTests: XCTestCase {
+    /// Attempts for a call whose first attempt sent a GET to a group of `endpoints`.
+    private func attempts(_ picker: EndpointPicker) -> Attempts {
+        var a = Attempts()
+        a.keep(UpstreamRequest(method: "GET", target: .origin(picker.endpoints[0], path: "/a", query: nil)),
+               endpoints: picker.endpoints.count)
+        return a
+    }
+
     private func group(endpoints: Int) throws -> (EndpointPicker, UpstreamGroupState) {
         let urls = (1...endpoints).map { "\"http://127.0.0.1:\($0)\"" }.joined(separator: ", ")
         let config = try loadConfig(file: #"{"upstreams": {"app": {"endpoints": [\#(urls)]}}, "routes": [{"prefix": "/", "upstream": "app"}]}"#,
@@ -16,7 +24,7 @@ final class AttemptsTests: XCTestCase {
 
     func testAConnectionNeverMade_movesAnyMethod_aLostOneMovesOnlyIdempotentOnes() throws {
         let (picker, g) = try group(endpoints: 3)
-        var a = Attempts()
+        var a = attempts(picker)
         a.start(on: g.endpoints[0], at: 0)
         for failure: UpstreamFailure in [.refused("no"), .connectTimeout("slow"), .dns("none"), .tls("bad")] {
             XCTAssertNotNil(a.next(after: failure, wentOut: false, idempotent: false, picker: picker), "\(failure): nothing was sent")
@@ -35,7 +43,7 @@ final class AttemptsTests: XCTestCase {
 
     func testEachAttemptTakesAnEndpointNotTried_atMostThree_andNoneWithOneEndpoint() throws {
         let (picker, g) = try group(endpoints: 4)
-        var a = Attempts()
+        var a = attempts(picker)
         var used: Set<Int> = []
         var next: Int? = try XCTUnwrap(picker.pick())
         while let i = next {
@@ -47,8 +55,9 @@ final class AttemptsTests: XCTestCase {
         XCTAssertEqual(used.count, Attempts.limit)
 
         let (single, one) = try group(endpoints: 1)
-        var b = Attempts()
+        var b = attempts(single)
         b.start(on: one.endpoints[0], at: 0)
+        XCTAssertNil(b.sent, "nothing kept where no other endpoint could take it")
         XCTAssertNil(b.next(after: .refused("no"), wentOut: false, idempotent: true, picker: single))
     }
 

@@ -2,8 +2,10 @@ import PeelEnvelope
 import PeelIO
 
 /// Everything decided about a call before anything is sent: made once by `CallPlan.make`, never
-/// changed afterwards. What changes while the call runs is the `Call`'s.
-struct CallPlan {
+/// changed afterwards. What changes while the call runs is the `Call`'s. A class: the plan is
+/// handed from stage to stage, and copying its twenty members at each hand-over cost more than
+/// the whole plan (callgrind).
+final class CallPlan {
     let exchange: HTTPExchange
     /// Monotonic seconds when the call's head was taken.
     let started: Double
@@ -26,9 +28,6 @@ struct CallPlan {
     let host: String?
     let forwardedProto: String?
     let forwardedHost: String?
-    /// The request as it goes upstream, built for the group's first endpoint (an attempt on
-    /// another retargets it); nil for a call answered without the upstream.
-    let request: UpstreamRequest?
     /// This request's user as the offline cache keys it (any method, while the cache is on): an
     /// unsafe method's success drops that user's entries and the shared ones for its target.
     let userKey: OfflineCacheKey?
@@ -39,6 +38,29 @@ struct CallPlan {
     /// Whether the request carried Authorization (RFC 9111 §3.5, when it is not a key field).
     let hasAuthorization: Bool
 
+    init(exchange: HTTPExchange, started: Double, requestId: String, language: Language, origin: String?,
+         acceptEncoding: AcceptedCodings?, clientAddress: String, route: Route, routed: Bool, path: String, host: String?,
+         forwardedProto: String?, forwardedHost: String?, userKey: OfflineCacheKey?,
+         cacheKey: OfflineCacheKey?, cacheRequest: CacheRequest, hasAuthorization: Bool) {
+        self.exchange = exchange
+        self.started = started
+        self.requestId = requestId
+        self.language = language
+        self.origin = origin
+        self.acceptEncoding = acceptEncoding
+        self.clientAddress = clientAddress
+        self.route = route
+        self.routed = routed
+        self.path = path
+        self.host = host
+        self.forwardedProto = forwardedProto
+        self.forwardedHost = forwardedHost
+        self.userKey = userKey
+        self.cacheKey = cacheKey
+        self.cacheRequest = cacheRequest
+        self.hasAuthorization = hasAuthorization
+    }
+
     /// Peel's own origin as the client named it, for rewritten URLs; nil when unknown. Worked out
     /// only for the few answers that carry a URL to rewrite.
     var publicOrigin: String? {
@@ -46,10 +68,12 @@ struct CallPlan {
     }
 }
 
-/// What planning decided: an answer Peel gives without the upstream, or a call to send.
+/// What planning decided: an answer Peel gives without the upstream, or a call to send with the
+/// request as it goes upstream (built for the group's first endpoint; an attempt on another
+/// retargets it).
 enum Planned {
     case early(CallPlan, EarlyAnswer)
-    case forward(CallPlan)
+    case forward(CallPlan, UpstreamRequest)
 }
 
 /// The answers a call gets without the upstream.
@@ -100,7 +124,7 @@ extension CallPlan {
             .early(CallPlan(exchange: ex, started: started, requestId: id, language: language, origin: origin,
                             acceptEncoding: accepted, clientAddress: client, route: route, routed: routed, path: path,
                             host: facts.host, forwardedProto: facts.xForwardedProto, forwardedHost: facts.xForwardedHost,
-                            request: nil, userKey: user, cacheKey: key, cacheRequest: caching ? facts.cacheRequest : CacheRequest(),
+                            userKey: user, cacheKey: key, cacheRequest: caching ? facts.cacheRequest : CacheRequest(),
                             hasAuthorization: facts.hasAuthorization), answer)
         }
 
@@ -149,10 +173,11 @@ extension CallPlan {
         let request = Forwarder.upstreamRequest(ex, method: ex.method, ex.methodToken, facts, route: route,
                                                 endpoint: route.picker.endpoints[0], target: (upstreamPath, target.query),
                                                 peer: peer, requestId: id, accepted: accepted, body: .exchange(ex))
-        return .forward(CallPlan(exchange: ex, started: started, requestId: id, language: language, origin: origin,
+        let plan = CallPlan(exchange: ex, started: started, requestId: id, language: language, origin: origin,
                                  acceptEncoding: accepted, clientAddress: client, route: route, routed: true, path: path,
                                  host: facts.host, forwardedProto: facts.xForwardedProto, forwardedHost: facts.xForwardedHost,
-                                 request: request, userKey: userKey, cacheKey: cacheKey, cacheRequest: caching ? facts.cacheRequest : CacheRequest(),
-                                 hasAuthorization: facts.hasAuthorization))
+                                 userKey: userKey, cacheKey: cacheKey, cacheRequest: caching ? facts.cacheRequest : CacheRequest(),
+                                 hasAuthorization: facts.hasAuthorization)
+        return .forward(plan, request)
     }
 }

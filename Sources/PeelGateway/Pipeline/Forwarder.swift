@@ -101,10 +101,12 @@ final class Forwarder {
         // The generation this call is planned under: every stage below reads its route, never the live one.
         let planned = CallPlan.make(ex, started: started, routes: routes, selfAuthorities: selfAuthorities,
                                     caching: cache.isEnabled, newId: nextRequestId)
-        switch planned {
-        case .forward(let plan):
+        switch consume planned {
+        case .forward(let plan, let request):
             ex.clientAddress = plan.clientAddress
-            attempt(Call(plan))
+            let call = Call(plan)
+            call.attempts.keep(request, endpoints: plan.route.picker.endpoints.count)
+            attempt(call, request)
         case .early(let plan, let early):
             ex.clientAddress = plan.clientAddress
             answerEarly(Call(plan), early)
@@ -133,17 +135,18 @@ final class Forwarder {
         }
     }
 
-    /// One attempt of the call, on the endpoint its route's picker chooses among those it has not tried.
-    func attempt(_ call: Call) {
+    /// One attempt of the call, on the endpoint its route's picker chooses among those it has not
+    /// tried; `request` names the group's first endpoint and is retargeted to another.
+    func attempt(_ call: Call, _ request: UpstreamRequest) {
         let picker = call.route.picker
         // The group went down since it was checked: answered as offline.
-        guard let i = picker.pick(tried: call.attempts.tried), let request = call.plan.request else { return answerUnavailable(call) }
+        guard let i = picker.pick(tried: call.attempts.tried) else { return answerUnavailable(call) }
         let ex = call.exchange
         call.attempts.start(on: call.route.group.endpoints[i], at: i)
         call.head = nil
-        let transfer = upstream.send(i == 0 ? request : request.retargeted(to: picker.endpoints[i])) { [self] result in
-            self.upstreamFinished(call, result)
-        }
+        let finished = { [self] (result: Result<UpstreamResponse, UpstreamFailure>) in self.upstreamFinished(call, result) }
+        let transfer = i == 0 ? upstream.send(request, completion: finished)
+                              : upstream.send(request.retargeted(to: picker.endpoints[i]), completion: finished)
         call.state = .awaitingHead(transfer)
         // A buffered answer past MemoryBudget.answerAllowance counts against its client's share: the
         // client its request body is charged to (the peer, or the one a trusted proxy names).
@@ -169,8 +172,8 @@ final class Forwarder {
         call.exchange.onClientGone = { [self] in self.clientLeft(call, insideCurl: false) }
         upstream.loop.defer { [self] in
             // Answered meanwhile: the client left, or a shutdown cut the waiting calls.
-            guard case .betweenAttempts = call.state else { return }
-            attempt(call)
+            guard case .betweenAttempts = call.state, let request = call.attempts.sent else { return }
+            attempt(call, request)
         }
         return true
     }

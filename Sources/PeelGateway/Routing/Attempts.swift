@@ -2,11 +2,14 @@ import PeelIO
 
 /// One call's attempts across its route's group, beside the `EndpointPicker` that chooses for
 /// them (Envoy's load-balancer context: the picker balances, the context remembers the hosts a
-/// request tried and says whether another may be chosen). A failed attempt is followed by another
-/// only when `next` says so, and the forwarder schedules it; nothing here sends.
+/// request tried and what it sent, and says whether another may be chosen). A failed attempt is
+/// followed by another only when `next` says so, and the forwarder schedules it; nothing here sends.
 struct Attempts {
     /// Attempts one call may make across a group's endpoints.
     static let limit = 3
+
+    /// What the first attempt sent, kept only where another endpoint could take it.
+    private(set) var sent: UpstreamRequest?
 
     /// Endpoints tried, a bit per position.
     private(set) var tried: UInt64 = 0
@@ -17,6 +20,11 @@ struct Attempts {
     private(set) var index = 0
     /// Whether the latest attempt still counts in its endpoint's calls in flight.
     private var holding = false
+
+    /// Keeps the request the first attempt sends when the group has another endpoint to try.
+    mutating func keep(_ request: UpstreamRequest, endpoints: Int) {
+        if endpoints > 1 { sent = request }
+    }
 
     /// An attempt starts on `e` (position `i`): it counts in `e`'s calls in flight until `end`.
     mutating func start(on e: EndpointState, at i: Int) {
@@ -43,7 +51,7 @@ struct Attempts {
     /// has not tried. `wentOut`: the request reached a connection (curl's own retry of it on a
     /// reused connection that died counts as sent).
     func next(after failure: UpstreamFailure, wentOut: Bool, idempotent: Bool, picker: EndpointPicker) -> Int? {
-        guard count < Self.limit, picker.endpoints.count > 1 else { return nil }
+        guard count < Self.limit, sent != nil else { return nil }
         switch failure {
         case .refused, .connectTimeout, .dns, .tls:
             if wentOut && !idempotent { return nil }

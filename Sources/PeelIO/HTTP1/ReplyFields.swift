@@ -4,18 +4,21 @@
 /// the fields the writer owns: Content-Length and Transfer-Encoding (it frames the body itself) and
 /// Connection (the connection layer states the connection's fate once). The first Date is kept.
 public struct ReplyFields {
-    /// The field lines, each ending in CRLF.
-    private(set) var lines: [UInt8] = []
+    /// The field lines, each ending in CRLF, in the first `count` bytes; the rest is room for more.
+    /// Written through one pointer per line (Array's append costs a check per piece).
+    private var storage: [UInt8]
+    private var count = 0
     /// A Date field was added (the upstream's, kept): the writer adds none.
     private(set) var hasDate = false
 
-    /// No fields; `capacity` bytes reserved for the lines to come.
+    /// No fields; room for `capacity` bytes of lines before the first growth.
     public init(capacity: Int = 0) {
-        if capacity > 0 { lines.reserveCapacity(capacity) }
+        storage = [UInt8](repeating: 0, count: capacity)
     }
 
     /// Fields from (name, value) pairs (Peel's own small answers).
     public init(_ pairs: [(String, String)]) {
+        storage = []
         for (name, value) in pairs { add(name, value) }
     }
 
@@ -55,7 +58,7 @@ public struct ReplyFields {
     /// The fields as (name, value) pairs, in order: for tests and diagnostics, never the write path.
     public var pairs: [(String, String)] {
         var out: [(String, String)] = []
-        for text in lines.split(separator: 0x0A).map({ String(decoding: $0.dropLast(), as: UTF8.self) }) {
+        for text in storage[..<count].split(separator: 0x0A).map({ String(decoding: $0.dropLast(), as: UTF8.self) }) {
             guard let colon = text.firstIndex(of: ":") else { continue }
             out.append((String(text[..<colon]), String(text[text.index(colon, offsetBy: 2)...])))
         }
@@ -75,12 +78,25 @@ public struct ReplyFields {
         default:
             break
         }
-        lines.append(contentsOf: name)
-        lines.append(0x3A)
-        lines.append(0x20)
-        lines.append(contentsOf: value)
-        lines.append(0x0D)
-        lines.append(0x0A)
+        let n = name.count + value.count + 4
+        if count + n > storage.count { storage.append(contentsOf: repeatElement(0, count: max(n, storage.count, 256))) }
+        storage.withUnsafeMutableBytes { out in
+            guard let base = out.baseAddress else { return }
+            var at = base + count
+            if let p = name.baseAddress { at.copyMemory(from: p, byteCount: name.count) }
+            at += name.count
+            at.storeBytes(of: 0x203A, as: UInt16.self)  // ": "
+            at += 2
+            if let p = value.baseAddress { at.copyMemory(from: p, byteCount: value.count) }
+            at += value.count
+            at.storeBytes(of: 0x0A0D, as: UInt16.self)  // CRLF
+        }
+        count += n
+    }
+
+    /// Calls `body` with the lines as written.
+    func withLines<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        storage.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
     }
 
     private static func isSafe(_ b: UnsafeRawBufferPointer) -> Bool {

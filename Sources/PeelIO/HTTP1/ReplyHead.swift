@@ -30,7 +30,7 @@ final class ReplyHead {
     /// Adds the shaped fields as they are (`ReplyFields` kept only what a head may carry).
     func fields(_ f: ReplyFields) {
         hasDate = f.hasDate
-        f.lines.withUnsafeBytes { append($0) }
+        f.withLines { append($0) }
     }
 
     /// Ends the head: Date (when none was kept), Content-Length when the status allows a body, and
