@@ -135,12 +135,12 @@ final class Forwarder {
         }
     }
 
-    /// One attempt of the call, on the endpoint its route's picker chooses among those it has not
-    /// tried; `request` names the group's first endpoint and is retargeted to another.
-    func attempt(_ call: Call, _ request: UpstreamRequest) {
+    /// One attempt of the call on endpoint `chosen`, else on the one its route's picker chooses;
+    /// `request` names the group's first endpoint and is retargeted to another.
+    func attempt(_ call: Call, _ request: UpstreamRequest, on chosen: Int? = nil) {
         let picker = call.route.picker
         // The group went down since it was checked: answered as offline.
-        guard let i = picker.pick(tried: call.attempts.tried) else { return answerUnavailable(call) }
+        guard let i = chosen ?? picker.pick(tried: call.attempts.tried) else { return answerUnavailable(call) }
         let ex = call.exchange
         call.attempts.start(on: call.route.group.endpoints[i], at: i)
         call.head = nil
@@ -165,15 +165,15 @@ final class Forwarder {
     /// Another attempt for a call whose attempt failed with `failure`, when `Attempts` allows one:
     /// scheduled for the next loop pass, never sent from inside curl's completion. True when one is.
     func failOver(_ call: Call, after failure: UpstreamFailure, wentOut: Bool) -> Bool {
-        guard call.attempts.next(after: failure, wentOut: wentOut, idempotent: call.exchange.methodToken.isIdempotent,
-                                 picker: call.route.picker) != nil else { return false }
+        guard let next = call.attempts.next(after: failure, wentOut: wentOut, idempotent: call.exchange.methodToken.isIdempotent,
+                                            picker: call.route.picker) else { return false }
         call.state = .betweenAttempts
         waiting[ObjectIdentifier(call)] = call
         call.exchange.onClientGone = { [self] in self.clientLeft(call, insideCurl: false) }
         upstream.loop.defer { [self] in
             // Answered meanwhile: the client left, or a shutdown cut the waiting calls.
             guard case .betweenAttempts = call.state, let request = call.attempts.sent else { return }
-            attempt(call, request)
+            attempt(call, request, on: next)
         }
         return true
     }
