@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e routes frameworks http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e routes frameworks openapi http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -36,6 +36,11 @@ routes: release
 frameworks: release
 	scripts/frameworks.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
+# `peel openapi` on springdoc, springfox, WeChat-style and FastAPI documents, each output validated by
+# openapi-spec-validator (issue 34; venv in .build/venv-openapi).
+openapi: release
+	scripts/openapi.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
 http1: release
 	scripts/http1.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
@@ -53,7 +58,7 @@ reliability: release
 store: release
 	scripts/store.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
-test: unit e2e routes frameworks http1 proxy browser reliability store
+test: unit e2e routes frameworks openapi http1 proxy browser reliability store
 
 fuzz: deps
 	scripts/fuzz.sh

@@ -73,6 +73,12 @@ enum Signals {
 /// Standard output flushing without touching C's global FILE pointers.
 enum Output {
     static func flush() { fflush(nil) }
+
+    /// One line on standard error.
+    static func error(_ line: String) {
+        let bytes = Array((line + "\n").utf8)
+        bytes.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
+    }
 }
 
 /// Prints a one-line error on stderr and exits.

@@ -58,6 +58,12 @@ case "dialects":
 case "check-config":
     let config = loadConfig(args.dropFirst())
     print(ConfigLoader.describe(config))
+case "openapi":
+    let outcome = ContractCommand.run(Array(args.dropFirst()), environment: ProcessEnvironment.current, read: ContractCommand.readSource)
+    print(outcome.stdout, terminator: "")
+    for line in outcome.stderr { Output.error(line) }
+    Output.flush()
+    exit(outcome.code)
 case "healthcheck":
     var rest = Array(args.dropFirst())
     var admin = ProcessEnvironment.current["PEEL_ADMIN_LISTEN"] ?? "127.0.0.1:9090"
