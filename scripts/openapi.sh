@@ -6,12 +6,43 @@ set -uo pipefail
 PEEL=${1:?usage: openapi.sh PATH/TO/peel}
 HERE=$(cd "$(dirname "$0")" && pwd)
 VENV=${OPENAPI_VENV:-$HERE/../.build/venv-openapi}
-if ! "$VENV/bin/python" -c 'import openapi_spec_validator, fastapi' 2>/dev/null; then
-  echo "preparing $VENV (openapi-spec-validator, fastapi)"
+source "$HERE/lib.sh"
+if ! "$VENV/bin/python" -c 'import openapi_spec_validator, fastapi, uvicorn, schemathesis, openapi_python_client' 2>/dev/null; then
+  echo "preparing $VENV (openapi-spec-validator, fastapi, uvicorn, schemathesis, openapi-python-client)"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" || { echo "openapi: cannot create $VENV"; exit 1; }
-  "$VENV/bin/pip" install -q --disable-pip-version-check openapi-spec-validator fastapi || { echo "openapi: pip failed"; exit 1; }
+  "$VENV/bin/pip" install -q --disable-pip-version-check openapi-spec-validator fastapi uvicorn schemathesis openapi-python-client \
+    || { echo "openapi: pip failed"; exit 1; }
 fi
+PY="$VENV/bin/python"
 export PYTHONDONTWRITEBYTECODE=1
-"$VENV/bin/python" -c 'import importlib.metadata as m; print("versions:", ", ".join(f"{p} {m.version(p)}" for p in
-  ("openapi-spec-validator", "fastapi", "pydantic")))'
-exec "$VENV/bin/python" "$HERE/openapi/check.py" "$PEEL" "$HERE/frameworks"
+"$PY" -c 'import importlib.metadata as m; print("versions:", ", ".join(f"{p} {m.version(p)}" for p in
+  ("openapi-spec-validator", "fastapi", "pydantic", "schemathesis", "openapi-python-client")))'
+"$PY" "$HERE/openapi/check.py" "$PEEL" "$HERE/frameworks" || fail=$((fail+1))
+
+# Live: a yudao-style FastAPI backend, Peel in front of it with --dialect yudao, and Peel's document
+# of it judged by a generated client and by schemathesis.
+UP=$(free_port); GW=$(free_port); AD=$(free_port)
+(cd "$HERE/openapi" && exec "$PY" yudao_app.py "$UP") >"$WORK/yudao.log" 2>&1 & pids+=($!)
+wait_listening "$UP" "${pids[-1]}" || { echo "FAIL the yudao-style backend did not start"; cat "$WORK/yudao.log"; exit 1; }
+"$PY" -c "import sys, json; sys.path.insert(0, '$HERE/openapi'); import yudao_app; print(json.dumps(yudao_app.app.openapi()))" >"$WORK/upstream.json"
+"$PEEL" openapi --dialect yudao "$WORK/upstream.json" >"$WORK/peel.json" 2>"$WORK/report.txt"
+check "yudao-style FastAPI document transformed, nothing reported" "0 0" "$? $(wc -c <"$WORK/report.txt")"
+"$PEEL" --upstream "http://127.0.0.1:$UP" --listen "127.0.0.1:$GW" --admin-listen "127.0.0.1:$AD" --workers 1 --dialect yudao \
+  --probe-path /admin-api/system/user/page >"$WORK/peel.log" 2>&1 & pids+=($!)
+wait_listening "$GW" "${pids[-1]}" || { echo "FAIL Peel did not start"; cat "$WORK/peel.log"; exit 1; }
+mkdir -p "$WORK/gen"
+(cd "$WORK/gen" && timeout 120 "$VENV/bin/openapi-python-client" generate --path "$WORK/peel.json" --meta none >"$WORK/gen.log" 2>&1)
+check "openapi-python-client generates a client from Peel's document" "yes" "$([ -d "$WORK/gen/yudao_style_admin_api_client" ] && echo yes || cat "$WORK/gen.log")"
+if "$PY" "$HERE/openapi/generated_client.py" "$WORK/gen" "http://127.0.0.1:$GW"; then pass=$((pass+1)); else fail=$((fail+1)); fi
+# Every answer schemathesis provokes (generated and invalid input) must be declared by Peel's
+# document: status, media type, headers and schema; 5xx only as declared.
+timeout 300 "$VENV/bin/schemathesis" run "$WORK/peel.json" --url "http://127.0.0.1:$GW" --max-examples 30 --seed 1 \
+  --checks status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
+  >"$WORK/schemathesis.log" 2>&1
+rc=$?
+grep -E "generated, |passed|failed" "$WORK/schemathesis.log" | tail -3
+check "schemathesis: every answer of a live Peel conforms to Peel's document" "0" "$rc"
+[ "$rc" = 0 ] || tail -60 "$WORK/schemathesis.log"
+
+echo "openapi live: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
