@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e routes frameworks http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e routes frameworks websockets http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -36,6 +36,10 @@ routes: release
 frameworks: release
 	scripts/frameworks.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
+# WebSockets through Peel (issue 38): Python's websockets as backend and client (venv in .build/venv-websockets).
+websockets: release
+	scripts/websockets.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
 http1: release
 	scripts/http1.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
@@ -53,7 +57,7 @@ reliability: release
 store: release
 	scripts/store.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
-test: unit e2e routes frameworks http1 proxy browser reliability store
+test: unit e2e routes frameworks websockets http1 proxy browser reliability store
 
 fuzz: deps
 	scripts/fuzz.sh
