@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e routes frameworks openapi http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e routes frameworks openapi websockets http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -41,6 +41,10 @@ frameworks: release
 openapi: release
 	scripts/openapi.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
+# WebSockets through Peel (issue 38): Python's websockets as backend and client (venv in .build/venv-websockets).
+websockets: release
+	scripts/websockets.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
 http1: release
 	scripts/http1.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
@@ -58,7 +62,7 @@ reliability: release
 store: release
 	scripts/store.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
-test: unit e2e routes frameworks openapi http1 proxy browser reliability store
+test: unit e2e routes frameworks openapi websockets http1 proxy browser reliability store
 
 fuzz: deps
 	scripts/fuzz.sh

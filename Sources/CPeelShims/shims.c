@@ -45,3 +45,7 @@ CURLcode peel_easy_getinfo_ptr(CURL *easy, CURLINFO info, void **value) {
 CURLcode peel_easy_getinfo_off(CURL *easy, CURLINFO info, curl_off_t *value) {
     return curl_easy_getinfo(easy, info, value);
 }
+
+CURLcode peel_easy_getinfo_socket(CURL *easy, CURLINFO info, curl_socket_t *value) {
+    return curl_easy_getinfo(easy, info, value);
+}

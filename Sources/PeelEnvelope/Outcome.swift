@@ -37,6 +37,8 @@ public enum Outcome: Sendable, Equatable {
     case shuttingDown
     /// Peel's bound on reachability event streams was reached: in all, or this client's share.
     case tooManyStreams(perClient: Bool)
+    /// Peel's bound on tunnels (WebSockets) was reached: in all, or this client's share.
+    case tooManyTunnels(perClient: Bool)
 
     // What was decided before any upstream work.
     /// The reachability state is down.
@@ -104,6 +106,11 @@ public func problem(for outcome: Outcome, config: EnvelopeConfig) -> Problem {
         return perClient
             ? Problem(kind: .tooManyStreams, detail: "This client has too many reachability streams open")
             : Problem(kind: .serverBusy, detail: "Peel has too many reachability streams open")
+    case .tooManyTunnels(let perClient):
+        // As for the streams: one client over its share is told so with 429 (RFC 6585 §4).
+        return perClient
+            ? Problem(kind: .tooManyStreams, detail: "This client has too many WebSockets open (max_tunnels_per_client)")
+            : Problem(kind: .serverBusy, detail: "Peel has too many WebSockets open (max_tunnels)")
     case .offline:
         return Problem(kind: .offline)
     case .noRoute:

@@ -23,4 +23,5 @@ CURLMcode peel_multi_setopt_timer_cb(CURLM *multi, int (*cb)(CURLM *, long, void
 CURLcode peel_easy_getinfo_long(CURL *easy, CURLINFO info, long *value);
 CURLcode peel_easy_getinfo_ptr(CURL *easy, CURLINFO info, void **value);
 CURLcode peel_easy_getinfo_off(CURL *easy, CURLINFO info, curl_off_t *value);
+CURLcode peel_easy_getinfo_socket(CURL *easy, CURLINFO info, curl_socket_t *value);
 #endif

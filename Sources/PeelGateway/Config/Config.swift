@@ -24,6 +24,7 @@ public struct GatewayConfig: Sendable {
     public var lifecycle = Lifecycle()
     /// The reachability path and its event streams.
     public var reachability = Reachability()
+    public var tunnels = Tunnels()
     /// Stale answers for while the upstream is unreachable, and the store that keeps them.
     public var offline = Offline()
     /// CORS when Peel answers it itself.

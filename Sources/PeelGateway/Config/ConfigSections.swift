@@ -139,6 +139,22 @@ extension GatewayConfig {
         public init() {}
     }
 
+    /// Upgraded connections passed through to the backend (WebSockets, RFC 6455), and their bounds.
+    public struct Tunnels: Sendable, Equatable {
+        /// Upgrade protocols tunneled, lowercased (`upgrade_protocols`, default websocket); any other
+        /// Upgrade is ignored and the request answered over HTTP/1.1 (RFC 9110 §7.8).
+        public var protocols: [String] = ["websocket"]
+        /// Seconds a tunnel may pass no byte either way before it is closed (`tunnel_idle_timeout`, default 600).
+        public var idleTimeout: Double = 600
+        /// Tunnels open at once, all workers (`max_tunnels`, default 10000; over it, 503 `server-busy`).
+        public var maxTunnels: Int = 10_000
+        /// Tunnels one client address may hold (`max_tunnels_per_client`, default 256; over it, 429).
+        public var maxTunnelsPerClient: Int = 256
+
+        /// Creates the defaults.
+        public init() {}
+    }
+
     /// Stale answers for while the upstream is unreachable, and the store that keeps them (the
     /// `store…` fields are the `offline_store_…` options).
     public struct Offline: Sendable, Equatable {

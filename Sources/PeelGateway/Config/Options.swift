@@ -163,6 +163,22 @@ extension ConfigLoader {
                    show: { c in "\(c.reachability.maxStreamsPerClient)" }) { c, v, o throws(ConfigError) in
             c.reachability.maxStreamsPerClient = try integer(v, o, 1...1_000_000)
         },
+        OptionSpec(name: "upgrade-protocols", help: "Upgrade protocols tunneled to the route's backend (others are answered over HTTP/1.1); empty turns tunnels off",
+                   value: "LIST", show: { c in strs(c.tunnels.protocols) }) { c, v, o throws(ConfigError) in
+            c.tunnels.protocols = try list(v, o).map { $0.lowercased() }
+        },
+        OptionSpec(name: "tunnel-idle-timeout", help: "seconds a tunnel may pass no byte either way before it is closed",
+                   value: "SEC", show: { c in num(c.tunnels.idleTimeout) }) { c, v, o throws(ConfigError) in
+            c.tunnels.idleTimeout = try seconds(v, o)
+        },
+        OptionSpec(name: "max-tunnels", help: "tunnels (WebSockets) open at once, all workers", value: "N",
+                   show: { c in "\(c.tunnels.maxTunnels)" }) { c, v, o throws(ConfigError) in
+            c.tunnels.maxTunnels = try integer(v, o, 0...1_000_000)
+        },
+        OptionSpec(name: "max-tunnels-per-client", help: "tunnels one client address may hold", value: "N",
+                   show: { c in "\(c.tunnels.maxTunnelsPerClient)" }) { c, v, o throws(ConfigError) in
+            c.tunnels.maxTunnelsPerClient = try integer(v, o, 1...1_000_000)
+        },
         OptionSpec(name: "offline-cache", help: "bytes of stale GET answers served while the upstream is unreachable, suffixes KiB/MiB/GiB (KB/MB/GB decimal) accepted; 0 is off",
                    value: "SIZE", show: { c in "\(c.offline.capacity)" }) { c, v, o throws(ConfigError) in
             c.offline.capacity = try byteSize(v, o)

@@ -57,6 +57,8 @@ struct CallNotes {
     var excerpt: String?
     /// A 5xx's message that the client is not shown.
     var privateMessage: String?
+    /// What a tunnel did, for its line at the close.
+    var tunnel: TunnelReport?
 }
 
 /// One call, alive from its plan to its log line: the plan it keeps, and what changes as it runs.

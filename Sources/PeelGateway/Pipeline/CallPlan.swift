@@ -74,6 +74,8 @@ final class CallPlan {
 enum Planned {
     case early(CallPlan, EarlyAnswer)
     case forward(CallPlan, UpstreamRequest)
+    /// An upgrade to tunnel (`protocol`, as the client named it) to the route's group.
+    case tunnel(CallPlan, UpstreamRequest, protocol: String)
 }
 
 /// The answers a call gets without the upstream.
@@ -90,6 +92,8 @@ enum EarlyAnswer {
     case noRoute
     /// The route's group is down: a stored answer or the offline problem.
     case offline
+    /// An upgrade whose Origin `cors_origins` does not allow (cross-site WebSocket hijacking).
+    case forbiddenOrigin
 }
 
 extension CallPlan {
@@ -168,6 +172,12 @@ extension CallPlan {
                                       acceptLanguage: facts.acceptLanguage, fieldNames: route.keyFields.names, user: user)
         }
         let cacheKey = ex.methodToken.readsResource ? userKey : nil
+        let upgrade = Self.tunneledUpgrade(ex, facts, route: route)
+        // RFC 6455 §10.2: a browser's WebSocket is not held to CORS; with an allow-list, an Origin it
+        // does not name is refused here. No Origin (a native app) passes; without a list the backend judges.
+        if upgrade != nil, let cors = general.cors, let o = facts.origin, !cors.allows(o) {
+            return early(.forbiddenOrigin, path: path, route: route, routed: true)
+        }
         if route.group.isDown { return early(.offline, path: path, route: route, routed: true, user: userKey, key: cacheKey) }
 
         let request = Forwarder.upstreamRequest(ex, method: ex.method, ex.methodToken, facts, route: route,
@@ -178,6 +188,16 @@ extension CallPlan {
                                  host: facts.host, forwardedProto: facts.xForwardedProto, forwardedHost: facts.xForwardedHost,
                                  userKey: userKey, cacheKey: cacheKey, cacheRequest: caching ? facts.cacheRequest : CacheRequest(),
                                  hasAuthorization: facts.hasAuthorization)
+        if let upgrade { return .tunnel(plan, request, protocol: upgrade) }
         return .forward(plan, request)
+    }
+
+    /// The protocol an upgrade asks for when it is one to tunnel: an HTTP/1.1 GET without a body,
+    /// with `upgrade` among Connection's options (RFC 9110 §7.8) and an Upgrade protocol the route
+    /// tunnels. Anything else is answered over HTTP/1.1, the Upgrade ignored (`h2c`, say).
+    static func tunneledUpgrade(_ ex: HTTPExchange, _ facts: borrowing RequestFacts, route: Route) -> String? {
+        guard !facts.upgrade.isEmpty, ex.methodToken == .get, ex.version.minor == 1, ex.bodyCount == 0,
+              facts.connectionOptions.contains("upgrade") else { return nil }
+        return facts.upgrade.first { route.tunnels.protocols.contains($0) }
     }
 }

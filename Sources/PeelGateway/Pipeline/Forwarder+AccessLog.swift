@@ -49,6 +49,10 @@ extension Forwarder {
         if let reason = call.notes.reason { line += ",\"reason\":" + jsonEscaped(reason) }
         if let excerpt = call.notes.excerpt { line += ",\"excerpt\":" + jsonEscaped(excerpt) }
         if let message = call.notes.privateMessage { line += ",\"upstream_message\":" + jsonEscaped(message) }
+        if let t = call.notes.tunnel {
+            line += ",\"tunnel_ms\":\((t.duration * 1_000_000).rounded() / 1000),\"bytes_in\":\(t.bytesIn),\"bytes_out\":\(t.bytesOut)"
+            line += ",\"closed_by\":\"\(t.closedBy.rawValue)\""
+        }
         line += "}"
         accessLog.append(line)
     }

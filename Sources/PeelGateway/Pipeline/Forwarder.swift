@@ -56,10 +56,13 @@ final class Forwarder {
 
     /// Calls waiting for the upstream, so a shutdown past its timeout can answer them.
     var waiting: [ObjectIdentifier: Call] = [:]
+    /// Tunnels opening and open (WebSockets), so a shutdown past its timeout can close them.
+    let tunnels = TunnelTable()
 
     /// Shutdown past `shutdown_timeout`: every call still waiting for the upstream is cancelled and
     /// answered 503 (with `Connection: close`, as while draining) instead of being cut off bare.
     func cutWaitingCalls() {
+        tunnels.closeAll()
         let calls = waiting.values
         waiting = [:]
         for call in calls {
@@ -110,6 +113,9 @@ final class Forwarder {
         case .early(let plan, let early):
             ex.clientAddress = plan.clientAddress
             answerEarly(Call(plan), early)
+        case .tunnel(let plan, let request, let name):
+            ex.clientAddress = plan.clientAddress
+            openTunnel(Call(plan), request, protocol: name)
         }
     }
 
@@ -132,6 +138,9 @@ final class Forwarder {
         case .reachability(let events): answerReachability(call, events: events)
         case .noRoute: answer(call, .noRoute)
         case .offline: answerUnavailable(call)
+        case .forbiddenOrigin:
+            metrics.recordRefusal("tunnel_origin")
+            answer(call, .refused(status: 403, tooLarge: false, detail: "the WebSocket's Origin is not one cors_origins allows"))
         }
     }
 

@@ -13,6 +13,8 @@ struct RequestFacts {
     /// Options the Connection fields name besides `keep-alive` and `close`, lowercased.
     var connectionOptions: [String] = []
     var origin: String?
+    /// The Upgrade field's protocols, lowercased and without versions (RFC 9110 §7.8).
+    var upgrade: [String] = []
     var accessControlRequestMethod: String?
     var accessControlRequestHeaders: String?
     var xForwardedProto: String?
@@ -63,6 +65,10 @@ struct RequestFacts {
             if f.valueEquals("keep-alive") || f.valueEquals("close") { break }
             for t in f.valueString.split(separator: ",") { connectionOptions.append(trimOWS(t).lowercased()) }
         case .origin: origin = f.valueString
+        case .upgrade:
+            for t in f.valueString.split(separator: ",") {
+                upgrade.append(String(trimOWS(t).lowercased().split(separator: "/", maxSplits: 1).first ?? ""))
+            }
         case .accessControlRequestMethod: accessControlRequestMethod = f.valueString
         case .accessControlRequestHeaders: Self.join(&accessControlRequestHeaders, f.valueString)
         case .xForwardedProto: xForwardedProto = f.valueString

@@ -42,6 +42,8 @@ final class Route {
     let reachabilityPath: String?
     /// Whether calls on this route are written to the access log.
     let accessLog: Bool
+    /// Which upgrades are tunneled, and the tunnels' bounds.
+    let tunnels: GatewayConfig.Tunnels
 
     /// The route's name in logs and metrics (`RouteRule.label`); `/` for the route `--upstream`
     /// makes; nil for the answers Peel gives when no route applies.
@@ -96,6 +98,7 @@ final class Route {
         trustedProxies = config.clients.trustedProxies
         reachabilityPath = config.reachability.path
         accessLog = config.logs.access
+        tunnels = config.tunnels
     }
 }
 

@@ -25,6 +25,8 @@ public final class Gateway: @unchecked Sendable {
     /// The workers transitions are broadcast to, set once they exist.
     private let listeners: Locked<[Worker]>
     private let streamBudget: StreamBudget
+    /// Open tunnels (WebSockets), all workers.
+    private let tunnelBudget: StreamBudget
     /// Stale answers for while offline, shared by the workers; off while its capacity is 0 (a
     /// reload can turn it on or off).
     public let offlineCache: OfflineCache
@@ -45,6 +47,7 @@ public final class Gateway: @unchecked Sendable {
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
         streamBudget = StreamBudget(limit: config.reachability.maxStreams, perClient: config.reachability.maxStreamsPerClient)
+        tunnelBudget = StreamBudget(limit: config.tunnels.maxTunnels, perClient: config.tunnels.maxTunnelsPerClient)
         offlineCache = OfflineCache(capacity: config.offline.capacity, maxAge: config.offline.maxAge,
                                     override: config.offline.override)
         offlineStoreStats = config.offline.store == .memory ? nil : OfflineStoreStats(endpoint: config.offline.store.description)
@@ -71,6 +74,7 @@ public final class Gateway: @unchecked Sendable {
         try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.listeners.workers {
             let w = try Worker(index: i, config: config, listen: listen, groups: groups, labels: routeLabels, streamBudget: streamBudget,
+                               tunnelBudget: tunnelBudget,
                                cache: offlineCache, storeStats: offlineStoreStats, budget: budget)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
@@ -131,6 +135,7 @@ public final class Gateway: @unchecked Sendable {
                                                      override: next.offline.override),
                                dropAll: next.offline.keyFields != old.offline.keyFields)
         streamBudget.setLimits(total: next.reachability.maxStreams, perClient: next.reachability.maxStreamsPerClient)
+        tunnelBudget.setLimits(total: next.tunnels.maxTunnels, perClient: next.tunnels.maxTunnelsPerClient)
         let applied = next
         let done = Locked(0)
         for w in workers {

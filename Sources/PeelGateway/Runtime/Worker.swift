@@ -31,7 +31,8 @@ final class Worker: @unchecked Sendable {
     private let labels: RouteLabels
 
     init(index: Int, config: GatewayConfig, listen: HostPort, groups: UpstreamGroups, labels: RouteLabels,
-         streamBudget: StreamBudget, cache: OfflineCache, storeStats: OfflineStoreStats?, budget: MemoryBudget) throws(PeelIOError) {
+         streamBudget: StreamBudget, tunnelBudget: StreamBudget? = nil, cache: OfflineCache, storeStats: OfflineStoreStats?,
+         budget: MemoryBudget) throws(PeelIOError) {
         self.index = index
         self.budget = budget
         self.labels = labels
@@ -55,6 +56,7 @@ final class Worker: @unchecked Sendable {
         forwarder = try Forwarder(config: config, upstream: client, groups: groups, labels: labels, metrics: metrics,
                               accessLog: accessLog, streams: streams, cache: store, workerIndex: index)
         let forwarder = self.forwarder!
+        if let tunnelBudget { forwarder.tunnels.budget = tunnelBudget }
         server = try HTTPServer(loop: loop, address: listen, reusePort: true, limits: io.connection) { ex in
             forwarder.handle(ex)
         }

@@ -36,6 +36,8 @@ final class ClientConnection {
     private var streamBodyless = false
     // Body bytes still owed under a declared Content-Length; nil when the stream has none.
     private var streamRemaining: Int?
+    // After a 101: the tunnel that reads and writes this socket until it closes it.
+    private var tunnel: Tunnel?
 
     /// Output bytes queued and not yet taken by the kernel.
     var pendingOutput: Int { head.count + bodyRange.count }
@@ -282,6 +284,38 @@ final class ClientConnection {
         flush()
     }
 
+    /// Writes the 101 head for `ex` and hands the socket to a tunnel to `upstream` (called by the
+    /// exchange, once). The bytes read past the request go to the upstream first; the exchange stays
+    /// counted as pending until the tunnel closes, so a drain waits for it up to shutdown_timeout.
+    /// Nil when the connection cannot become one (the upstream end is closed then).
+    func startTunnel(_ ex: HTTPExchange, fields: ReplyFields, upstream: TunnelUpstream, limits: TunnelLimits,
+                     onEnd: @escaping (TunnelReport) -> Void) -> Tunnel? {
+        guard !closed, exchange === ex, let early = machine.tunnel() else {
+            upstream.close()
+            return nil
+        }
+        head.begin(status: 101)
+        head.fields(fields)
+        // RFC 9110 §7.8: the 101 names the upgrade in Connection, as the upstream's did.
+        server.withDate { head.end(date: $0, contentLength: nil, connection: "Upgrade") }
+        let headBytes = Array(UnsafeRawBufferPointer(start: head.bytes, count: head.count))
+        head.consume(head.count)
+        // The tunnel's events take over the socket: this shell's stop.
+        for e in [readEvent, writeEvent, timer] where e != nil { event_del(e) }
+        readArmed = false
+        armedDeadline = nil
+        exchange = nil
+        let t = Tunnel(loop: loop, fd: fd, upstream: upstream, limits: limits, head: headBytes, clientEarly: early,
+                       clientEnded: machine.peerClosed, closeClient: { [unowned self] in close() }, onEnd: onEnd)
+        tunnel = t
+        guard t.start() else {
+            tunnel = nil
+            close()
+            return nil
+        }
+        return closed ? nil : t
+    }
+
     // MARK: writing
 
     private func flush() {
@@ -414,6 +448,10 @@ final class ClientConnection {
         closed = true
         machine.releaseBudget()
         for e in [readEvent, writeEvent, timer] where e != nil { event_del(e) }
+        if let t = tunnel {
+            tunnel = nil
+            t.connectionClosing()
+        }
         if let ex = exchange {
             exchange = nil
             ex.clientLeft()

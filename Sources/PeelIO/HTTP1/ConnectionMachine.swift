@@ -66,6 +66,9 @@ struct ConnectionMachine {
         case writing
         /// A refusal was written; reading and discarding until the client closes or `lingerTime` ends.
         case lingering
+        /// The answer was a 101 and the connection is a tunnel's (RFC 9110 §15.2.2): the tunnel reads
+        /// and writes, no timeout of the machine's runs, the tunnel closes it.
+        case tunneled
         /// Done; the socket is to be closed.
         case closed
     }
@@ -135,7 +138,7 @@ struct ConnectionMachine {
         case .idle: return since + limits.idleTimeout
         case .head: return since + limits.headerTimeout
         case .body: return since + limits.bodyTimeout
-        case .waiting, .closed: return nil
+        case .waiting, .closed, .tunneled: return nil
         case .writing: return producerIdle ? nil : since + limits.writeTimeout
         case .lingering: return since + limits.lingerTime
         }
@@ -146,7 +149,7 @@ struct ConnectionMachine {
         switch phase {
         case .idle, .head, .body, .lingering: return !peerClosed || phase == .lingering
         case .waiting, .writing: return !peerClosed && (buffer.count < limits.maxPipelined || endsWithInput)
-        case .closed: return false
+        case .closed, .tunneled: return false
         }
     }
 
@@ -174,7 +177,7 @@ struct ConnectionMachine {
             guard grow(upTo: limits.maxHead + 1024) else { return nil }
         case .waiting, .writing:
             guard grow(upTo: limits.maxPipelined) else { return nil }
-        case .lingering, .closed:
+        case .lingering, .closed, .tunneled:
             return UnsafeMutableRawBufferPointer(start: nil, count: 0)
         }
         return buffer.free
@@ -216,6 +219,8 @@ struct ConnectionMachine {
                 return .cancel
             }
             return .probe
+        case .tunneled:
+            return .none
         case .writing:
             // A stream only the client ends: its FIN is its leaving. Waiting for a write to fail
             // instead kept the stream's place taken until the second heartbeat after it (~28 s).
@@ -370,9 +375,22 @@ struct ConnectionMachine {
             return refuse(.headTimeout)
         case .body:
             return refuse(.bodyTimeout)
-        case .waiting, .closed:
+        case .waiting, .closed, .tunneled:
             return .none
         }
+    }
+
+    /// The handler answered its request with a 101: the connection becomes a tunnel. Returns the
+    /// bytes read past the request (the client's first bytes through the tunnel, which must not be
+    /// lost), or nil when the connection is not waiting for a handled request's answer. The body's
+    /// budget is given back: an upgrade request has none, and the tunnel bounds its own buffers.
+    mutating func tunnel() -> [UInt8]? {
+        guard phase == .waiting, !refusing else { return nil }
+        let early = Array(buffer.bytes)
+        releaseBudget()
+        buffer = RequestBuffer(capacity: 0)
+        phase = .tunneled
+        return early
     }
 
     /// The server is draining: an idle connection closes now.

@@ -145,6 +145,22 @@ public final class HTTPExchange {
         return connection.startStream(self, status: status, fields: fields, contentLength: contentLength, endless: endless)
     }
 
+    /// Answers with `101 Switching Protocols` and `fields` (the upstream's, as relayed) and turns the
+    /// connection into a tunnel to `upstream` (RFC 9110 §15.2.2), bounded by `limits`; `onEnd` runs
+    /// once when it closes. Nil when the exchange was already answered or the client left (the
+    /// upstream end is closed then).
+    public func startTunnel(fields: ReplyFields, upstream: TunnelUpstream, limits: TunnelLimits,
+                            onEnd: @escaping (TunnelReport) -> Void) -> Tunnel? {
+        guard !answered, let connection else {
+            upstream.close()
+            return nil
+        }
+        answered = true
+        onClientGone = nil
+        self.connection = nil
+        return connection.startTunnel(self, fields: fields, upstream: upstream, limits: limits, onEnd: onEnd)
+    }
+
     /// The client left before the answer: cancel the upstream call; the connection closes.
     func clientLeft() {
         guard !answered else { return }

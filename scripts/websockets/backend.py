@@ -1,0 +1,35 @@
+"""A WebSocket backend for scripts/websockets.sh: echoes every message on /echo, closes with code
+4001 after one message on /bye, and refuses the upgrade with a 403 JSON body on /refuse."""
+import asyncio
+import http
+import sys
+
+from websockets.asyncio.server import serve
+from websockets.http11 import Response
+from websockets.datastructures import Headers
+
+
+async def handler(ws):
+    path = ws.request.path
+    if path.startswith("/bye"):
+        await ws.recv()
+        await ws.close(4001, "bye from the backend")
+        return
+    async for message in ws:
+        await ws.send(message)
+
+
+def process_request(connection, request):
+    if request.path.startswith("/refuse"):
+        body = b'{"code":403,"message":"sockets are closed today"}'
+        return Response(403, "Forbidden", Headers([("Content-Type", "application/json"),
+                                                   ("Content-Length", str(len(body)))]), body)
+    return None
+
+
+async def main(port):
+    async with serve(handler, "127.0.0.1", port, process_request=process_request, max_size=None):
+        await asyncio.get_running_loop().create_future()
+
+
+asyncio.run(main(int(sys.argv[1])))
