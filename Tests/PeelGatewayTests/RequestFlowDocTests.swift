@@ -28,7 +28,7 @@ final class RequestFlowDocTests: XCTestCase {
                 let name = String(flow[r])
                 named += 1
                 XCTAssertTrue(text.contains("func \(name)") || text.contains("\(name)(") || (name == "init" && text.contains("init")),
-                              "\(path):\(line) is `\(text.trimmingCharacters(in: .whitespaces))`, not `\(name)`")
+                              "\(path):\(line) is `\(text.trimmingCharacters(in: .whitespaces))`, not `\(name)` (scripts/request-flow-lines.py moves the references)")
             } else {
                 XCTAssertFalse(text.trimmingCharacters(in: .whitespaces).isEmpty, "\(path):\(line) is an empty line")
             }

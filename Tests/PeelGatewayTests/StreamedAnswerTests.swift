@@ -47,6 +47,49 @@ final class StreamedAnswerTests: XCTestCase {
         XCTAssertTrue(event.contains("data: first"), event)
     }
 
+    func testAHeadThenAStall_isTimeoutsProblem_notA200CutShort() throws {
+        // Committing to the client waits for the first body byte: until then the call is still
+        // under `timeout`, and its failure is a problem document.
+        let h = try RawHarness(configure: { $0.calls.timeout = 1; $0.calls.idleTimeout = 4 }) { _ in .send(Self.head) }
+        defer { h.stop() }
+        let started = Date()
+        let r = try h.request("GET", "/stall-after-head")
+        XCTAssertEqual(r.status, 504, r.text)
+        XCTAssertEqual(r.header("content-type"), "application/problem+json")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3.5, "waited for the idle timeout instead of `timeout`")
+    }
+
+    func testAHeadThenAClose_isA502Problem() throws {
+        let h = try RawHarness { _ in .sendThenClose(Self.head) }
+        defer { h.stop() }
+        let r = try h.request("GET", "/close-after-head")
+        XCTAssertEqual(r.status, 502, r.text)
+        XCTAssertEqual(r.header("content-type"), "application/problem+json")
+    }
+
+    func testAnEmptyChunkedPassthrough_isAnsweredWithItsLength() throws {
+        let h = try RawHarness { _ in .send(Self.head + "0\r\n\r\n") }
+        defer { h.stop() }
+        let r = try h.request("GET", "/empty")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.header("content-length"), "0")
+        XCTAssertNil(r.header("transfer-encoding"))
+    }
+
+    func testAHeadRequestOnAnEventStream_isAnsweredAtOnce_andItsUpstreamConnectionEnds() throws {
+        // HEAD goes upstream as GET; its answer is whole with the head, so the transfer ends there
+        // instead of holding a connection (and a place in max_inflight) until a body byte comes.
+        let sse = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+        let h = try RawHarness(configure: { $0.calls.idleTimeout = 30 }) { _ in .send(sse) }
+        defer { h.stop() }
+        let r = try h.request("HEAD", "/events")
+        XCTAssertEqual(r.status, 200)
+        XCTAssertEqual(r.header("content-type"), "text/event-stream")
+        let deadline = Date().addingTimeInterval(3)
+        while h.upstream.closed.isEmpty && Date() < deadline { usleep(20_000) }
+        XCTAssertFalse(h.upstream.closed.isEmpty, "the upstream connection of an answered HEAD stayed open")
+    }
+
     func testUpstreamSendingWithinTheBound_isNotCut() throws {
         // A pause well inside the bound: a loop thread held up on a busy machine stays inside it too.
         let h = try RawHarness(configure: { $0.calls.idleTimeout = 1.5 }) { _ in

@@ -101,10 +101,9 @@ extension Forwarder {
     /// passes unjudged (from status and fields alone), whether its body keeps the coding it came in
     /// (a passthrough answer whose Content-Encoding the client accepts is relayed as it came, with
     /// its length), and whether it streams. A passthrough answer of unknown length, declared over
-    /// `stream_threshold`, or an event stream is sent as it arrives, its head at once, pausing the
-    /// upstream transfer while the client is slow; anything else is buffered whole (judged, or
-    /// passed with its length and maybe compressed). Runs inside curl's header callback: nothing
-    /// here may call curl.
+    /// `stream_threshold`, or an event stream is sent as it arrives, pausing the upstream transfer
+    /// while the client is slow; anything else is buffered whole (judged, or passed with its length
+    /// and maybe compressed). Runs inside curl's header callback: nothing here may call curl.
     func headArrived(_ call: Call, facts: ResponseFacts, head: ResponseHeadView) -> HeadPlan {
         guard case .awaitingHead(let transfer) = call.state else { return .buffer }
         call.state = .buffering(transfer)
@@ -116,7 +115,38 @@ extension Forwarder {
         guard passes, case .stream(let declared) = HeadDecision.body(facts, keptCoding: kept, threshold: call.route.streamThreshold),
               !call.exchange.answered
         else { return HeadPlan(keepsCoding: kept != nil, sink: nil) }
-        return HeadPlan(keepsCoding: kept != nil, sink: startStream(call, transfer, facts.status, declared, head.copy()))
+        let status = facts.status
+        let headers = head.copy()
+        if call.exchange.isHead {
+            // HEAD answers what GET would: the head is all of it, and the rest is not fetched (the
+            // transfer ends here rather than wait for a body byte that may be minutes away).
+            answerHeadOnly(call, status, declared, headers)
+            return .stopped
+        }
+        if facts.isEventStream {
+            // An event stream's head goes at once: an app sees its stream open while the upstream
+            // has nothing to say yet, and the idle timeout takes over from `timeout` now.
+            return HeadPlan(keepsCoding: kept != nil, sink: startStream(call, transfer, status, declared, headers), flowsFromHead: true)
+        }
+        // Anything else commits to the client with its first body byte: until then a stall is still
+        // `timeout`'s 504 and a close a 502 problem, not a 200 cut short.
+        var started: StreamSink?
+        return HeadPlan(keepsCoding: kept != nil, sink: { [self] bytes in
+            if started == nil { started = startStream(call, transfer, status, declared, headers) }
+            return started!(bytes)
+        })
+    }
+
+    /// A HEAD request's streamable answer: its head alone, counted before it leaves.
+    private func answerHeadOnly(_ call: Call, _ status: Int, _ declared: Int?, _ headers: ResponseHeaders) {
+        call.upstream.status = status
+        call.upstream.headers = headers
+        call.attempts.endpoint?.liveAnswered()
+        let shaped = call.route.shaper.shape(Reply(status: status, kind: .relayed, upstream: headers, body: .stream(contentLength: declared)),
+                                             context(call, rewrite: call.rewrite), encode: { _, _ in nil })
+        waiting[ObjectIdentifier(call)] = nil
+        record(call, status: status, kind: "passthrough", bytes: 0, code: nil)
+        call.exchange.startStream(status: status, fields: shaped.fields, contentLength: declared)?.finish()
     }
 
     /// Writes a streamed answer's head and returns the sink its body goes through.
@@ -134,14 +164,8 @@ extension Forwarder {
         // an unsafe method's success invalidates as a buffered one does.
         invalidateAfterUnsafe(call, status: status, headers: headers)
         if let key = call.plan.cacheKey { cache.answeredUnstored(key: key, status: status, request: call.plan.cacheRequest) }
-        // The head arrived: the upstream answered (evidence for reachability, like a buffered answer).
+        // The answer flows: the upstream answered (evidence for reachability, like a buffered answer).
         call.attempts.endpoint?.liveAnswered()
-        if call.exchange.isHead {
-            // HEAD answers what GET would: the head is all of it, and the rest is not fetched.
-            record(call, status: status, kind: "passthrough", bytes: 0, code: nil)
-            stream.finish()
-            return { _ in .abort }
-        }
         stream.onDrained = { [weak transfer] in transfer?.resume() }
         // Possibly inside the sink, so inside curl's write callback: the transfer ends on the next
         // pass, and its completion never runs (cancelSoon drops it).

@@ -149,7 +149,9 @@ final class Forwarder {
     func attempt(_ call: Call, _ request: UpstreamRequest, on chosen: Int? = nil) {
         let picker = call.route.picker
         // The group went down since it was checked: answered as offline.
-        guard let i = chosen ?? picker.pick(tried: call.attempts.tried) else { return answerUnavailable(call) }
+        // A failover's endpoint was chosen a loop pass ago: taken only if it is still available.
+        let kept = chosen.flatMap { call.route.group.endpoints[$0].available.load(ordering: .relaxed) ? $0 : nil }
+        guard let i = kept ?? picker.pick(tried: call.attempts.tried) else { return answerUnavailable(call) }
         let ex = call.exchange
         call.attempts.start(on: call.route.group.endpoints[i], at: i)
         call.head = nil

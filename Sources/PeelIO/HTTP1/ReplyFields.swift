@@ -85,11 +85,13 @@ public struct ReplyFields {
             var at = base + count
             if let p = name.baseAddress { at.copyMemory(from: p, byteCount: name.count) }
             at += name.count
-            at.storeBytes(of: 0x203A, as: UInt16.self)  // ": "
+            at.storeBytes(of: 0x3A, as: UInt8.self)  // ": "
+            (at + 1).storeBytes(of: 0x20, as: UInt8.self)
             at += 2
             if let p = value.baseAddress { at.copyMemory(from: p, byteCount: value.count) }
             at += value.count
-            at.storeBytes(of: 0x0A0D, as: UInt16.self)  // CRLF
+            at.storeBytes(of: 0x0D, as: UInt8.self)  // CRLF
+            (at + 1).storeBytes(of: 0x0A, as: UInt8.self)
         }
         count += n
     }

@@ -103,7 +103,9 @@ final class EasyHandle {
         let writeCB = peel_easy_setopt_write_cb(easy, CURLOPT_WRITEFUNCTION) { data, size, count, userdata in
             let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata!).takeUnretainedValue()
             let n = size * count
-            if !t.state.bodyStarted { t.state = .buffering }
+            if !t.state.bodyStarted {
+                if t.sink != nil, let h = t.handle { t.startFlowing(h) } else { t.state = .buffering }
+            }
             if let sink = t.sink {
                 switch sink(UnsafeRawBufferPointer(start: data, count: n)) {
                 case .taken:
@@ -147,6 +149,10 @@ final class EasyHandle {
                 if let onHead = t.onHead, let facts = h.head.facts {
                     t.onHead = nil
                     let plan = onHead(facts, ResponseHeadView(collector: h.head))
+                    if plan.stop {
+                        t.state = .stopped(.answeredWithHead)
+                        return 0
+                    }
                     // Set before the first body byte: curl 7.88 reads the switch on every body write.
                     if plan.keepsCoding, peel_easy_setopt_long(h.easy, CURLOPT_HTTP_CONTENT_DECODING, 0) == CURLE_OK {
                         h.decodingOff = true
@@ -154,14 +160,7 @@ final class EasyHandle {
                     }
                     if let sink = plan.sink {
                         t.sink = sink
-                        t.state = .streaming(paused: false)
-                        // A stream lasts as long as it lasts (a download to a slow client, server-sent
-                        // events): the whole-exchange timeout no longer applies once it flows.
-                        _ = peel_easy_setopt_long(h.easy, CURLOPT_TIMEOUT_MS, 0)
-                        h.timeoutMs = 0
-                        // ... but an upstream that goes silent mid-stream is cut after idleTimeout
-                        // (one was held 40 s with a 5 s timeout).
-                        if let c = t.client { t.watchIdle(loop: c.loop, seconds: t.idleSeconds) }
+                        if plan.flowsFromHead { t.startFlowing(h) }
                     }
                 }
             }
@@ -246,4 +245,17 @@ func setoptSite(_ option: CURLoption) -> String {
         return "curl_easy_setopt(option \(option.rawValue))"
     }
     return "curl_easy_setopt(CURLOPT_\(String(cString: name)))"
+}
+
+extension UpstreamTransfer {
+    /// The body flows to the sink from now on: a stream lasts as long as it lasts (a download to a
+    /// slow client, server-sent events), so the whole-exchange timeout no longer applies; an
+    /// upstream that goes silent mid-stream is cut after the idle timeout instead (one was held 40 s
+    /// with a 5 s timeout). Inside curl's callbacks: only setopt, which curl allows there.
+    func startFlowing(_ h: EasyHandle) {
+        state = .streaming(paused: false)
+        _ = peel_easy_setopt_long(h.easy, CURLOPT_TIMEOUT_MS, 0)
+        h.timeoutMs = 0
+        if let c = client { watchIdle(loop: c.loop, seconds: idleSeconds) }
+    }
 }

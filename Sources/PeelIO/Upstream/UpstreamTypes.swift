@@ -174,17 +174,27 @@ public struct HeadPlan {
     /// The body stays in the content coding it arrived in: curl does not decode it, so a declared
     /// Content-Length stays true.
     public var keepsCoding: Bool
-    /// Takes the body as it arrives (with no size limit and no whole-exchange timeout from then
-    /// on); nil buffers it whole.
+    /// Takes the body as it arrives (with no size limit and no whole-exchange timeout once it
+    /// flows); nil buffers it whole.
     public var sink: StreamSink?
+    /// The answer flows from its head (an event stream, whose head the client already has): the
+    /// whole-exchange timeout gives way to the idle timeout now, not with the first body byte.
+    public var flowsFromHead: Bool
+    /// The answer is whole with its head (a HEAD request's): the transfer ends here, its
+    /// connection closed rather than held until the body's first byte.
+    public var stop: Bool
 
-    public init(keepsCoding: Bool, sink: StreamSink?) {
+    public init(keepsCoding: Bool, sink: StreamSink?, flowsFromHead: Bool = false, stop: Bool = false) {
         self.keepsCoding = keepsCoding
         self.sink = sink
+        self.flowsFromHead = flowsFromHead
+        self.stop = stop
     }
 
     /// Buffered whole and decoded.
     public static var buffer: HeadPlan { HeadPlan(keepsCoding: false, sink: nil) }
+    /// Ended with the head.
+    public static var stopped: HeadPlan { HeadPlan(keepsCoding: false, sink: nil, stop: true) }
 }
 
 /// What to send upstream as the body.
@@ -229,6 +239,8 @@ enum TransferStop: Equatable {
     case overClientShare
     /// curl was about to send a request a second time that must not be (`.notResent`).
     case resendRefused
+    /// The gateway had its whole answer with the head (`HeadPlan.stop`).
+    case answeredWithHead
 }
 
 /// A transfer in flight; `cancel()` stops it without calling its completion.
