@@ -20,6 +20,8 @@ public final class Gateway: @unchecked Sendable {
     public var reachability: Reachability { groups.all[0].endpoints[0].reachability }
     /// The body budget every worker shares (`max_buffered`).
     public let budget: MemoryBudget
+    /// Where big buffered answers go, and the disk budget every worker shares (`max_spooled`).
+    public let spool: Spool
     private(set) var workers: [Worker] = []
     private var admin: AdminServer?
     /// The workers transitions are broadcast to, set once they exist.
@@ -42,6 +44,7 @@ public final class Gateway: @unchecked Sendable {
         current = Locked(config)
         LogSinks.configure(buffer: config.logs.buffer)
         budget = MemoryBudget(config.memory)
+        spool = Spool(config.spooling)
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
         streamBudget = StreamBudget(limit: config.reachability.maxStreams, perClient: config.reachability.maxStreamsPerClient)
@@ -71,7 +74,8 @@ public final class Gateway: @unchecked Sendable {
         try HTTPServer.ensureNotServed(listen)
         for i in 0..<config.listeners.workers {
             let w = try Worker(index: i, config: config, listen: listen, groups: groups, labels: routeLabels, streamBudget: streamBudget,
-                               cache: offlineCache, storeStats: offlineStoreStats, budget: budget)
+                               cache: offlineCache, storeStats: offlineStoreStats, budget: budget,
+                               spool: spool)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
             workers.append(w)
@@ -118,12 +122,14 @@ public final class Gateway: @unchecked Sendable {
         }
         if next.offline.storeMaxEntry != old.offline.storeMaxEntry { kept.append("offline_store_max_entry"); next.offline.storeMaxEntry = old.offline.storeMaxEntry }
         if next.offline.storeTimeout != old.offline.storeTimeout { kept.append("offline_store_timeout"); next.offline.storeTimeout = old.offline.storeTimeout }
+        if next.spooling.directory != old.spooling.directory { kept.append("spool_dir"); next.spooling.directory = old.spooling.directory }
         current.withLock { $0 = next }
         let previous = self.groups
         let groups = UpstreamGroups(next, previous: previous, onTransition: Self.transitionHandler(listeners))
         currentGroups.withLock { $0 = groups }
         routeLabels.keep(RouteLabels.pairs(next))
         budget.apply(next.memory)
+        spool.apply(next.spooling)
         LogSinks.configure(buffer: next.logs.buffer)
         // Issue 17: the cache and the stream bounds follow a reload too. Other key fields change every
         // key, so the entries stored under the old ones go at once rather than linger unreachable.
@@ -240,7 +246,7 @@ public final class Gateway: @unchecked Sendable {
     func metricsText() -> String {
         MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache, store: offlineStoreStats,
                                connections: workers.reduce(0) { $0 + $1.server.connectionCount }, buffered: budget,
-                               streams: streamBudget, groups: groups, routes: routeLabels)
+                               streams: streamBudget, groups: groups, routes: routeLabels, spool: spool)
     }
 
     /// JSON for /status.
@@ -266,6 +272,7 @@ public final class Gateway: @unchecked Sendable {
             + ",\"busy_probes\":\(snap.busyProbes),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"
             + ",\"upstreams\":\(groupsDocument())"
             + ",\"offline_store\":\(offlineStoreDocument())"
+            + ",\"spooled\":{\"bytes\":\(spool.bytes),\"files\":\(spool.files),\"limit\":\(spool.budget.limit)}"
             + ",\"inflight\":\(inflight),\"streams\":\(streamBudget.count),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
     }
 }
