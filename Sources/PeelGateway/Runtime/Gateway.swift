@@ -22,6 +22,8 @@ public final class Gateway: @unchecked Sendable {
     public let budget: MemoryBudget
     /// Where big buffered answers go, and the disk budget every worker shares (`max_spooled`).
     public let spool: Spool
+    /// Why no spool file can be written now (checked by the admin loop every few seconds); nil while one can.
+    let spoolFault = Locked<String?>(nil)
     private(set) var workers: [Worker] = []
     private var admin: AdminServer?
     /// The workers transitions are broadcast to, set once they exist.
