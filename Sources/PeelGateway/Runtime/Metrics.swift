@@ -209,7 +209,8 @@ enum MetricsRenderer {
         }
         out += "# HELP peel_refusals_total Calls Peel refused for want of its own resources (the upstream did nothing wrong), by the bound that refused.\n"
         out += "# TYPE peel_refusals_total counter\n"
-        for bound in ["max_buffered", "max_buffered_per_client", "max_buffered_upstream", "max_buffered_per_client_upstream"] {
+        for bound in ["max_buffered", "max_buffered_per_client", "max_buffered_upstream", "max_buffered_per_client_upstream",
+                      "max_spooled", "max_spooled_per_client", "spool_write"] {
             out += "peel_refusals_total{bound=\"\(bound)\"} \(merged.refusals[bound] ?? 0)\n"
         }
         out += "# HELP peel_reachability_transitions_total Reachability state changes, by target state.\n"
