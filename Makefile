@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e routes frameworks openapi websockets http1 proxy browser reliability store fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e routes frameworks openapi websockets http1 proxy browser reliability store spool fuzz bench bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -62,7 +62,12 @@ reliability: release
 store: release
 	scripts/store.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
 
-test: unit e2e routes frameworks openapi websockets http1 proxy browser reliability store
+# Big answers spooled to disk (issue 35): eight 20 MB answers at once under 96 MiB resident, a disk
+# budget and a refused write answered 503, no file left by a killed Peel, /readyz following the spool.
+spool: release
+	scripts/spool.sh $$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel
+
+test: unit e2e routes frameworks openapi websockets http1 proxy browser reliability store spool
 
 fuzz: deps
 	scripts/fuzz.sh

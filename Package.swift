@@ -55,7 +55,7 @@ let package = Package(
         .executableTarget(name: "peel", dependencies: ["PeelGateway", "PeelDemo", "CPeelMalloc"], swiftSettings: strict,
                           linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
 
-        .testTarget(name: "PeelEnvelopeTests", dependencies: ["PeelEnvelope"], swiftSettings: strict),
+        .testTarget(name: "PeelEnvelopeTests", dependencies: ["PeelEnvelope", "PeelIO"], swiftSettings: strict),
         .testTarget(name: "PeelIOTests", dependencies: ["PeelIO", "PeelDemo", "CZlib"], swiftSettings: strict),
         .testTarget(name: "PeelGatewayTests", dependencies: ["PeelGateway", "PeelDemo", "PeelIO", "CZlib"], swiftSettings: strict),
     ]

@@ -25,7 +25,9 @@ peel, upstream, body_timeout = sys.argv[1], sys.argv[2], sys.argv[3]
 
 port, admin = free_port(), free_port()
 p = subprocess.Popen([peel, "--upstream", upstream, "--listen", f"127.0.0.1:{port}", "--admin-listen", f"127.0.0.1:{admin}",
-                      "--access-log", "off", "--workers", "2", "--body-timeout", body_timeout],
+                      "--access-log", "off", "--workers", "2", "--body-timeout", body_timeout,
+                      # The memory budget is what is attacked here: answers stay in memory (no spool).
+                      "--spool-threshold", "0"],
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 def metric(name):

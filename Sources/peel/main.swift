@@ -5,6 +5,9 @@ import PeelGateway
 import PeelIO
 
 signal(SIGPIPE, SIG_IGN)
+// A file-size limit (ulimit -f) must fail a spool file's write (EFBIG: that call gets 503), not
+// kill the process.
+signal(SIGXFSZ, SIG_IGN)
 ProcessTuning.raiseFileLimit()
 // Signals are taken with sigwait on this thread; every thread started later inherits the mask.
 Signals.blockHandledSignals()

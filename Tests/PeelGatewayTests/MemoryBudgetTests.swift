@@ -240,7 +240,10 @@ final class MemoryBudgetTests: XCTestCase {
     /// get 503 server-busy with Retry-After, not 502 upstream-too-large (the upstream did nothing
     /// wrong). Each holds one answer, more than its share: one answer alone always fits the share.
     func testSlowReadersExhaustingTheBudget_othersGetServerBusy() throws {
-        let h = try Harness(workers: 1) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 24 << 20 }
+        let h = try Harness(workers: 1) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 24 << 20 
+            // Answers held in memory, which these bounds are about: spooling off.
+            c.spooling.threshold = 0
+        }
         defer { h.stop() }
         // Three clients ask for 7 MiB judged answers and do not read them: each answer's bytes stay
         // held until written, which a full socket buffer stops.
@@ -267,7 +270,10 @@ final class MemoryBudgetTests: XCTestCase {
     /// read them holds at most its share (`max_buffered_per_client`) of the budget: its further
     /// answers get 503 server-busy, counted as Peel's refusal, while another address is answered.
     func testOneAddressWithManySlowReaders_holdsAtMostItsShareAndOthersAreAnswered() throws {
-        let h = try Harness(workers: 2) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 48 << 20; c.memory.maxBufferedPerClient = 16 << 20 }
+        let h = try Harness(workers: 2) { c in c.memory.maxBody = 1000; c.memory.maxBuffered = 48 << 20; c.memory.maxBufferedPerClient = 16 << 20 
+            // Answers held in memory, which these bounds are about: spooling off.
+            c.spooling.threshold = 0
+        }
         defer { h.stop() }
         let share = "max_buffered_per_client_upstream"
         var slow: [BlockingClient] = []

@@ -18,6 +18,8 @@ public struct GatewayConfig: Sendable {
     public var clients = Clients()
     /// Body sizes, and the body bytes held at once.
     public var memory = Memory()
+    /// Where big buffered answers go instead of memory, and the disk budget.
+    public var spooling = Spooling()
     /// The access log and the log writers' buffers.
     public var logs = Logs()
     /// Draining, shutdown and the stuck-worker bound.

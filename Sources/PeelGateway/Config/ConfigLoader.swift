@@ -75,7 +75,17 @@ public enum ConfigLoader {
         // The field and code options change the chosen dialect, whichever source named either.
         config.envelope.dialect = config.dialectOverrides.applied(to: config.dialectChoice)
         try validate(config)
+        try checkSpoolDirectory(config.spooling)
         return config
+    }
+
+    /// A spool directory Peel cannot create a file in would fail every big answer later: refused at
+    /// load (exit 2), naming the path and why. Not checked while spooling is off.
+    static func checkSpoolDirectory(_ s: GatewayConfig.Spooling) throws(ConfigError) {
+        guard s.threshold > 0 else { return }
+        if let why = Spool(directory: s.directory, threshold: 0, limit: 1, perClient: 1).check() {
+            throw ConfigError(option: "--spool-dir", problem: "\(s.directory) is not a writable directory (\(why))")
+        }
     }
 
     /// Rejects combinations that cannot work.
@@ -99,6 +109,9 @@ public enum ConfigLoader {
         // One client can always send one whole body, and no share is larger than the whole.
         if let share = c.memory.maxBufferedPerClient, share < c.memory.maxBody || share > c.memory.maxBuffered {
             throw ConfigError(option: "--max-buffered-per-client", problem: "must be at least --max-body (\(c.memory.maxBody)) and at most --max-buffered (\(c.memory.maxBuffered))")
+        }
+        if let share = c.spooling.maxSpooledPerClient, share < 1 || share > c.spooling.maxSpooled {
+            throw ConfigError(option: "--max-spooled-per-client", problem: "must be from 1 to --max-spooled (\(c.spooling.maxSpooled))")
         }
         // Issue 21: the shared store's keys are HMACs; without the secret they could not be.
         if c.offline.store != .memory && c.offline.storeSecret == nil {

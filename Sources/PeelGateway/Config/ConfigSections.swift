@@ -1,3 +1,4 @@
+import Glibc
 import PeelIO
 
 // GatewayConfig's sections. Each field's doc gives its default and unit; the option that sets it
@@ -91,6 +92,32 @@ extension GatewayConfig {
         /// it (its framing: up to `max_body` again or 64 KiB). With less, one client could not always
         /// send one body.
         public var bodyFloor: Int { maxBody + min(maxBody, 65_536) }
+
+        /// Creates the defaults.
+        public init() {}
+    }
+
+    /// Where buffered upstream answers past a threshold are held instead of memory, and the disk
+    /// budget that bounds them (nginx's `proxy_temp_path` and `proxy_max_temp_file_size`).
+    public struct Spooling: Sendable, Equatable {
+        /// Directory of the spool files, unlinked as they are created (`spool_dir`, default
+        /// `$TMPDIR`, else `/tmp`); a reload keeps the one Peel started with.
+        public var directory: String = Spooling.defaultDirectory
+        /// A buffered answer past this many bytes goes to a spool file (`spool_threshold`, default
+        /// 1 MiB; 0 keeps every answer in memory).
+        public var threshold: Int = 1_048_576
+        /// Spooled bytes held at once, whole process (`max_spooled`, default 1 GiB).
+        public var maxSpooled: Int = 1 << 30
+        /// Spooled bytes one client address may hold at once (default nil: `spooledPerClient`).
+        public var maxSpooledPerClient: Int? = nil
+        /// The share in effect: `max_spooled_per_client`, else half of `max_spooled`, never more than it.
+        public var spooledPerClient: Int { min(maxSpooled, maxSpooledPerClient ?? maxSpooled / 2) }
+
+        /// `$TMPDIR` when set and not empty, else `/tmp`.
+        static var defaultDirectory: String {
+            if let t = getenv("TMPDIR"), t.pointee != 0 { return String(cString: t) }
+            return "/tmp"
+        }
 
         /// Creates the defaults.
         public init() {}

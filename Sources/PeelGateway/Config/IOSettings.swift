@@ -9,10 +9,12 @@ struct IOSettings {
     /// Every client connection's limits and timeouts.
     let connection: ConnectionLimits
 
-    /// Derives both from `config`; `budget` is the process's body budget, which both charge.
-    init(_ config: GatewayConfig, budget: MemoryBudget) {
+    /// Derives both from `config`; `budget` is the process's body budget, which both charge, and
+    /// `spool` where buffered answers past its threshold go.
+    init(_ config: GatewayConfig, budget: MemoryBudget, spool: Spool? = nil) {
         var o = UpstreamOptions()
         o.budget = budget
+        o.spool = spool
         o.timeout = config.calls.timeout
         o.connectTimeout = config.calls.connectTimeout
         o.maxResponseBody = config.calls.maxResponseBody
@@ -57,5 +59,22 @@ extension MemoryBudget {
     func apply(_ memory: GatewayConfig.Memory) {
         limit = memory.maxBuffered
         perClientLimit = memory.bufferedPerClient
+    }
+}
+
+extension Spool {
+    /// The process's spool as `spooling` sets it (`spool_dir`, `spool_threshold`, `max_spooled`,
+    /// `max_spooled_per_client`).
+    convenience init(_ spooling: GatewayConfig.Spooling) {
+        self.init(directory: spooling.directory, threshold: spooling.threshold, limit: spooling.maxSpooled,
+                  perClient: spooling.spooledPerClient)
+    }
+
+    /// Takes a reloaded configuration's threshold and limits; the directory stays, and what is
+    /// spooled stays spooled.
+    func apply(_ spooling: GatewayConfig.Spooling) {
+        threshold = spooling.threshold
+        budget.limit = spooling.maxSpooled
+        budget.perClientLimit = spooling.spooledPerClient
     }
 }

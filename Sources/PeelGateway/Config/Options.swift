@@ -112,6 +112,26 @@ extension ConfigLoader {
                    fixedDefault: "max_buffered/8, at least max_body", show: { c in "\(c.memory.bufferedPerClient)" }) { c, v, o throws(ConfigError) in
             c.memory.maxBufferedPerClient = try byteSize(v, o)
         },
+        OptionSpec(name: "spool-dir", help: "directory where buffered upstream answers past spool_threshold are held, unlinked at creation; must be writable at start", value: "PATH",
+                   fixedDefault: "$TMPDIR, else /tmp", show: { c in q(c.spooling.directory) }) { c, v, o throws(ConfigError) in
+            let dir = try text(v, o)
+            guard !dir.isEmpty else { throw ConfigError(option: o, problem: "must name a directory") }
+            c.spooling.directory = dir
+        },
+        OptionSpec(name: "spool-threshold", help: "a buffered upstream answer past this many bytes goes to a file in spool_dir instead of memory; 0 keeps every answer in memory", value: "BYTES",
+                   show: { c in "\(c.spooling.threshold)" }) { c, v, o throws(ConfigError) in
+            c.spooling.threshold = try byteSize(v, o)
+        },
+        OptionSpec(name: "max-spooled", help: "bytes of spooled upstream answers held at once on disk, whole process", value: "BYTES",
+                   show: { c in "\(c.spooling.maxSpooled)" }) { c, v, o throws(ConfigError) in
+            let n = try byteSize(v, o)
+            guard n >= 1 else { throw ConfigError(option: o, problem: "must be at least 1") }
+            c.spooling.maxSpooled = n
+        },
+        OptionSpec(name: "max-spooled-per-client", help: "bytes of spooled upstream answers one client address (an IPv6 /64) may hold at once", value: "BYTES",
+                   fixedDefault: "max_spooled/2", show: { c in "\(c.spooling.spooledPerClient)" }) { c, v, o throws(ConfigError) in
+            c.spooling.maxSpooledPerClient = try byteSize(v, o)
+        },
         OptionSpec(name: "log-buffer", help: "bytes of lines each log (stdout, stderr) holds while its reader does not take them; the rest are dropped and counted",
                    value: "SIZE", show: { c in "\(c.logs.buffer)" }) { c, v, o throws(ConfigError) in
             let n = try byteSize(v, o)

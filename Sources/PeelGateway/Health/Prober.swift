@@ -108,7 +108,8 @@ func failureReason(_ f: UpstreamFailure) -> String {
     case .notResent(let m): return "connection died after the request: " + m
     case .streamIdle(let m): return m
     case .other(let m): return m
-    case .tooLarge, .overloaded, .localResources, .overBudget, .overClientShare: return f.message
+    case .tooLarge, .overloaded, .localResources, .overBudget, .overClientShare, .overSpoolBudget, .overSpoolClientShare,
+         .spoolWrite: return f.message
     }
 }
 
@@ -123,7 +124,8 @@ func coarseReason(_ f: UpstreamFailure) -> String {
     case .reset, .notResent: return "connection closed"
     case .timeout, .streamIdle: return "timeout"
     case .protocolError: return "protocol error"
-    case .tooLarge, .overloaded, .localResources, .overBudget, .overClientShare, .other: return "upstream error"
+    case .tooLarge, .overloaded, .localResources, .overBudget, .overClientShare, .overSpoolBudget, .overSpoolClientShare,
+         .spoolWrite, .other: return "upstream error"
     }
 }
 

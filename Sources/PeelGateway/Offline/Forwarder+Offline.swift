@@ -37,7 +37,7 @@ extension Forwarder {
         if (built?.count ?? range?.count ?? 0) > cache.maxBody {
             return cache.answeredUnstored(key: key, status: status, request: call.plan.cacheRequest)
         }
-        let body = built ?? range.map { Array(response.body[$0]) } ?? []
+        let body = built ?? range.map { response.spooled?.read($0) ?? Array(response.body[$0]) } ?? []
         let ex = call.exchange
         let hasBody = built != nil || range != nil
         cache.store(key: key, request: call.plan.cacheRequest, hasAuthorization: call.plan.hasAuthorization, requestField: { Self.requestValue(ex, $0) },

@@ -18,6 +18,8 @@ extension Forwarder {
             switch failure {
             case .overBudget: metrics.recordRefusal("max_buffered_upstream")
             case .overClientShare: metrics.recordRefusal("max_buffered_per_client_upstream")
+            case .overSpoolBudget, .overSpoolClientShare, .spoolWrite:
+                return refuseSpooling(call, failure)
             default: metrics.recordUpstreamError(failure.reason)
             }
             // Issue 17: only failing to reach the upstream counts, as evidence against the endpoint
@@ -46,8 +48,18 @@ extension Forwarder {
             // The judge's view of the head, as the head decision made it (made here for a head that
             // was never handed over).
             let answer = call.head?.answer ?? judgedAnswer(call, response.facts)
-            let judged = response.body.withUnsafeBufferPointer {
-                judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.head?.passesUnjudged)
+            let judged: (verdict: Verdict, upstreamCode: EnvelopeCode?)
+            if let file = response.spooled {
+                // The same judge over the file's bytes, mapped only while it runs.
+                switch file.withBytes({ judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.head?.passesUnjudged) }) {
+                case .success(let j): judged = (j.verdict, j.upstreamCode)
+                case .failure(let e): return refuseSpooling(call, .spoolWrite(e.description))
+                }
+            } else {
+                let j = response.body.withUnsafeBufferPointer {
+                    judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.head?.passesUnjudged)
+                }
+                judged = (j.verdict, j.upstreamCode)
             }
             call.upstream.code = judged.upstreamCode
             switch judged.verdict {
@@ -88,7 +100,7 @@ extension Forwarder {
                 // A body that is not an envelope: its start goes to the log (never to the client), so
                 // a developer sees the CSRF page or the plain-text error that was refused.
                 if p.kind == .badUpstreamFormat || (p.kind == .upstreamError && judged.upstreamCode == nil && p.privateMessage == nil) {
-                    call.notes.excerpt = Self.excerpt(response.body)
+                    call.notes.excerpt = Self.excerpt(response.spooled?.read(0..<Self.excerptBytes + 1) ?? response.body)
                 }
                 // A 5xx's words, kept from the client, reach the operator.
                 call.notes.privateMessage = p.privateMessage.map(Self.bounded)
@@ -208,6 +220,24 @@ extension Forwarder {
         }
     }
 
+    /// A buffered answer the spool could not hold: Peel's own shortage (its disk budget, a client's
+    /// share of it, or a file system that refused the bytes), answered 503 server-busy before any
+    /// byte of it is sent, counted as a refusal, and its reason logged.
+    func refuseSpooling(_ call: Call, _ failure: UpstreamFailure) {
+        let bound: String
+        switch failure {
+        case .overSpoolBudget: bound = "max_spooled"
+        case .overSpoolClientShare: bound = "max_spooled_per_client"
+        default: bound = "spool_write"
+        }
+        metrics.recordRefusal(bound)
+        if bound == "spool_write" {
+            EventLog.emit("spool_write_failed", [("request_id", jsonEscaped(call.plan.requestId)), ("error", jsonEscaped(failure.message))])
+        }
+        call.notes.reason = failure.message
+        answer(call, .serverBusy(failure.message))
+    }
+
     /// What an upstream transfer's failure means; `problem(for:config:)` gives it its status.
     static func outcome(of failure: UpstreamFailure) -> Outcome {
         switch failure {
@@ -221,6 +251,7 @@ extension Forwarder {
         case .notResent(let why): return .notResent(why)
         case .overBudget: return .upstreamOverBudget
         case .overClientShare: return .upstreamOverClientShare
+        case .overSpoolBudget, .overSpoolClientShare, .spoolWrite: return .serverBusy(failure.message)
         // Only a flowing stream is cut for idleness, and its head is long sent: never a problem document.
         case .streamIdle: return .timedOut
         }

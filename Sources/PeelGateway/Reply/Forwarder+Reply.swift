@@ -8,8 +8,14 @@ extension Forwarder {
     /// when the client accepts a coding Peel offers. `contentType` replaces the upstream's when set.
     func pass(_ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?, kind: String,
                       contentType: String?) {
+        let body: Reply.Body
+        if let file = response.spooled {
+            body = .file(file, range: range ?? 0..<file.count)
+        } else {
+            body = .bytes(response.body, range: range, hold: response.hold)
+        }
         emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: contentType,
-                         upstreamFacts: response.facts, body: .bytes(response.body, range: range, hold: response.hold)), log: kind)
+                         upstreamFacts: response.facts, body: body), log: kind)
     }
 
     /// The shaper's view of `call`, URLs rewritten by `rewrite`.
@@ -32,16 +38,21 @@ extension Forwarder {
         default: rewrite = call.rewrite
         }
         let shaped = call.route.shaper.shape(reply, context(call, rewrite: rewrite), encode: { encoder.encode($0, as: $1) })
-        guard case .bytes(let body, let range, let hold) = shaped.body else {
-            // Streams start in headArrived and answerReachability, never here.
-            preconditionFailure("emit takes buffered answers only")
-        }
         // Counted before the bytes leave: a client that has its answer finds it in /metrics (the
         // write may hand the whole answer over at once). Its access-log line is queued here too,
         // and reaches the sink with the worker's next flush.
-        record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
-        call.exchange.respond(status: shaped.status, fields: shaped.fields, body: body, range: range, keeping: hold,
-                              closing: shaped.closing)
+        switch shaped.body {
+        case .bytes(let body, let range, let hold):
+            record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
+            call.exchange.respond(status: shaped.status, fields: shaped.fields, body: body, range: range, keeping: hold,
+                                  closing: shaped.closing)
+        case .file(let file, let range):
+            record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
+            call.exchange.respond(status: shaped.status, fields: shaped.fields, file: file, range: range, closing: shaped.closing)
+        case .stream:
+            // Streams start in headArrived and answerReachability, never here.
+            preconditionFailure("emit takes buffered answers only")
+        }
     }
 
     func refuse(_ call: Call, _ why: String) {

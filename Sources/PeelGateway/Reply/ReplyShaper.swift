@@ -33,6 +33,8 @@ struct Reply {
     enum Body {
         /// `bytes[range]` (all of them when nil); `hold` stays alive until they are written.
         case bytes([UInt8], range: Range<Int>?, hold: BudgetHold?)
+        /// Bytes `range` of a spooled answer, sent from its file.
+        case file(SpooledBody, range: Range<Int>)
         /// Sent as it arrives; `contentLength` is the upstream's declared length, if it is kept.
         case stream(contentLength: Int?)
     }
@@ -97,6 +99,7 @@ struct ShapedReply {
     var bodyCount: Int {
         switch body {
         case .bytes(let b, let range, _): return (range ?? 0..<b.count).count
+        case .file(_, let range): return range.count
         case .stream: return 0
         }
     }
@@ -156,26 +159,37 @@ struct ReplyShaper {
         // 502 went out marked `Content-Encoding: gzip`).
         let keptCoding = reply.kind == .relayed ? ctx.keptCoding : nil
         var variesByCoding = keptCoding != nil
-        var coding: ContentCoding? = nil
+        var coded: ContentCoding? = nil
         var dropType = false
 
-        switch reply.body {
-        case .bytes(let bytes, let range, _):
-            let slice = range ?? 0..<bytes.count
+        // Whether a buffered body of `count` bytes is compressed, and with which coding.
+        func coding(count: Int) -> ContentCoding? {
             // A problem's type is Peel's, whatever the upstream's answer said.
             let effectiveType = reply.kind.isProblem ? ShapedReply.problemType : reply.contentType
                 ?? (reply.upstreamFacts.map { $0.contentType } ?? upstream?.first(.contentType))
             let candidate = reply.compressible && keptCoding == nil
-                && compression.isCandidate(status: reply.status, contentType: effectiveType, count: slice.count)
+                && compression.isCandidate(status: reply.status, contentType: effectiveType, count: count)
                 // A part of the upstream's representation (206) is relayed as it is; a problem is Peel's own body.
                 && (reply.kind.isProblem || !present.contains(.contentRange))
-            if candidate {
-                variesByCoding = true
-                if let c = CompressionPolicy.negotiate(ctx.acceptEncoding, offered: compression.offered),
-                   let encoded = bytes.withUnsafeBytes({ encode(UnsafeRawBufferPointer(rebasing: $0[slice]), c) }) {
-                    coding = c
-                    body = .bytes(encoded, range: nil, hold: nil)
-                }
+            guard candidate else { return nil }
+            variesByCoding = true
+            return CompressionPolicy.negotiate(ctx.acceptEncoding, offered: compression.offered)
+        }
+        switch reply.body {
+        case .bytes(let bytes, let range, _):
+            let slice = range ?? 0..<bytes.count
+            if let c = coding(count: slice.count),
+               let encoded = bytes.withUnsafeBytes({ encode(UnsafeRawBufferPointer(rebasing: $0[slice]), c) }) {
+                coded = c
+                body = .bytes(encoded, range: nil, hold: nil)
+            }
+        case .file(let file, let range):
+            // Encoded from a mapping that lasts as long as the encoder runs; a file that cannot be
+            // mapped is sent as it is.
+            if let c = coding(count: range.count),
+               case .success(let encoded?) = file.withBytes({ encode(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer($0)[range]), c) }) {
+                coded = c
+                body = .bytes(encoded, range: nil, hold: nil)
             }
         case .stream:
             break
@@ -189,7 +203,7 @@ struct ReplyShaper {
             selection = .allBut(dropType ? relayDropped.union(FieldSet([.contentType])) : relayDropped)
             rewrites.redirects = rewriteRedirects
             rewrites.cookies = rewriteCookies
-            rewrites.weakenETag = coding != nil
+            rewrites.weakenETag = coded != nil
         case .staleNotModified(_, let storedType, let storedCount):
             selection = .only(notModifiedKept)
             rewrites.redirects = rewriteRedirects
@@ -234,7 +248,7 @@ struct ReplyShaper {
         }
         if let vary = Self.mergedVary(varyNames) { fields.append(("Vary", vary)) }
         if let keptCoding { fields.append(("Content-Encoding", keptCoding)) }
-        if let coding { fields.append(("Content-Encoding", coding.rawValue)) }
+        if let coded { fields.append(("Content-Encoding", coded.rawValue)) }
 
         var out = ReplyFields(capacity: 512)
         if let upstream { Self.copy(upstream, selection, rewrites, ctx, into: &out) }

@@ -4,6 +4,10 @@ import PeelIO
 final class AdminServer: @unchecked Sendable {
     let loop: EventLoop
     private var server: HTTPServer!
+    /// Re-checks the spool directory every `spoolCheckInterval`, traffic or not.
+    private var spoolWatch: LoopTimer?
+    /// Seconds between two checks of the spool directory for /readyz.
+    static let spoolCheckInterval = 5.0
     /// The port actually bound.
     var port: Int { server.port }
 
@@ -12,12 +16,22 @@ final class AdminServer: @unchecked Sendable {
         server = try HTTPServer(loop: loop, address: address, reusePort: false) { [unowned gateway] ex in
             AdminServer.handle(ex, gateway: gateway)
         }
+        spoolWatch = LoopTimer(loop: loop) { [unowned self, unowned gateway] in
+            // A directory removed, remounted read-only or full after start: /readyz says so until
+            // a file can be written there again.
+            gateway.spoolFault.withLock { $0 = gateway.spool.threshold > 0 ? gateway.spool.check() : nil }
+            spoolWatch?.arm(seconds: Self.spoolCheckInterval)
+        }
     }
 
-    func start() { loop.startThread() }
+    func start() {
+        spoolWatch?.arm(seconds: Self.spoolCheckInterval)
+        loop.startThread()
+    }
 
     func stop() {
         loop.execute { [self] in
+            spoolWatch?.cancel()
             server.close()
             loop.stop()
         }
@@ -47,6 +61,9 @@ final class AdminServer: @unchecked Sendable {
         case "/readyz":
             if gateway.isDraining {
                 ex.respond(status: 503, headers: [json], body: Array("{\"status\":\"draining\"}".utf8))
+            } else if let fault = gateway.spoolFault.withLock({ $0 }) {
+                ex.respond(status: 503, headers: [json],
+                           body: Array("{\"status\":\"spool_unwritable\",\"spool_dir\":\(jsonEscaped(gateway.spool.directory)),\"error\":\(jsonEscaped(fault))}".utf8))
             } else if gateway.isServing {
                 ex.respond(status: 200, headers: [json], body: Array("{\"status\":\"ready\"}".utf8))
             } else {

@@ -20,6 +20,10 @@ public final class Gateway: @unchecked Sendable {
     public var reachability: Reachability { groups.all[0].endpoints[0].reachability }
     /// The body budget every worker shares (`max_buffered`).
     public let budget: MemoryBudget
+    /// Where big buffered answers go, and the disk budget every worker shares (`max_spooled`).
+    public let spool: Spool
+    /// Why no spool file can be written now (checked by the admin loop every few seconds); nil while one can.
+    let spoolFault = Locked<String?>(nil)
     private(set) var workers: [Worker] = []
     private var admin: AdminServer?
     /// The workers transitions are broadcast to, set once they exist.
@@ -44,6 +48,7 @@ public final class Gateway: @unchecked Sendable {
         current = Locked(config)
         LogSinks.configure(buffer: config.logs.buffer)
         budget = MemoryBudget(config.memory)
+        spool = Spool(config.spooling)
         let listeners = Locked<[Worker]>([])
         self.listeners = listeners
         streamBudget = StreamBudget(limit: config.reachability.maxStreams, perClient: config.reachability.maxStreamsPerClient)
@@ -75,7 +80,8 @@ public final class Gateway: @unchecked Sendable {
         for i in 0..<config.listeners.workers {
             let w = try Worker(index: i, config: config, listen: listen, groups: groups, labels: routeLabels, streamBudget: streamBudget,
                                tunnelBudget: tunnelBudget,
-                               cache: offlineCache, storeStats: offlineStoreStats, budget: budget)
+                               cache: offlineCache, storeStats: offlineStoreStats, budget: budget,
+                               spool: spool)
             // Port 0: the first worker's real port is the one every other worker shares.
             if i == 0 { listen.port = w.server.port }
             workers.append(w)
@@ -122,12 +128,14 @@ public final class Gateway: @unchecked Sendable {
         }
         if next.offline.storeMaxEntry != old.offline.storeMaxEntry { kept.append("offline_store_max_entry"); next.offline.storeMaxEntry = old.offline.storeMaxEntry }
         if next.offline.storeTimeout != old.offline.storeTimeout { kept.append("offline_store_timeout"); next.offline.storeTimeout = old.offline.storeTimeout }
+        if next.spooling.directory != old.spooling.directory { kept.append("spool_dir"); next.spooling.directory = old.spooling.directory }
         current.withLock { $0 = next }
         let previous = self.groups
         let groups = UpstreamGroups(next, previous: previous, onTransition: Self.transitionHandler(listeners))
         currentGroups.withLock { $0 = groups }
         routeLabels.keep(RouteLabels.pairs(next))
         budget.apply(next.memory)
+        spool.apply(next.spooling)
         LogSinks.configure(buffer: next.logs.buffer)
         // Issue 17: the cache and the stream bounds follow a reload too. Other key fields change every
         // key, so the entries stored under the old ones go at once rather than linger unreachable.
@@ -245,7 +253,7 @@ public final class Gateway: @unchecked Sendable {
     func metricsText() -> String {
         MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache, store: offlineStoreStats,
                                connections: workers.reduce(0) { $0 + $1.server.connectionCount }, buffered: budget,
-                               streams: streamBudget, groups: groups, routes: routeLabels)
+                               streams: streamBudget, groups: groups, routes: routeLabels, spool: spool)
     }
 
     /// JSON for /status.
@@ -271,6 +279,7 @@ public final class Gateway: @unchecked Sendable {
             + ",\"busy_probes\":\(snap.busyProbes),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"
             + ",\"upstreams\":\(groupsDocument())"
             + ",\"offline_store\":\(offlineStoreDocument())"
+            + ",\"spooled\":{\"bytes\":\(spool.bytes),\"files\":\(spool.files),\"limit\":\(spool.budget.limit)}"
             + ",\"inflight\":\(inflight),\"streams\":\(streamBudget.count),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
     }
 }

@@ -161,7 +161,8 @@ enum MetricsRenderer {
     }
 
     static func render(workers: [WorkerMetrics], reachability: Reachability, cache: OfflineCache, store: OfflineStoreStats?, connections: Int,
-                       buffered: MemoryBudget, streams: StreamBudget, groups: UpstreamGroups? = nil, routes: RouteLabels? = nil) -> String {
+                       buffered: MemoryBudget, streams: StreamBudget, groups: UpstreamGroups? = nil, routes: RouteLabels? = nil,
+                       spool: Spool? = nil) -> String {
         var merged = WorkerMetrics.Stats()
         var inflight = 0
         for w in workers {
@@ -208,7 +209,8 @@ enum MetricsRenderer {
         }
         out += "# HELP peel_refusals_total Calls Peel refused for want of its own resources (the upstream did nothing wrong), by the bound that refused.\n"
         out += "# TYPE peel_refusals_total counter\n"
-        for bound in ["max_buffered", "max_buffered_per_client", "max_buffered_upstream", "max_buffered_per_client_upstream"] {
+        for bound in ["max_buffered", "max_buffered_per_client", "max_buffered_upstream", "max_buffered_per_client_upstream",
+                      "max_spooled", "max_spooled_per_client", "spool_write"] {
             out += "peel_refusals_total{bound=\"\(bound)\"} \(merged.refusals[bound] ?? 0)\n"
         }
         out += "# HELP peel_reachability_transitions_total Reachability state changes, by target state.\n"
@@ -260,6 +262,17 @@ enum MetricsRenderer {
         out += "# HELP peel_buffered_clients Clients holding request body or answer bytes charged to them now.\n"
         out += "# TYPE peel_buffered_clients gauge\n"
         out += "peel_buffered_clients \(buffered.clientCount)\n"
+        if let spool {
+            out += "# HELP peel_spooled_bytes Bytes of buffered upstream answers held in spool files now (max_spooled bounds them).\n"
+            out += "# TYPE peel_spooled_bytes gauge\n"
+            out += "peel_spooled_bytes \(spool.bytes)\n"
+            out += "# HELP peel_spooled_files Spool files open now (being written, or held until their answer is written).\n"
+            out += "# TYPE peel_spooled_files gauge\n"
+            out += "peel_spooled_files \(spool.files)\n"
+            out += "# HELP peel_spooled_limit_bytes The max_spooled disk budget.\n"
+            out += "# TYPE peel_spooled_limit_bytes gauge\n"
+            out += "peel_spooled_limit_bytes \(spool.budget.limit)\n"
+        }
         out += "# HELP peel_inflight_requests Requests being handled now.\n"
         out += "# TYPE peel_inflight_requests gauge\n"
         out += "peel_inflight_requests \(inflight)\n"

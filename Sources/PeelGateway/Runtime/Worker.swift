@@ -26,18 +26,21 @@ final class Worker: @unchecked Sendable {
 
     /// The body budget shared with every worker.
     private let budget: MemoryBudget
+    /// Where big buffered answers go, shared with every worker.
+    private let spool: Spool
 
     /// The (route, upstream) pairs metrics count, shared by every worker.
     private let labels: RouteLabels
 
     init(index: Int, config: GatewayConfig, listen: HostPort, groups: UpstreamGroups, labels: RouteLabels,
          streamBudget: StreamBudget, tunnelBudget: StreamBudget? = nil, cache: OfflineCache, storeStats: OfflineStoreStats?,
-         budget: MemoryBudget) throws(PeelIOError) {
+         budget: MemoryBudget, spool: Spool) throws(PeelIOError) {
         self.index = index
         self.budget = budget
+        self.spool = spool
         self.labels = labels
         loop = try EventLoop()
-        let io = IOSettings(config, budget: budget)
+        let io = IOSettings(config, budget: budget, spool: spool)
         client = try UpstreamClient(loop: loop, options: io.upstream)
         // Always there, so a reload can turn the access log on; the forwarder writes to it only when on.
         accessLog = AccessLog()
@@ -92,7 +95,7 @@ final class Worker: @unchecked Sendable {
     /// thread only. Throws (and changes nothing) when curl refuses the new upstream settings.
     func apply(_ config: GatewayConfig, groups: UpstreamGroups) throws(PeelIOError) {
         let routes = try RouteSet(config, groups: groups, labels: labels, worker: index)
-        let io = IOSettings(config, budget: budget)
+        let io = IOSettings(config, budget: budget, spool: spool)
         try client.apply(io.upstream)
         server.limits = io.connection
         // Connections to origins the reload removed close: idle ones now, the others once their calls finish.

@@ -29,6 +29,9 @@ final class ClientConnection {
     // What must live as long as `body` is unsent (the memory budget's hold on it).
     private var bodyOwner: AnyObject?
     private var bodyRange = 0..<0
+    // A spooled body's file and the bytes of it still to send (after the head, with sendfile).
+    private var file: SpooledBody?
+    private var fileRange = 0..<0
     private var replying = false
     // A streamed answer: open until `streamFinish`; chunked unless the client speaks HTTP/1.0.
     private var stream: ReplyStream?
@@ -40,7 +43,7 @@ final class ClientConnection {
     private var tunnel: Tunnel?
 
     /// Output bytes queued and not yet taken by the kernel.
-    var pendingOutput: Int { head.count + bodyRange.count }
+    var pendingOutput: Int { head.count + bodyRange.count + fileRange.count }
 
     init(server: HTTPServer, loop: EventLoop, fd: Int32, clientAddress: String, limits: ConnectionLimits) {
         self.server = server
@@ -185,8 +188,8 @@ final class ClientConnection {
     }
 
     /// Writes `ex`'s answer (called by the exchange, once).
-    func reply(_ ex: HTTPExchange, status: Int, fields: ReplyFields, body: [UInt8], range: Range<Int>, keeping: AnyObject? = nil,
-               closing asked: Bool = false) {
+    func reply(_ ex: HTTPExchange, status: Int, fields: ReplyFields, body: [UInt8], range: Range<Int>, file: SpooledBody? = nil,
+               keeping: AnyObject? = nil, closing asked: Bool = false) {
         guard !closed, exchange === ex else { return }
         if let foreign = ex.refusal?.foreignReply {
             // A client speaking HTTP/2 or TLS: its own protocol's goodbye (or nothing), never an HTTP/1.1 head.
@@ -197,7 +200,7 @@ final class ClientConnection {
             return
         }
         // The range is the caller's; never let it reach past the array it names.
-        let range = range.clamped(to: 0..<body.count)
+        let range = range.clamped(to: 0..<(file?.count ?? body.count))
         head.begin(status: status)
         head.fields(fields)
         let closing = machine.replyStarted(closing: asked || server.draining, now: monotonicSeconds())
@@ -208,7 +211,10 @@ final class ClientConnection {
         let resetContent = status == 205
         let connection: StaticString? = closing ? "close" : (ex.version.minor == 0 ? "keep-alive" : nil)
         server.withDate { head.end(date: $0, contentLength: bodyless ? nil : (resetContent ? 0 : range.count), connection: connection) }
-        if !bodyless && !resetContent && !ex.isHead && !range.isEmpty {
+        if !bodyless && !resetContent && !ex.isHead && !range.isEmpty, let file {
+            self.file = file
+            fileRange = range
+        } else if !bodyless && !resetContent && !ex.isHead && !range.isEmpty {
             self.body = body
             bodyRange = range
             bodyOwner = keeping
@@ -320,26 +326,40 @@ final class ClientConnection {
 
     private func flush() {
         guard !closed else { return }
-        while head.count > 0 || !bodyRange.isEmpty {
-            var vectors = (iovec(), iovec())
-            var count: Int32 = 0
+        while head.count > 0 || !bodyRange.isEmpty || !fileRange.isEmpty {
             var sent = 0
-            if head.count > 0 {
-                vectors.0 = iovec(iov_base: head.bytes, iov_len: head.count)
-                count = 1
-            }
-            body.withUnsafeBytes { b in
-                if !bodyRange.isEmpty, let base = b.baseAddress {
-                    let v = iovec(iov_base: UnsafeMutableRawPointer(mutating: base + bodyRange.lowerBound), iov_len: bodyRange.count)
-                    if count == 0 { vectors.0 = v } else { vectors.1 = v }
-                    count += 1
+            let fromFile = head.count == 0 && bodyRange.isEmpty
+            if fromFile, let file {
+                var offset = off_t(fileRange.lowerBound)
+                sent = sendfile(fd, file.fd, &offset, min(fileRange.count, Self.sendfileChunk))
+                if sent == 0 {
+                    // The file ends before the length the head declared: only the close can tell the
+                    // client its body is incomplete (RFC 9112 §8).
+                    perform(machine.failed())
+                    return
                 }
-                sent = withUnsafeMutablePointer(to: &vectors) { vp in
-                    vp.withMemoryRebound(to: iovec.self, capacity: 2) { iov in
-                        var msg = msghdr()
-                        msg.msg_iov = iov
-                        msg.msg_iovlen = Int(count)
-                        return sendmsg(fd, &msg, Int32(MSG_NOSIGNAL))
+            } else {
+                var vectors = (iovec(), iovec())
+                var count: Int32 = 0
+                if head.count > 0 {
+                    vectors.0 = iovec(iov_base: head.bytes, iov_len: head.count)
+                    count = 1
+                }
+                // A file body follows the head: one segment for the head and the file's first bytes.
+                let flags = Int32(MSG_NOSIGNAL) | (fileRange.isEmpty ? 0 : Int32(MSG_MORE))
+                body.withUnsafeBytes { b in
+                    if !bodyRange.isEmpty, let base = b.baseAddress {
+                        let v = iovec(iov_base: UnsafeMutableRawPointer(mutating: base + bodyRange.lowerBound), iov_len: bodyRange.count)
+                        if count == 0 { vectors.0 = v } else { vectors.1 = v }
+                        count += 1
+                    }
+                    sent = withUnsafeMutablePointer(to: &vectors) { vp in
+                        vp.withMemoryRebound(to: iovec.self, capacity: 2) { iov in
+                            var msg = msghdr()
+                            msg.msg_iov = iov
+                            msg.msg_iovlen = Int(count)
+                            return sendmsg(fd, &msg, flags)
+                        }
                     }
                 }
             }
@@ -363,12 +383,18 @@ final class ClientConnection {
                 perform(machine.failed())
                 return
             }
-            let fromHead = min(sent, head.count)
-            head.consume(fromHead)
-            let fromBody = sent - fromHead
-            if fromBody > 0 { bodyRange = (bodyRange.lowerBound + fromBody)..<bodyRange.upperBound }
+            if fromFile {
+                fileRange = (fileRange.lowerBound + sent)..<fileRange.upperBound
+            } else {
+                let fromHead = min(sent, head.count)
+                head.consume(fromHead)
+                let fromBody = sent - fromHead
+                if fromBody > 0 { bodyRange = (bodyRange.lowerBound + fromBody)..<bodyRange.upperBound }
+            }
             machine.wrote(now: monotonicSeconds())
         }
+        file = nil
+        fileRange = 0..<0
         body = []
         bodyRange = 0..<0
         bodyOwner = nil
@@ -464,6 +490,8 @@ final class ClientConnection {
         Glibc.close(fd)
         body = []
         bodyOwner = nil
+        file = nil
+        fileRange = 0..<0
         server.connectionClosed(self)
     }
 
@@ -474,6 +502,12 @@ final class ClientConnection {
         writeEvent = nil
         timer = nil
     }
+}
+
+extension ClientConnection {
+    /// Most bytes one sendfile(2) call is asked for, so a client with a wide window does not keep
+    /// the loop in one call while the file is read from disk (nginx's sendfile_max_chunk, 2 MiB).
+    static let sendfileChunk = 2 << 20
 }
 
 // TCP_CLOSE from <netinet/tcp.h>'s state list (the kernel's enum, not exported to Swift).

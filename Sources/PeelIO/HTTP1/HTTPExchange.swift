@@ -130,6 +130,18 @@ public final class HTTPExchange {
                          closing: closing)
     }
 
+    /// Answers once with `fields` and bytes `range` of a spooled body, sent from its file with
+    /// sendfile(2); the file stays open until they are written (or the connection closes). Later
+    /// calls, and calls after the client left, do nothing.
+    public func respond(status: Int, fields: ReplyFields, file: SpooledBody, range: Range<Int>, closing: Bool = false) {
+        guard !answered else { return }
+        answered = true
+        onClientGone = nil
+        guard let connection else { return }
+        self.connection = nil
+        connection.reply(self, status: status, fields: fields, body: [], range: range, file: file, closing: closing)
+    }
+
     /// Starts an answer whose body is written in pieces (`ReplyStream.write`, then `finish`). With
     /// `contentLength` (the upstream's declared length) the body goes as is under that length;
     /// without it HTTP/1.1 clients get chunked transfer coding (RFC 9112 §7.1), HTTP/1.0 ones a body

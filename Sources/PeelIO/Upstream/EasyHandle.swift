@@ -118,23 +118,7 @@ final class EasyHandle {
                 }
             }
             if case .stopped = t.state { return 0 }
-            if t.body.count + n > t.limit {
-                t.state = .stopped(.tooLarge)
-                return 0
-            }
-            if let budget = t.budget, let refusal = t.charge(n, to: budget) {
-                t.state = .stopped(refusal == .full ? .overBudget : .overClientShare)
-                return 0
-            }
-            if t.body.capacity == 0, let easy = t.handle?.easy {
-                // Size the buffer once from Content-Length (a hint: decoding may change it) instead of
-                // growing and copying it chunk by chunk.
-                var length: curl_off_t = -1
-                peel_easy_getinfo_off(easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
-                if length > 0 { t.body.reserveCapacity(min(Int(length), t.limit)) }
-            }
-            t.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n))
-            return n
+            return t.keep(UnsafeRawBufferPointer(start: data, count: n)) ? n : 0
         }
         try curlCheck(writeCB, setoptSite(CURLOPT_WRITEFUNCTION))
         let headerCB = peel_easy_setopt_write_cb(easy, CURLOPT_HEADERFUNCTION) { data, size, count, userdata in

@@ -329,6 +329,7 @@ public final class UpstreamClient {
                 // held until the answer made from it is written, not only until the transfer ends,
                 // since a client that does not read keeps it in memory that long.
                 response.hold = t.takeHold()
+                response.spooled = t.spoolWriter?.finish()
                 result = .success(response)
             } else {
                 result = .failure(classify(code, handle: h, transfer: t))
@@ -344,6 +345,9 @@ public final class UpstreamClient {
         if code == CURLE_WRITE_ERROR, let why = h.head.violation { return .protocolError(why) }
         if code == CURLE_WRITE_ERROR && t.state == .stopped(.overBudget) { return .overBudget }
         if code == CURLE_WRITE_ERROR && t.state == .stopped(.overClientShare) { return .overClientShare }
+        if code == CURLE_WRITE_ERROR && t.state == .stopped(.overSpoolBudget) { return .overSpoolBudget }
+        if code == CURLE_WRITE_ERROR && t.state == .stopped(.overSpoolClientShare) { return .overSpoolClientShare }
+        if code == CURLE_WRITE_ERROR, case .stopped(.spoolWrite(let e)) = t.state { return .spoolWrite(e.description) }
         let tooLarge = t.state == .stopped(.tooLarge)
         var text = String(cString: curl_easy_strerror(code))
         if h.errorBuffer.pointee != 0 { text = String(cString: h.errorBuffer) }

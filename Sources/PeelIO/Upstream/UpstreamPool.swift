@@ -13,6 +13,7 @@ extension UpstreamClient {
         t.limit = request.limits?.maxResponseBody ?? options.maxResponseBody
         t.idleSeconds = request.limits?.idleTimeout ?? options.idleTimeout
         t.budget = options.budget
+        t.spool = options.spool
         t.completion = completion
         t.method = request.method
         t.allowedSends = request.methodToken.isIdempotent ? 2 : 1
@@ -183,6 +184,7 @@ extension UpstreamClient {
         t.onHead = nil
         // The body is the completion's now (or dropped); it stops counting against the budget.
         t.releaseBudget()
+        t.spoolWriter = nil
         h.headers.reset()
         t.requestBodyOwner = nil
         t.ownedRequestBody = []

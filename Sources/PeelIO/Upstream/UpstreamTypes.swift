@@ -22,6 +22,9 @@ public struct UpstreamOptions: Sendable {
     /// Longest wait in seconds between two reads from the upstream once a streamed answer flows
     /// (nginx's proxy_read_timeout); 0 is none (default 60).
     public var idleTimeout: Double = 60
+    /// Where buffered answers past its threshold go (disk, bounded by its own budget); nil keeps
+    /// every buffered answer in memory (default).
+    public var spool: Spool? = nil
     /// Creates the defaults.
     public init() {}
 }
@@ -48,6 +51,12 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     case overBudget
     /// Holding the rest of the body would pass its client's share of the memory budget.
     case overClientShare
+    /// Spooling the rest of the body would pass the process's disk budget (`max_spooled`).
+    case overSpoolBudget
+    /// Spooling the rest of the body would pass its client's share of the disk budget.
+    case overSpoolClientShare
+    /// The spool file could not be created or written (a full disk, a file-size limit, an I/O error).
+    case spoolWrite(String)
     /// Too many transfers already in flight on this worker.
     case overloaded
     /// Peel itself ran out of a resource (descriptors, memory) opening the upstream socket: a local
@@ -98,6 +107,9 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
         case .tooLarge: return "too_large"
         case .overBudget: return "over_budget"
         case .overClientShare: return "over_client_share"
+        case .overSpoolBudget: return "over_spool_budget"
+        case .overSpoolClientShare: return "over_spool_client_share"
+        case .spoolWrite: return "spool_write"
         case .overloaded: return "overloaded"
         case .localResources: return "local_resources"
         case .notResent: return "not_resent"
@@ -110,11 +122,14 @@ public enum UpstreamFailure: Error, Sendable, Equatable {
     public var message: String {
         switch self {
         case .dns(let m), .refused(let m), .connectTimeout(let m), .timeout(let m), .reset(let m), .tls(let m),
-             .protocolError(let m), .other(let m), .localResources(let m), .notResent(let m), .streamIdle(let m): return m
+             .protocolError(let m), .other(let m), .localResources(let m), .notResent(let m), .streamIdle(let m),
+             .spoolWrite(let m): return m
         case .tooLarge: return "upstream body too large"
         case .overBudget: return "the upstream body would pass Peel's memory budget (max_buffered)"
         case .overClientShare: return "the upstream body would pass its client's share of Peel's memory budget (max_buffered_per_client)"
         case .overloaded: return "too many upstream transfers in flight"
+        case .overSpoolBudget: return "the upstream body would pass Peel's disk budget (max_spooled)"
+        case .overSpoolClientShare: return "the upstream body would pass its client's share of Peel's disk budget (max_spooled_per_client)"
         }
     }
 }
@@ -127,7 +142,7 @@ public struct UpstreamResponse: Sendable {
     public var headers: ResponseHeaders
     /// What the stages read of the head, summarized once when it arrived.
     public var facts: ResponseFacts
-    /// Body bytes, decoded from any Content-Encoding.
+    /// Body bytes, decoded from any Content-Encoding; empty when the body is `spooled`.
     public var body: [UInt8]
     /// Seconds from start to the last byte.
     public var duration: Double
@@ -136,6 +151,11 @@ public struct UpstreamResponse: Sendable {
     /// The budget this body holds; given back when the last owner lets go (after the answer made
     /// from it is written, when it is handed on with `HTTPExchange.respond(keeping:)`).
     public var hold: BudgetHold? = nil
+    /// The body, when it passed the spool threshold: in a file, not in `body`.
+    public var spooled: SpooledBody? = nil
+
+    /// Bytes of the body, wherever it is.
+    public var bodyCount: Int { spooled?.count ?? body.count }
 }
 
 /// Bytes of the memory budget held for as long as this object lives, charged to `client` too when set.
@@ -241,6 +261,12 @@ enum TransferStop: Equatable {
     case resendRefused
     /// The gateway had its whole answer with the head (`HeadPlan.stop`).
     case answeredWithHead
+    /// The disk budget refused more of a spooled body (`.overSpoolBudget`).
+    case overSpoolBudget
+    /// The client's share of the disk budget refused more of a spooled body (`.overSpoolClientShare`).
+    case overSpoolClientShare
+    /// The spool file could not be created or written (`.spoolWrite`).
+    case spoolWrite(SpoolError)
 }
 
 /// A transfer in flight; `cancel()` stops it without calling its completion.
@@ -268,6 +294,10 @@ public final class UpstreamTransfer {
     /// The budget the body is counted against, and how much of it this transfer holds.
     var budget: MemoryBudget?
     var budgetHeld = 0
+    /// Where the body goes past the spool's threshold; nil keeps it in memory.
+    var spool: Spool?
+    /// The body's spool file once it passed the threshold (`body` is then empty).
+    var spoolWriter: SpoolWriter?
     /// The address of the client the answer is for (the peer, or the client a trusted proxy
     /// names); nil for Peel's own calls (probes). Grouped only once the answer outgrows
     /// `MemoryBudget.answerAllowance`.

@@ -1,0 +1,87 @@
+import PeelEnvelope
+@testable import PeelIO
+import XCTest
+
+/// The judge over a spooled answer (a read-only mapping of its file) against the judge over the same
+/// bytes in memory: the same verdicts and codes, byte for byte, on the reference's generated
+/// envelopes padded past a spool threshold, under every preset and the custom dialects.
+final class SpooledJudgeTests: XCTestCase {
+    /// Past it the samples are spooled; small, so the corpus stays quick to write.
+    static let threshold = 16 * 1024
+
+    func testGeneratedEnvelopes_judgedFromTheSpoolFile_equalTheJudgeInMemory() throws {
+        let dir = try SpoolTestDirectory()
+        let spool = Spool(directory: dir.path, threshold: Self.threshold, limit: 1 << 30, perClient: 1 << 30)
+        var generator = EnvelopeGenerator(seed: 35)
+        var compared = 0
+        var verdicts: Set<String> = []
+        for round in 0..<60 {
+            for dialect in Dialect.presets + DialectReferenceTests.custom {
+                let body = Self.padded(generator.next(4) == 0 ? generator.envelope() : generator.envelope(for: dialect), round: round)
+                XCTAssertGreaterThan(body.count, Self.threshold)
+                let writer = try XCTUnwrap(try? SpoolWriter.open(spool, client: nil).get())
+                XCTAssertNil(body.withUnsafeBytes { writer.append($0) })
+                let file = writer.finish()
+                var config = EnvelopeConfig()
+                config.dialect = dialect
+                for status in [200, 404, 500] {
+                    let answer = UpstreamAnswer(status: status, contentType: "application/json", path: "/api/x", isHead: false,
+                                                isOptions: false, contentDisposition: nil)
+                    let inMemory = body.withUnsafeBufferPointer { judgeWithCode(answer, body: $0, config: config) }
+                    let spooled = try file.withBytes { judgeWithCode(answer, body: $0, config: config) }.get()
+                    XCTAssertEqual(spooled.verdict, inMemory.verdict)
+                    XCTAssertEqual(spooled.upstreamCode, inMemory.upstreamCode)
+                    verdicts.insert(Self.kind(inMemory.verdict))
+                    compared += 1
+                }
+            }
+        }
+        XCTAssertEqual(compared, 60 * (Dialect.presets.count + DialectReferenceTests.custom.count) * 3)
+        // Agreement proves little unless the corpus reaches the verdicts that read the body.
+        XCTAssertTrue(verdicts.isSuperset(of: ["unwrap", "unwrapRest", "problem"]), "\(verdicts)")
+        XCTAssertEqual(spool.files, 0)
+        XCTAssertEqual(spool.bytes, 0)
+    }
+
+    /// `body` grown past the threshold: a long array member inside the top-level object (the scan
+    /// kernels' work), else leading whitespace; every third sample ends exactly on a page, so a
+    /// kernel reading past the end of the body would fault on the mapping.
+    static func padded(_ body: [UInt8], round: Int) -> [UInt8] {
+        var out: [UInt8]
+        let numbers = Array(repeating: "12345.678e-3,\"a\\u00e9\\\"b\",true,null", count: threshold / 32 + round).joined(separator: ",")
+        if body.first == UInt8(ascii: "{"), body.dropFirst().first(where: { $0 != 0x20 && $0 != 0x0A }) != UInt8(ascii: "}") {
+            out = [UInt8(ascii: "{")] + Array("\"zz_pad\":[\(numbers)],".utf8) + body.dropFirst()
+        } else {
+            out = Array(repeating: UInt8(ascii: " "), count: threshold + round) + body
+        }
+        if round % 3 == 0 {
+            let page = 4096
+            out += Array(repeating: UInt8(ascii: "\n"), count: (page - out.count % page) % page)
+        }
+        return out
+    }
+
+    static func kind(_ v: Verdict) -> String {
+        switch v {
+        case .unwrap: return "unwrap"
+        case .unwrapRest: return "unwrapRest"
+        case .passthrough: return "passthrough"
+        case .problem: return "problem"
+        }
+    }
+}
+
+/// A fresh empty directory under the system's temporary one, removed with its contents at deinit.
+final class SpoolTestDirectory {
+    let path: String
+
+    init() throws {
+        var template = Array(((getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/peel-spool-test-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw XCTSkip("mkdtemp failed: \(String(cString: strerror(errno)))")
+        }
+        path = String(cString: made)
+    }
+
+    deinit { rmdir(path) }
+}

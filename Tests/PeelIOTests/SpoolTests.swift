@@ -1,0 +1,185 @@
+@testable import PeelIO
+import XCTest
+
+/// The spool: where a buffered answer goes past the threshold, what it is charged to, how write
+/// failures stop the transfer, and that its files have no name from the moment they exist.
+final class SpoolTests: XCTestCase {
+    private var dir: SpoolTestDirectory!
+
+    override func setUpWithError() throws { dir = try SpoolTestDirectory() }
+    override func tearDown() { dir = nil }
+
+    private func spool(threshold: Int = 16, limit: Int = 1 << 20, perClient: Int = 1 << 20) -> Spool {
+        Spool(directory: dir.path, threshold: threshold, limit: limit, perClient: perClient)
+    }
+
+    private func transfer(_ spool: Spool, memory: MemoryBudget? = nil, client: String? = "192.0.2.7") -> UpstreamTransfer {
+        let t = UpstreamTransfer()
+        t.limit = 1 << 20
+        t.spool = spool
+        t.budget = memory
+        t.clientAddress = client
+        return t
+    }
+
+    private func keep(_ t: UpstreamTransfer, _ bytes: [UInt8]) -> Bool { bytes.withUnsafeBytes { t.keep($0) } }
+
+    private func bytes(_ n: Int, from start: Int = 0) -> [UInt8] { (start..<start + n).map { UInt8(truncatingIfNeeded: $0 &* 31) } }
+
+    func testBodyOfExactlyTheThreshold_staysInMemory_andOneByteMoreSpoolsAllOfIt() throws {
+        let s = spool(threshold: 16)
+        let memory = MemoryBudget(limit: 1 << 20)
+        let t = transfer(s, memory: memory)
+        XCTAssertTrue(keep(t, bytes(10)))
+        XCTAssertTrue(keep(t, bytes(6, from: 10)))
+        XCTAssertNil(t.spoolWriter, "16 bytes under a 16-byte threshold stay in memory")
+        XCTAssertEqual(t.body, bytes(16))
+        XCTAssertEqual(memory.bytes, 16)
+
+        XCTAssertTrue(keep(t, bytes(1, from: 16)))
+        let writer = try XCTUnwrap(t.spoolWriter)
+        XCTAssertEqual(writer.count, 17)
+        XCTAssertTrue(t.body.isEmpty, "what memory held went to the file")
+        XCTAssertEqual(memory.bytes, 0, "the memory budget gave its bytes back")
+        XCTAssertEqual(s.bytes, 17, "and the disk budget holds them")
+        XCTAssertEqual(s.budget.held(by: "192.0.2.7"), 17)
+        XCTAssertTrue(keep(t, bytes(100, from: 17)))
+
+        let file = writer.finish()
+        XCTAssertEqual(file.count, 117)
+        XCTAssertEqual(file.read(0..<117), bytes(117), "the file holds every byte, in order")
+        XCTAssertEqual(try file.withBytes { Array($0) }.get(), bytes(117))
+        XCTAssertEqual(file.read(100..<500), bytes(17, from: 100), "a read past the end stops at it")
+        XCTAssertEqual(s.files, 1)
+    }
+
+    func testSpooledBodyLetGo_closesTheFileAndGivesTheDiskBudgetBack() throws {
+        let s = spool(threshold: 4)
+        let t = transfer(s)
+        XCTAssertTrue(keep(t, bytes(50)))
+        var file: SpooledBody? = try XCTUnwrap(t.spoolWriter).finish()
+        t.spoolWriter = nil
+        XCTAssertEqual(s.files, 1)
+        XCTAssertEqual(s.bytes, 50)
+        file = nil
+        XCTAssertNil(file)
+        XCTAssertEqual(s.files, 0)
+        XCTAssertEqual(s.bytes, 0)
+        XCTAssertEqual(s.budget.clientCount, 0)
+    }
+
+    func testUnfinishedWriter_dropped_givesEverythingBack() {
+        let s = spool(threshold: 4)
+        let t = transfer(s)
+        XCTAssertTrue(keep(t, bytes(50)))
+        XCTAssertEqual(s.files, 1)
+        t.spoolWriter = nil
+        XCTAssertEqual(s.files, 0)
+        XCTAssertEqual(s.bytes, 0)
+    }
+
+    func testThresholdZero_keepsEveryAnswerInMemory() {
+        let s = spool(threshold: 0)
+        let t = transfer(s)
+        XCTAssertTrue(keep(t, bytes(100_000)))
+        XCTAssertNil(t.spoolWriter)
+        XCTAssertEqual(t.body.count, 100_000)
+        XCTAssertEqual(s.files, 0)
+    }
+
+    func testSpoolFile_hasNoNameInTheDirectory_fromItsCreation() throws {
+        let s = spool(threshold: 4)
+        let t = transfer(s)
+        XCTAssertTrue(keep(t, bytes(5000)))
+        let writer = try XCTUnwrap(t.spoolWriter)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir.path), [], "a killed Peel would leave this behind")
+        var st = stat()
+        XCTAssertEqual(fstat(writer.fd, &st), 0)
+        XCTAssertEqual(st.st_nlink, 0, "the file has no link from the start")
+        XCTAssertEqual(Int(st.st_size), 5000)
+    }
+
+    func testDiskBudget_refusesPastTheWholeLimit_thenPastAClientsShare() {
+        let s = spool(threshold: 8, limit: 100, perClient: 60)
+        let a = transfer(s, client: "192.0.2.7")
+        XCTAssertTrue(keep(a, bytes(50)))
+        let b = transfer(s, client: "192.0.2.7")
+        XCTAssertFalse(keep(b, bytes(20)), "50 + 20 passes the client's 60-byte share")
+        XCTAssertEqual(b.state, .stopped(.overSpoolClientShare))
+        XCTAssertEqual(s.bytes, 50, "a refused write takes nothing")
+        let c = transfer(s, client: "192.0.2.8")
+        XCTAssertTrue(keep(c, bytes(40)), "another client has its own share")
+        let d = transfer(s, client: "192.0.2.9")
+        XCTAssertFalse(keep(d, bytes(20)), "90 + 20 passes the 100-byte whole")
+        XCTAssertEqual(d.state, .stopped(.overSpoolBudget))
+        a.spoolWriter = nil
+        XCTAssertTrue(keep(transfer(s, client: "192.0.2.9"), bytes(20)), "bytes given back make room")
+    }
+
+    func testMemoryBudget_boundsOnlyWhatStaysInMemory() {
+        // A memory budget smaller than the answer: once spooled, the answer holds none of it.
+        let memory = MemoryBudget(limit: 32)
+        let s = spool(threshold: 16)
+        let t = transfer(s, memory: memory)
+        XCTAssertTrue(keep(t, bytes(16)))
+        XCTAssertTrue(keep(t, bytes(1000, from: 16)))
+        XCTAssertEqual(memory.bytes, 0)
+        XCTAssertEqual(t.spoolWriter?.count, 1016)
+    }
+
+    func testWriteOnAFullDevice_failsTheWrite_andTakesNothing() throws {
+        let s = spool()
+        let fd = open("/dev/full", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw XCTSkip("no /dev/full") }
+        let writer = SpoolWriter.adopting(fd, spool: s, client: "192.0.2.7")
+        let failure = bytes(4096).withUnsafeBytes { writer.append($0) }
+        guard case .write(let e) = failure else { return XCTFail("expected a write failure, got \(String(describing: failure))") }
+        XCTAssertEqual(e.errno, ENOSPC)
+        XCTAssertTrue(e.description.contains("No space left on device"), e.description)
+        XCTAssertEqual(writer.count, 0)
+        XCTAssertEqual(s.bytes, 0, "the bytes that could not be written are not charged")
+        XCTAssertEqual(s.budget.held(by: "192.0.2.7"), 0)
+    }
+
+    func testMissingDirectory_failsCreation_andTheCheckNamesIt() {
+        let s = Spool(directory: dir.path + "/absent", threshold: 4, limit: 100, perClient: 100)
+        let why = s.check()
+        XCTAssertNotNil(why)
+        XCTAssertTrue(why?.contains(dir.path + "/absent") ?? false, why ?? "")
+        let t = transfer(s)
+        XCTAssertFalse(keep(t, bytes(10)))
+        guard case .stopped(.spoolWrite(let e)) = t.state else { return XCTFail("\(t.state)") }
+        XCTAssertEqual(e.errno, ENOENT)
+        XCTAssertEqual(s.files, 0)
+        XCTAssertNil(spool().check(), "a writable directory passes")
+    }
+
+    func testAnswerPastTheLimit_isTooLarge_whetherSpooledOrNot() {
+        let s = spool(threshold: 8)
+        let t = transfer(s)
+        t.limit = 100
+        XCTAssertTrue(keep(t, bytes(60)))
+        XCTAssertFalse(keep(t, bytes(41)))
+        XCTAssertEqual(t.state, .stopped(.tooLarge))
+    }
+}
+
+/// A fresh empty directory under the system's temporary one, removed with its contents at deinit.
+final class SpoolTestDirectory {
+    let path: String
+
+    init() throws {
+        var template = Array(((getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/peel-spool-test-XXXXXX").utf8CString)
+        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw XCTSkip("mkdtemp failed: \(String(cString: strerror(errno)))")
+        }
+        path = String(cString: made)
+    }
+
+    deinit {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
+            try? FileManager.default.removeItem(atPath: path + "/" + name)
+        }
+        rmdir(path)
+    }
+}
