@@ -27,6 +27,8 @@ public struct UpstreamGroup: Sendable, Equatable {
     public var probe = Probe()
     /// Passive ejection after connect-level failures of live calls.
     public var eject = Eject()
+    /// Where the group's OpenAPI document is, for the contract Peel publishes; nil: none.
+    public var openapi: ContractSource?
 
     public struct Endpoint: Sendable, Equatable {
         public var url: UpstreamURL
@@ -82,7 +84,7 @@ public struct RouteRule: Sendable, Equatable {
 
 extension RoutingConfig {
     static let routeKeys = ["name", "host", "prefix", "upstream", "strip_prefix", "dialect", "passthrough_paths", "offline_cache_key"]
-    static let groupKeys = ["endpoints", "balance", "timeout", "connect_timeout", "ca_file", "probe", "eject"]
+    static let groupKeys = ["endpoints", "balance", "timeout", "connect_timeout", "ca_file", "probe", "eject", "openapi"]
 
     /// Decodes the sections from the config file `file`; `defaultGroup` is the group `--upstream`
     /// makes, which routes may name as `default`.
@@ -184,6 +186,7 @@ extension RoutingConfig {
             case "ca_file": g.caFile = try ConfigLoader.readableCAFile(string(m.value, at: here), here)
             case "probe": g.probe = try probe(m.value, at: here)
             case "eject": g.eject = try eject(m.value, at: here)
+            case "openapi": g.openapi = try ContractSource.decode(m.value, at: here)
             default: break
             }
         }

@@ -56,6 +56,15 @@ final class AdminServer: @unchecked Sendable {
         case _ where !stalled.isEmpty:
             let list = stalled.map { "{\"worker\":\($0.index),\"seconds\":\(($0.seconds * 10).rounded() / 10)}" }.joined(separator: ",")
             ex.respond(status: 503, headers: [json], body: Array("{\"status\":\"stalled\",\"stalled\":[\(list)]}".utf8))
+        case "/_peel/openapi.json":
+            if let document = gateway.contract?.document {
+                ex.respond(status: 200, headers: [json, ("Cache-Control", "no-cache")], body: Array(document.utf8))
+            } else if gateway.contract?.hasSources == true {
+                ex.respond(status: 503, headers: [json, ("Retry-After", "1")],
+                           body: Array("{\"error\":\"no group's OpenAPI document has been read yet (see /status openapi)\"}".utf8))
+            } else {
+                ex.respond(status: 404, headers: [json], body: Array("{\"error\":\"no upstream group names an OpenAPI document\"}".utf8))
+            }
         case "/healthz":
             ex.respond(status: 200, headers: [json], body: Array("{\"status\":\"ok\"}".utf8))
         case "/readyz":

@@ -26,6 +26,8 @@ public final class Gateway: @unchecked Sendable {
     let spoolFault = Locked<String?>(nil)
     private(set) var workers: [Worker] = []
     private var admin: AdminServer?
+    /// The contract published on the admin listener (`/_peel/openapi.json`); nil while it is off.
+    private(set) var contract: ContractPublisher?
     /// The workers transitions are broadcast to, set once they exist.
     private let listeners: Locked<[Worker]>
     private let streamBudget: StreamBudget
@@ -90,6 +92,9 @@ public final class Gateway: @unchecked Sendable {
         listeners.withLock { $0 = workers }
         try workers[0].probe(groups)
         if let a = config.listeners.admin {
+            let publisher = try ContractPublisher()
+            publisher.apply(config)
+            contract = publisher
             let admin = try AdminServer(address: a, gateway: self)
             self.admin = admin
             adminPort = admin.port
@@ -136,6 +141,7 @@ public final class Gateway: @unchecked Sendable {
         routeLabels.keep(RouteLabels.pairs(next))
         budget.apply(next.memory)
         spool.apply(next.spooling)
+        contract?.apply(next)
         LogSinks.configure(buffer: next.logs.buffer)
         // Issue 17: the cache and the stream bounds follow a reload too. Other key fields change every
         // key, so the entries stored under the old ones go at once rather than linger unreachable.
@@ -240,6 +246,7 @@ public final class Gateway: @unchecked Sendable {
         }
         serving.store(false, ordering: .relaxed)
         admin?.stop()
+        contract?.stop()
         EventLog.emit("stopped", [("clean", clean ? "true" : "false"), ("inflight", "\(inflight)")])
         // The log writers' threads end with the process: what they still hold goes out first.
         LogSinks.flush()
@@ -279,6 +286,7 @@ public final class Gateway: @unchecked Sendable {
             + ",\"busy_probes\":\(snap.busyProbes),\"last_failure\":\(lastFailure),\"last_probe\":\(probe)}"
             + ",\"upstreams\":\(groupsDocument())"
             + ",\"offline_store\":\(offlineStoreDocument())"
+            + ",\"openapi\":\(contract?.statusJSON() ?? "{}")"
             + ",\"spooled\":{\"bytes\":\(spool.bytes),\"files\":\(spool.files),\"limit\":\(spool.budget.limit)}"
             + ",\"inflight\":\(inflight),\"streams\":\(streamBudget.count),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
     }

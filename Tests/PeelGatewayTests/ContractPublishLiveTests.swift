@@ -1,0 +1,108 @@
+import Foundation
+@testable import PeelGateway
+import PeelIO
+import XCTest
+
+/// The contract Peel publishes on the admin listener (issue 34): each group's document, read off
+/// the event loops, transformed under each route's dialect and moved under its prefix.
+final class ContractPublishLiveTests: XCTestCase {
+    private let samples = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("scripts/openapi")
+
+    private func json(_ r: BlockingClient.Response) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(r.body))) as? [String: Any] ?? [:]
+    }
+
+    /// The published document once it is there (the publisher reads on its own thread).
+    private func published(_ h: Harness) throws -> [String: Any] {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            let r = try h.admin("/_peel/openapi.json")
+            if r.status == 200 { return json(r) }
+            usleep(50_000)
+        }
+        XCTFail("no document published within 10 s")
+        return [:]
+    }
+
+    func testAGroupsDocument_isPublishedUnderItsRoutesPrefix_andDialect() throws {
+        let up = try RawUpstream { _ in .send(RawUpstream.answer(#"{"code":0,"msg":"","data":1}"#)) }
+        defer { up.stop() }
+        let file = samples.appendingPathComponent("yudao-springdoc.json").path
+        let config = try loadConfig(file: """
+            {"upstreams": {"admin": {"endpoints": ["\(up.baseURL)"], "openapi": {"file": "\(file)"}}},
+             "routes": [{"prefix": "/y/", "upstream": "admin", "strip_prefix": true, "dialect": "yudao"}]}
+            """, environment: [:])
+        let h = try Harness { c in c.routing = config.routing }
+        defer { h.stop() }
+        let doc = try published(h)
+        let paths = try XCTUnwrap(doc["paths"] as? [String: Any])
+        XCTAssertEqual(Set(paths.keys), ["/y/admin-api/system/user/page", "/y/admin-api/system/user/get", "/y/admin-api/system/user/create",
+                                         "/y/admin-api/system/user/delete", "/_peel/reachability"])
+        let page = try XCTUnwrap(((paths["/y/admin-api/system/user/page"] as? [String: Any])?["get"] as? [String: Any])?["responses"] as? [String: Any])
+        let schema = (((page["200"] as? [String: Any])?["content"] as? [String: Any])?["application/json"] as? [String: Any])?["schema"] as? [String: String]
+        XCTAssertEqual(schema, ["$ref": "#/components/schemas/PageResultUserRespVO"])
+        XCTAssertEqual(doc["openapi"] as? String, "3.1.0")
+        let status = json(try h.admin("/status"))
+        let state = ((status["openapi"] as? [String: Any])?["admin"] as? [String: Any])
+        XCTAssertEqual(state?["state"] as? String, "ok")
+        XCTAssertNotNil(state?["fetched_at"] as? String)
+    }
+
+    func testADocumentFetchedFromTheGroup_andOneThatFails_theOtherIsStillPublished_andStatusSaysWhich() throws {
+        let wechat = try String(contentsOf: samples.appendingPathComponent("wechat-rest.json"), encoding: .utf8)
+        let up = try RawUpstream { r in
+            r.path == "/v3/api-docs" ? .send(RawUpstream.answer(wechat, fields: ["Content-Type: application/json"]))
+                                     : .send(RawUpstream.answer(#"{"errcode":0,"errmsg":"ok"}"#))
+        }
+        defer { up.stop() }
+        let config = try loadConfig(file: """
+            {"upstreams": {"wx": {"endpoints": ["\(up.baseURL)"], "openapi": {"path": "/v3/api-docs"}},
+                           "gone": {"endpoints": ["\(up.baseURL)"], "openapi": {"file": "/nonexistent/openapi.json"}}},
+             "routes": [{"prefix": "/cgi-bin/", "upstream": "wx", "dialect": "wechat"}, {"prefix": "/g/", "upstream": "gone"}]}
+            """, environment: [:])
+        let h = try Harness { c in c.routing = config.routing }
+        defer { h.stop() }
+        let doc = try published(h)
+        let paths = try XCTUnwrap(doc["paths"] as? [String: Any])
+        XCTAssertNotNil(paths["/cgi-bin/token"], "\(paths.keys)")
+        XCTAssertTrue(up.requests.contains { $0.path == "/v3/api-docs" })
+        let states = (json(try h.admin("/status"))["openapi"] as? [String: Any]) ?? [:]
+        XCTAssertEqual((states["wx"] as? [String: Any])?["state"] as? String, "ok")
+        XCTAssertEqual((states["gone"] as? [String: Any])?["state"] as? String, "failing")
+        XCTAssertEqual((states["gone"] as? [String: Any])?["error"] as? String, "cannot read /nonexistent/openapi.json")
+    }
+
+    func testWithoutADocument_thePathIs404() throws {
+        let h = try Harness()
+        defer { h.stop() }
+        XCTAssertEqual(try h.admin("/_peel/openapi.json").status, 404)
+    }
+
+    func testAPathUnderTheEndpointsBasePath_andARouteThatDoesNotStrip() {
+        let strip = RouteRule(name: nil, host: nil, prefix: "/pay/", upstream: "p", stripPrefix: true)
+        XCTAssertEqual(ContractMerge.publicPath("/v1/orders", route: strip, basePath: "/v1"), "/pay/orders")
+        XCTAssertNil(ContractMerge.publicPath("/v2/orders", route: strip, basePath: "/v1"), "outside the endpoint's base path")
+        let keep = RouteRule(name: nil, host: nil, prefix: "/pay/", upstream: "p")
+        XCTAssertEqual(ContractMerge.publicPath("/pay/orders", route: keep, basePath: ""), "/pay/orders")
+        XCTAssertNil(ContractMerge.publicPath("/admin/users", route: keep, basePath: ""), "no route leads there")
+    }
+
+    func testAGroupsOpenapiKey_isCheckedAtLoad() {
+        func error(_ openapi: String) -> String? {
+            do {
+                _ = try loadConfig(file: #"{"upstreams": {"a": {"endpoints": ["http://127.0.0.1:1"], "openapi": \#(openapi)}}, "routes": [{"prefix": "/", "upstream": "a"}]}"#,
+                                   environment: [:])
+                return nil
+            } catch {
+                return String(describing: error)
+            }
+        }
+        XCTAssertNil(error(#"{"path": "/v3/api-docs", "refresh": 60}"#))
+        XCTAssertTrue(error(#"{"path": "/a", "file": "/b"}"#)?.contains("path and file exclude each other") == true)
+        XCTAssertTrue(error(#"{"path": "v3"}"#)?.contains("must be a path starting with /") == true)
+        XCTAssertTrue(error(#"{}"#)?.contains("names neither path nor file") == true)
+        XCTAssertTrue(error(#"{"path": "/a", "refresh": 0.5}"#)?.contains("at least 1 second") == true)
+        XCTAssertTrue(error(#"{"path": "/a", "url": "x"}"#)?.contains("unknown key") == true)
+    }
+}
