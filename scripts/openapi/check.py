@@ -113,6 +113,18 @@ check("detect: yudao's document matches the yudao preset", code == 0 and any("yu
 code, out, err = peel_openapi(HERE + "/wechat-rest.json", "--detect")
 check("detect: the wechat document matches wechat", code == 0 and "wechat" in out, out + err)
 
+# --config and --group: the group's routes, each under its prefix and dialect, as the admin listener publishes them.
+import os
+import tempfile
+with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as cfg:
+    json.dump({"upstreams": {"admin": {"endpoints": ["http://127.0.0.1:9"]}},
+               "routes": [{"prefix": "/y/", "upstream": "admin", "strip_prefix": True, "dialect": "yudao"}]}, cfg)
+doc, err = transformed("--group (yudao under /y/)", HERE + "/yudao-springdoc.json", "--config", cfg.name, "--group", "admin")
+os.unlink(cfg.name)
+check("--group: every operation under the route's prefix", sorted(doc.get("paths", {})) == [
+    "/_peel/reachability", "/y/admin-api/system/user/create", "/y/admin-api/system/user/delete",
+    "/y/admin-api/system/user/get", "/y/admin-api/system/user/page"], sorted(doc.get("paths", {})))
+
 # Refusals are clear.
 code, out, err = peel_openapi("-", "--dialect", "yudao", stdin="{\"openapi\": \"3.0.1\",}")
 check("a document that is not strict JSON is refused with exit 2", code == 2 and "not one JSON text" in err, err)

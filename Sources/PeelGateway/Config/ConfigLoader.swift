@@ -164,7 +164,7 @@ public enum ConfigLoader {
             "       peel demo-upstream [--listen HOST:PORT]   start only the demo upstream",
             "       peel check-config [options]   print the effective configuration or the error",
             "       peel dialects             list the envelope dialects, each with sample envelopes and Peel's answers",
-            "       peel openapi [options] [SOURCE]   the upstream's OpenAPI document (file, http:// URL, - or stdin) as Peel answers it",
+            "       peel openapi [options] [--group NAME] [SOURCE]   the upstream's OpenAPI document (file, http:// URL, - or stdin) as Peel answers it",
             "       peel openapi --detect [SOURCE]    which dialect presets the document's 2xx schemas match",
             "       peel healthcheck [--admin-listen HOST:PORT]   exit 0 when the local admin /healthz answers",
             "       peel --help | --version",

@@ -21,11 +21,20 @@ public enum ContractCommand {
         var options: [String] = []
         var source: String?
         var detect = false
+        var group: String?
         var i = 0
         while i < arguments.count {
             let a = arguments[i]
             if a == "--detect" {
                 detect = true
+            } else if a == "--group" || a.hasPrefix("--group=") {
+                if a == "--group" {
+                    guard i + 1 < arguments.count else { return failed("--group needs a group's name", &out) }
+                    group = arguments[i + 1]
+                    i += 1
+                } else {
+                    group = String(a.dropFirst("--group=".count))
+                }
             } else if a.hasPrefix("--") {
                 options.append(a)
                 if !a.contains("="), i + 1 < arguments.count {
@@ -62,6 +71,18 @@ public enum ContractCommand {
             // The loader's line names the option already ("peel: --dialect: …").
             out.stderr.append(error.description)
             out.code = 2
+            return out
+        }
+        if let group {
+            // The group's routes, as the admin listener publishes them: each route's dialect and
+            // operations under its prefix.
+            guard config.routing?.upstreams.contains(where: { $0.name == group }) == true else {
+                return failed("--group: the configuration has no upstream group \(group)", &out)
+            }
+            guard let merged = ContractMerge.published(config, documents: [group: document]) else {
+                return failed("--group \(group): no route leads to the group, or the document is no OpenAPI", &out)
+            }
+            out.stdout = merged.text
             return out
         }
         var contract = OpenAPIContract(envelope: config.envelope, reachabilityPath: config.reachability.path)
