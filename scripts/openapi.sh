@@ -7,8 +7,8 @@ PEEL=${1:?usage: openapi.sh PATH/TO/peel}
 HERE=$(cd "$(dirname "$0")" && pwd)
 VENV=${OPENAPI_VENV:-$HERE/../.build/venv-openapi}
 source "$HERE/lib.sh"
-if ! "$VENV/bin/python" -c 'import openapi_spec_validator, fastapi, uvicorn, schemathesis, openapi_python_client' 2>/dev/null; then
-  echo "preparing $VENV (openapi-spec-validator, fastapi, uvicorn, schemathesis, openapi-python-client)"
+if ! "$VENV/bin/python" -c 'import openapi_spec_validator, fastapi, uvicorn, schemathesis, openapi_python_client, yaml' 2>/dev/null; then
+  echo "preparing $VENV (openapi-spec-validator, fastapi, uvicorn, schemathesis, openapi-python-client, pyyaml)"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" || { echo "openapi: cannot create $VENV"; exit 1; }
   "$VENV/bin/pip" install -q --disable-pip-version-check openapi-spec-validator fastapi uvicorn schemathesis openapi-python-client \
     || { echo "openapi: pip failed"; exit 1; }

@@ -113,6 +113,15 @@ check("detect: yudao's document matches the yudao preset", code == 0 and any("yu
 code, out, err = peel_openapi(HERE + "/wechat-rest.json", "--detect")
 check("detect: the wechat document matches wechat", code == 0 and "wechat" in out, out + err)
 
+# YAML: each sample written out by PyYAML gives the same document as its JSON.
+import yaml  # noqa: E402
+for name, dialect in [("yudao-springdoc", "yudao"), ("ruoyi-springfox", "ruoyi"), ("wechat-rest", "wechat")]:
+    with open(HERE + "/" + name + ".json") as f:
+        original = json.load(f)
+    _, from_json, _ = peel_openapi(HERE + "/" + name + ".json", "--dialect", dialect)
+    code, from_yaml, err = peel_openapi("-", "--dialect", dialect, stdin=yaml.safe_dump(original, allow_unicode=True, sort_keys=False))
+    check("YAML: %s read from YAML is the same contract" % name, code == 0 and from_yaml == from_json, err)
+
 # --config and --group: the group's routes, each under its prefix and dialect, as the admin listener publishes them.
 import os
 import tempfile
@@ -128,6 +137,8 @@ check("--group: every operation under the route's prefix", sorted(doc.get("paths
 # Refusals are clear.
 code, out, err = peel_openapi("-", "--dialect", "yudao", stdin="{\"openapi\": \"3.0.1\",}")
 check("a document that is not strict JSON is refused with exit 2", code == 2 and "not one JSON text" in err, err)
+code, out, err = peel_openapi("-", "--dialect", "yudao", stdin="openapi: 3.0.1\nx: &a 1\n")
+check("a YAML document with an anchor is refused with its line", code == 2 and "YAML line 2: anchors" in err, err)
 code, out, err = peel_openapi("-", stdin="{\"info\": {}}")
 check("a document that is no OpenAPI is refused with exit 2", code == 2 and "openapi" in err, err)
 

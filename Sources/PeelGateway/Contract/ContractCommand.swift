@@ -54,11 +54,10 @@ public enum ContractCommand {
         } catch {
             return failed("cannot read \(source ?? "standard input"): \(error)", &out)
         }
-        guard JSONScanner.validate(bytes) else {
-            return failed("\(source ?? "standard input") is not one JSON text (RFC 8259); YAML documents are not read yet", &out)
-        }
-        guard case .success(let document) = ConfigJSON.parse(bytes) else {
-            return failed("\(source ?? "standard input") names a member twice in one object", &out)
+        let document: ConfigJSON
+        switch ContractDocument.parse(bytes) {
+        case .success(let d): document = d
+        case .failure(let why): return failed("\(source ?? "standard input"): \(why)", &out)
         }
         if detect { return detected(document, &out) }
         var env = environment

@@ -128,9 +128,6 @@ final class ContractPublisher: @unchecked Sendable {
             guard r.status == 200 else { return .failure(ReadError(description: "\(endpoint.origin)\(endpoint.basePath)\(path) answered \(r.status)")) }
             bytes = r.body
         }
-        guard JSONScanner.validate(bytes), case .success(let doc) = ConfigJSON.parse(bytes) else {
-            return .failure(ReadError(description: "the document is not one JSON text (RFC 8259) with unique member names"))
-        }
-        return .success(doc)
+        return ContractDocument.parse(bytes).mapError { ReadError(description: $0.description) }
     }
 }

@@ -1,0 +1,121 @@
+@testable import PeelGateway
+import XCTest
+
+/// The YAML OpenAPI documents are written in, read into the JSON tree (issue 34).
+final class YAMLReaderTests: XCTestCase {
+    private func read(_ text: String) throws -> ConfigJSON { try YAMLReader.read(text) }
+
+    func testBlockMappingsAndSequences_eitherIndentation_andCompactMappingsInSequences() throws {
+        let doc = try read("""
+            openapi: 3.0.3   # springdoc writes this
+            info:
+              title: "Pet store: v2"
+              version: '1.0'
+            paths:
+              /pets/{id}:
+                get:
+                  parameters:
+                    - name: id
+                      in: path
+                      required: true
+                      schema: {type: integer, format: int64}
+                  tags:
+                  - pets
+                  - 'it''s'
+            """)
+        XCTAssertEqual(doc["openapi"], .string("3.0.3"), "not a number JSON can carry: a string")
+        XCTAssertEqual(doc["info"]?["title"], .string("Pet store: v2"))
+        XCTAssertEqual(doc["info"]?["version"], .string("1.0"), "a quoted number stays a string")
+        let get = try XCTUnwrap(doc["paths"]?["/pets/{id}"]?["get"])
+        guard case .array(let params)? = get["parameters"] else { return XCTFail("parameters") }
+        XCTAssertEqual(params.count, 1)
+        XCTAssertEqual(params[0]["name"], .string("id"))
+        XCTAssertEqual(params[0]["required"], .bool(true))
+        XCTAssertEqual(params[0]["schema"], .obj(["type": .string("integer"), "format": .string("int64")]))
+        XCTAssertEqual(get["tags"], .array([.string("pets"), .string("it's")]))
+    }
+
+    func testScalarsResolveAsTheCoreSchema_andNumbersKeepTheirText() throws {
+        let doc = try read("""
+            a: 10
+            b: -2.50
+            c: 1e3
+            d: ~
+            e: null
+            f: true
+            g: 0x1F
+            h: 007
+            i: "\\u00e9\\n"
+            j: plain text with: a colon
+            k: []
+            l: {}
+            """)
+        XCTAssertEqual(doc["a"], .number("10"))
+        XCTAssertEqual(doc["b"], .number("-2.50"))
+        XCTAssertEqual(doc["c"], .number("1e3"))
+        XCTAssertEqual(doc["d"], .null)
+        XCTAssertEqual(doc["e"], .null)
+        XCTAssertEqual(doc["f"], .bool(true))
+        XCTAssertEqual(doc["g"], .string("0x1F"), "not a number JSON can carry")
+        XCTAssertEqual(doc["h"], .string("007"))
+        XCTAssertEqual(doc["i"], .string("é\n"))
+        XCTAssertEqual(doc["j"], .string("plain text with: a colon"))
+        XCTAssertEqual(doc["k"], .array([]))
+        XCTAssertEqual(doc["l"], .object([]))
+    }
+
+    func testBlockScalars_keepOrFoldTheirLines() throws {
+        let doc = try read("""
+            literal: |
+              line one
+              # not a comment
+              line two
+            folded: >-
+              one
+              two
+
+              three
+            after: x
+            """)
+        XCTAssertEqual(doc["literal"], .string("line one\n# not a comment\nline two\n"))
+        XCTAssertEqual(doc["folded"], .string("one two\nthree"))
+        XCTAssertEqual(doc["after"], .string("x"))
+    }
+
+    func testWhatIsNotRead_isRefusedWithItsLine() {
+        func failure(_ text: String) -> String? {
+            do { _ = try YAMLReader.read(text); return nil } catch { return error.description }
+        }
+        XCTAssertEqual(failure("a: &anchor 1\nb: *anchor\n"), "YAML line 1: anchors and aliases are not read")
+        XCTAssertEqual(failure("a: !!str 1\n"), "YAML line 1: tags are not read")
+        XCTAssertEqual(failure("a: 1\n---\nb: 2\n"), "YAML line 2: a second document in one stream")
+        XCTAssertEqual(failure("a: 1\na: 2\n"), "YAML line 2: the key a appears twice")
+        XCTAssertEqual(failure("a:\n\t- 1\n"), "YAML line 2: indentation with a tab")
+        XCTAssertEqual(failure("a: [1, 2\n"), "YAML line 1: an unclosed [")
+    }
+
+    func testAYAMLDocument_andItsJSON_giveOneContract() throws {
+        let json = Array(#"{"openapi": "3.0.1", "info": {"title": "t", "version": "1"}, "paths": {"/x": {"get": {"responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": {"type": "string"}}}}}}}}}}}"#.utf8)
+        let yaml = Array("""
+            openapi: "3.0.1"
+            info: {title: t, version: "1"}
+            paths:
+              /x:
+                get:
+                  responses:
+                    "200":
+                      description: OK
+                      content:
+                        application/json:
+                          schema:
+                            type: object
+                            properties:
+                              code: {type: integer}
+                              message: {type: string}
+                              data: {type: string}
+            """.utf8)
+        let a = try ContractDocument.parse(json).get()
+        let b = try ContractDocument.parse(yaml).get()
+        XCTAssertEqual(a, b)
+    }
+}
