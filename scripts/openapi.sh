@@ -10,7 +10,7 @@ source "$HERE/lib.sh"
 if ! "$VENV/bin/python" -c 'import openapi_spec_validator, fastapi, uvicorn, schemathesis, openapi_python_client, yaml' 2>/dev/null; then
   echo "preparing $VENV (openapi-spec-validator, fastapi, uvicorn, schemathesis, openapi-python-client, pyyaml)"
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV" || { echo "openapi: cannot create $VENV"; exit 1; }
-  "$VENV/bin/pip" install -q --disable-pip-version-check openapi-spec-validator fastapi uvicorn schemathesis openapi-python-client \
+  "$VENV/bin/pip" install -q --disable-pip-version-check openapi-spec-validator fastapi uvicorn schemathesis openapi-python-client pyyaml \
     || { echo "openapi: pip failed"; exit 1; }
 fi
 PY="$VENV/bin/python"
