@@ -73,6 +73,34 @@ final class ContractPublishLiveTests: XCTestCase {
         XCTAssertEqual((states["gone"] as? [String: Any])?["error"] as? String, "cannot read /nonexistent/openapi.json")
     }
 
+    func testMadePublic_theClientListenerServesIt_withTheConfiguredServer_elseThePathIsForwarded() throws {
+        let up = try RawUpstream { _ in .send(RawUpstream.answer(#"{"code":0,"msg":"","data":1}"#)) }
+        defer { up.stop() }
+        let file = samples.appendingPathComponent("yudao-springdoc.json").path
+        let group = #"{"admin": {"endpoints": ["\#(up.baseURL)"], "openapi": {"file": "\#(file)"}}}"#
+        let routes = #"[{"prefix": "/", "upstream": "admin", "dialect": "yudao"}]"#
+        let config = try loadConfig(file: #"{"upstreams": \#(group), "routes": \#(routes), "openapi": {"public": true, "server": "https://api.example.com"}}"#,
+                                    environment: [:])
+        let h = try Harness { c in
+            c.routing = config.routing
+            c.contract = config.contract
+        }
+        defer { h.stop() }
+        _ = try published(h)
+        let r = try h.request("GET", "/_peel/openapi.json")
+        XCTAssertEqual(r.status, 200)
+        let doc = json(r)
+        XCTAssertEqual((doc["servers"] as? [[String: String]])?.first?["url"], "https://api.example.com")
+        XCTAssertNotNil((doc["paths"] as? [String: Any])?["/admin-api/system/user/page"])
+        XCTAssertFalse(up.requests.contains { $0.path == "/_peel/openapi.json" }, "answered by Peel, not forwarded")
+
+        let closed = try loadConfig(file: #"{"upstreams": \#(group), "routes": \#(routes)}"#, environment: [:])
+        let h2 = try Harness { c in c.routing = closed.routing }
+        defer { h2.stop() }
+        _ = try h2.request("GET", "/_peel/openapi.json")
+        XCTAssertTrue(up.requests.contains { $0.path == "/_peel/openapi.json" }, "not public: the path is the upstream's")
+    }
+
     func testWithoutADocument_thePathIs404() throws {
         let h = try Harness()
         defer { h.stop() }
@@ -104,5 +132,11 @@ final class ContractPublishLiveTests: XCTestCase {
         XCTAssertTrue(error(#"{}"#)?.contains("names neither path nor file") == true)
         XCTAssertTrue(error(#"{"path": "/a", "refresh": 0.5}"#)?.contains("at least 1 second") == true)
         XCTAssertTrue(error(#"{"path": "/a", "url": "x"}"#)?.contains("unknown key") == true)
+        do {
+            _ = try loadConfig(file: #"{"upstream": "http://127.0.0.1:1", "openapi": {"public": "yes"}}"#, environment: [:])
+            XCTFail("a public that is not a boolean was taken")
+        } catch {
+            XCTAssertTrue(String(describing: error).contains("openapi.public"), String(describing: error))
+        }
     }
 }

@@ -8,6 +8,8 @@ public struct GatewayConfig: Sendable {
     public var upstream: UpstreamURL = UpstreamURL(scheme: "http", host: "127.0.0.1", port: 80, basePath: "")
     /// The config file's `upstreams` and `routes` sections, when it has them.
     public var routing: RoutingConfig? = nil
+    /// The config file's `openapi` section: where the published contract is served.
+    public var contract = ContractPublishing()
     /// Where Peel listens, and with how many event loops.
     public var listeners = Listeners()
     /// How upstream calls are made.

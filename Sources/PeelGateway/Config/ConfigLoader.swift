@@ -46,6 +46,10 @@ public enum ConfigLoader {
             for member in entries.sorted(by: { $0.name < $1.name }) {
                 let key = member.name
                 // The routing sections are typed trees of their own, decoded once every option is in.
+                if key == "openapi" {
+                    config.contract = try ContractPublishing.decode(member.value, at: "\(path): openapi")
+                    continue
+                }
                 if key == "upstreams" || key == "routes" {
                     if sections == nil { sections = (path, nil, nil) }
                     if key == "upstreams" { sections?.upstreams = member.value } else { sections?.routes = member.value }
@@ -192,6 +196,9 @@ public enum ConfigLoader {
             let json = routing.json
             fields.append(("upstreams", json.upstreams))
             fields.append(("routes", json.routes))
+        }
+        if c.contract != ContractPublishing() {
+            fields.append(("openapi", "{\"public\": \(c.contract.isPublic)" + (c.contract.server.map { ", \"server\": " + q($0) } ?? "") + "}"))
         }
         return "{\n" + fields.map { "  \(q($0.0)): \($0.1)" }.joined(separator: ",\n") + "\n}"
     }

@@ -358,6 +358,13 @@ extension RoutingConfig {
             fields.append("\"probe\": {" + probe.joined(separator: ", ") + "}")
             fields.append("\"eject\": {\"after\": \(g.eject.after), \"base\": \(num(g.eject.base)), \"max\": \(num(g.eject.max)), "
                           + "\"max_share\": \(num(g.eject.maxShare))}")
+            if let o = g.openapi {
+                let location = switch o.location {
+                case .path(let p): "\"path\": \(q(p))"
+                case .file(let f): "\"file\": \(q(f))"
+                }
+                fields.append("\"openapi\": {\(location), \"refresh\": \(num(o.refresh))}")
+            }
             return "\(q(g.name)): {" + fields.joined(separator: ", ") + "}"
         }
         let rules = routes.map { r in

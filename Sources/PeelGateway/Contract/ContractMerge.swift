@@ -51,6 +51,7 @@ enum ContractMerge {
             }
         }
         doc = doc.setting("paths", .object(paths)).setting("components", .object(sections)).removing("servers")
+        if let server = config.contract.server { doc = doc.setting("servers", .array([.obj(["url": .string(server)])])) }
         return doc
     }
 

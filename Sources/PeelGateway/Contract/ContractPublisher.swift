@@ -24,7 +24,7 @@ final class ContractPublisher: @unchecked Sendable {
     private var timer: LoopTimer?
     private var config = GatewayConfig()
     private var groups: [String: GroupState] = [:]
-    private let published = Locked<(document: String?, groups: [String: GroupState])>((nil, [:]))
+    private let published = Locked<(document: [UInt8]?, groups: [String: GroupState])>((nil, [:]))
 
     init() throws(PeelIOError) {
         loop = try EventLoop()
@@ -43,8 +43,9 @@ final class ContractPublisher: @unchecked Sendable {
         }
     }
 
-    /// The published document's text; nil before any group's document was read.
-    var document: String? { published.withLock { $0.document } }
+    /// The published document's bytes, shared by every answer that sends it; nil before any group's
+    /// document was read.
+    var document: [UInt8]? { published.withLock { $0.document } }
     /// Whether any group names a document.
     var hasSources: Bool { published.withLock { !$0.groups.isEmpty } }
 
@@ -99,8 +100,9 @@ final class ContractPublisher: @unchecked Sendable {
         }
         if changed || groups.isEmpty {
             let text = ContractMerge.published(config, documents: groups.compactMapValues(\.document))?.text
+            let bytes = text.map { Array($0.utf8) }
             let states = groups
-            published.withLock { $0 = (text ?? $0.document, states) }
+            published.withLock { $0 = (bytes ?? $0.document, states) }
         }
         if next.isFinite { timer?.arm(seconds: max(1, next)) }
     }

@@ -36,3 +36,37 @@ public struct ContractSource: Sendable, Equatable {
         return ContractSource(location: location, refresh: refresh)
     }
 }
+
+/// How the published contract is served beyond the admin listener: the config file's top-level
+/// `openapi` object.
+public struct ContractPublishing: Sendable, Equatable {
+    /// The document is also served on the client listener at `path` (default off: it describes
+    /// every route's backend).
+    public var isPublic = false
+    /// Written as the document's `servers` when set; else the document has none, so clients read
+    /// the operations under the URL they fetched it from.
+    public var server: String?
+    /// Where the client listener serves it.
+    public static let path = "/_peel/openapi.json"
+
+    public init() {}
+
+    static func decode(_ json: ConfigJSON, at: String) throws(ConfigError) -> ContractPublishing {
+        var c = ContractPublishing()
+        for m in try RoutingConfig.object(json, at: at, allowed: ["public", "server"]) {
+            let here = "\(at).\(m.name)"
+            switch m.name {
+            case "public":
+                guard case .bool(let b) = m.value else { throw ConfigError(option: here, problem: "must be true or false") }
+                c.isPublic = b
+            case "server":
+                guard let url = m.value.string, url.hasPrefix("http://") || url.hasPrefix("https://") else {
+                    throw ConfigError(option: here, problem: "must be an http(s) URL")
+                }
+                c.server = url
+            default: break
+            }
+        }
+        return c
+    }
+}

@@ -92,6 +92,8 @@ enum EarlyAnswer {
     case noRoute
     /// The route's group is down: a stored answer or the offline problem.
     case offline
+    /// The published contract, on the client listener.
+    case contract
     /// An upgrade whose Origin `cors_origins` does not allow (cross-site WebSocket hijacking).
     case forbiddenOrigin
 }
@@ -145,6 +147,9 @@ extension CallPlan {
             return early(.preflight(fields), path: path)
         case .reachability(let events): return early(.reachability(events: events), path: path)
         case .forward(let p, let q): target = (p, q)
+        }
+        if let contract = general.contractPath, target.path == contract, ex.methodToken.readsResource {
+            return early(.contract, path: path)
         }
         // The route: chosen from Host and path once the request is known to be forwarded (the
         // reachability path was matched above, before any route).

@@ -24,6 +24,9 @@ final class Forwarder {
     /// Set while shutting down: no new event stream opens. (The connection layer closes
     /// connections after their answers by itself.)
     var draining = false
+    /// The published contract, served at `ContractPublishing.path` when the configuration makes it
+    /// public; set before the worker's loop starts.
+    var contract: ContractPublisher?
     /// Authorities (lowercased `host:port`) that name this listener in an absolute-form target.
     var selfAuthorities: Set<String> = []
 
@@ -138,6 +141,14 @@ final class Forwarder {
         case .reachability(let events): answerReachability(call, events: events)
         case .noRoute: answer(call, .noRoute)
         case .offline: answerUnavailable(call)
+        case .contract:
+            // The bytes are the publisher's, shared and never copied per answer; not compressed on
+            // the loop (a large document would hold it for tens of milliseconds).
+            guard let document = contract?.document else {
+                return answer(call, .serverBusy("the OpenAPI document has not been read yet"))
+            }
+            emit(call, Reply(status: 200, kind: .own, fields: [("Content-Type", "application/json"), ("Cache-Control", "no-cache")],
+                             body: .bytes(document, range: nil, hold: nil), compressible: false), log: "contract")
         case .forbiddenOrigin:
             metrics.recordRefusal("tunnel_origin")
             answer(call, .refused(status: 403, tooLarge: false, detail: "the WebSocket's Origin is not one cors_origins allows"))

@@ -40,6 +40,8 @@ final class Route {
     let trustedProxies: [IPNetwork]
     /// The public reachability path, matched before anything is forwarded.
     let reachabilityPath: String?
+    /// Where the client listener serves the published contract; nil when it does not.
+    let contractPath: String?
     /// Whether calls on this route are written to the access log.
     let accessLog: Bool
     /// Which upgrades are tunneled, and the tunnels' bounds.
@@ -97,6 +99,7 @@ final class Route {
         streamThreshold = config.calls.streamThreshold
         trustedProxies = config.clients.trustedProxies
         reachabilityPath = config.reachability.path
+        contractPath = config.contract.isPublic ? ContractPublishing.path : nil
         accessLog = config.logs.access
         tunnels = config.tunnels
     }

@@ -58,7 +58,7 @@ final class AdminServer: @unchecked Sendable {
             ex.respond(status: 503, headers: [json], body: Array("{\"status\":\"stalled\",\"stalled\":[\(list)]}".utf8))
         case "/_peel/openapi.json":
             if let document = gateway.contract?.document {
-                ex.respond(status: 200, headers: [json, ("Cache-Control", "no-cache")], body: Array(document.utf8))
+                ex.respond(status: 200, headers: [json, ("Cache-Control", "no-cache")], body: document)
             } else if gateway.contract?.hasSources == true {
                 ex.respond(status: 503, headers: [json, ("Retry-After", "1")],
                            body: Array("{\"error\":\"no group's OpenAPI document has been read yet (see /status openapi)\"}".utf8))

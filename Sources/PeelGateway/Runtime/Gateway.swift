@@ -91,10 +91,13 @@ public final class Gateway: @unchecked Sendable {
         port = listen.port
         listeners.withLock { $0 = workers }
         try workers[0].probe(groups)
+        // The contract is read on a thread of its own, for the admin listener and (when public) the
+        // client listener's workers.
+        let publisher = try ContractPublisher()
+        publisher.apply(config)
+        contract = publisher
+        for w in workers { w.forwarder.contract = publisher }
         if let a = config.listeners.admin {
-            let publisher = try ContractPublisher()
-            publisher.apply(config)
-            contract = publisher
             let admin = try AdminServer(address: a, gateway: self)
             self.admin = admin
             adminPort = admin.port

@@ -9,7 +9,7 @@ final class Worker: @unchecked Sendable {
     let metrics = WorkerMetrics()
     private(set) var server: HTTPServer!
     private var client: UpstreamClient!
-    private var forwarder: Forwarder!
+    private(set) var forwarder: Forwarder!
     /// This worker's reachability event streams.
     private(set) var streams: ReachabilityStreams!
     private let accessLog: AccessLog?
