@@ -6,7 +6,7 @@ import Synchronization
 /// (`max_buffered_per_client`), so that no one client can hold the whole budget and starve the others.
 public final class MemoryBudget: Sendable {
     /// Why bytes were refused.
-    public enum Refusal: Equatable, Sendable {
+    public enum Refusal: Error, Equatable, Sendable {
         /// The whole budget is held.
         case full
         /// This client already holds its share.

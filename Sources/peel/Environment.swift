@@ -40,6 +40,13 @@ enum Signals {
         if rc != 0 { fail("peel: pthread_sigmask: \(String(cString: strerror(rc)))", code: 1) }
     }
 
+    /// Lets the handled signals act as they do by default again (a command that does not serve).
+    static func unblockHandledSignals() {
+        var set = handledSet()
+        let rc = pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        if rc != 0 { fail("peel: pthread_sigmask: \(String(cString: strerror(rc)))", code: 1) }
+    }
+
     /// The next handled signal.
     static func wait() -> Int32 {
         var set = handledSet()

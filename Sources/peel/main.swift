@@ -62,6 +62,8 @@ case "check-config":
     let config = loadConfig(args.dropFirst())
     print(ConfigLoader.describe(config))
 case "openapi":
+    // A one-shot command: Ctrl-C and SIGTERM stop it as they stop any tool.
+    Signals.unblockHandledSignals()
     let outcome = ContractCommand.run(Array(args.dropFirst()), environment: ProcessEnvironment.current, read: ContractCommand.readSource)
     print(outcome.stdout, terminator: "")
     for line in outcome.stderr { Output.error(line) }

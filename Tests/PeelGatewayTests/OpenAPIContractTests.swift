@@ -1,3 +1,4 @@
+import Foundation
 @testable import PeelGateway
 import PeelEnvelope
 import XCTest
@@ -30,7 +31,9 @@ final class OpenAPIContractTests: XCTestCase {
         let schemas = ##"{"Base": {"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}}, "Item": {"type": "object", "properties": {"id": {"type": "integer"}}}, "Wrapped": {"allOf": [{"$ref": "#/components/schemas/Base"}, {"type": "object", "properties": {"data": {"$ref": "#/components/schemas/Item"}}}]}}"##
         let (doc, report) = try transformed(document(##"{"$ref": "#/components/schemas/Wrapped"}"##, schemas: schemas), dialect: .peel)
         let ok = try XCTUnwrap(doc["paths"]?["/x"]?["get"]?["responses"]?["200"])
-        XCTAssertEqual(ok["content"], .obj(["application/json": .obj(["schema": .obj(["$ref": .string("#/components/schemas/Item")])])]))
+        // `data` is not required: the envelope may come without it, and Peel then answers `null` or 204.
+        let item = ConfigJSON.obj(["$ref": .string("#/components/schemas/Item")])
+        XCTAssertEqual(ok["content"], .obj(["application/json": .obj(["schema": .obj(["anyOf": .array([item, .obj(["type": .string("null")])])])])]))
         XCTAssertEqual(report, [])
         let names = doc["components"]?["schemas"]?.members.map(\.name)
         XCTAssertEqual(names, ["Item", "Problem"], "the envelopes nothing references any more are gone")
@@ -106,6 +109,47 @@ final class OpenAPIContractTests: XCTestCase {
         XCTAssertNotNil(doc["components"]?["schemas"]?["PeelProblem"])
         XCTAssertEqual(doc["paths"]?["/x"]?["get"]?["responses"]?["404"]?["content"]?["application/problem+json"]?["schema"],
                        .obj(["$ref": .string("#/components/schemas/PeelProblem")]))
+    }
+
+    func testASchemaThatRefersToItself_isReadOnce_notEndlessly() throws {
+        let schemas = ##"{"A": {"allOf": [{"$ref": "#/components/schemas/A"}, {"$ref": "#/components/schemas/A"}, {"$ref": "#/components/schemas/A"}, {"$ref": "#/components/schemas/A"}]}}"##
+        let started = Date()
+        let (doc, report) = try transformed(document(##"{"$ref": "#/components/schemas/A"}"##, schemas: schemas), dialect: .peel)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1, "4^32 walks")
+        XCTAssertEqual(report.count, 1, "not the envelope: declared as written")
+        XCTAssertNotNil(doc["components"]?["schemas"]?["A"])
+    }
+
+    func testAPayloadTheEnvelopeMayLack_isNullable_andTheOperationMayAnswer204() throws {
+        let (doc, _) = try transformed(document(##"{"type": "object", "properties": {"code": {"type": "integer"}, "msg": {"type": "string"}, "data": {"type": "boolean"}}}"##),
+                                       dialect: .yudao)
+        let responses = try XCTUnwrap(doc["paths"]?["/x"]?["get"]?["responses"])
+        XCTAssertEqual(responses["200"]?["content"]?["application/json"]?["schema"],
+                       .obj(["anyOf": .array([.obj(["type": .string("boolean")]), .obj(["type": .string("null")])])]))
+        XCTAssertNotNil(responses["204"])
+        let (required, _) = try transformed(document(##"{"type": "object", "required": ["code", "data"], "properties": {"code": {"type": "integer"}, "msg": {"type": "string"}, "data": {"type": "boolean"}}}"##),
+                                            dialect: .yudao)
+        let r = try XCTUnwrap(required["paths"]?["/x"]?["get"]?["responses"])
+        XCTAssertEqual(r["200"]?["content"]?["application/json"]?["schema"], .obj(["type": .string("boolean")]))
+        XCTAssertNil(r["204"])
+    }
+
+    func testRedirects_OPTIONS_andPassthroughMediaTypes_keepWhatTheUpstreamDeclared() throws {
+        let text = ##"{"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {"/x": {"get": {"responses": {"302": {"description": "moved", "headers": {"Location": {"schema": {"type": "string"}}}}, "200": {"description": "OK", "content": {"text/csv": {"schema": {"type": "string"}}}}}}, "options": {"responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": {"type": "string"}}}}}}}}}}}"##
+        let (doc, _) = try transformed(text, dialect: .peel)
+        let get = try XCTUnwrap(doc["paths"]?["/x"]?["get"]?["responses"])
+        XCTAssertNotNil(get["302"]?["headers"]?["Location"], "a redirect is relayed, not a problem")
+        XCTAssertNotNil(get["200"]?["content"]?["text/csv"])
+        let options = try XCTUnwrap(doc["paths"]?["/x"]?["options"]?["responses"])
+        XCTAssertEqual(options.members.map(\.name), ["200"], "Peel passes OPTIONS through unjudged")
+    }
+
+    func testAReferenceIntoAComponent_keepsTheComponent() throws {
+        let schemas = ##"{"User": {"type": "object", "properties": {"id": {"type": "integer"}}}, "Order": {"type": "object", "properties": {"user": {"$ref": "#/components/schemas/User/properties/id"}}}}"##
+        let (doc, _) = try transformed(document(##"{"$ref": "#/components/schemas/Order"}"##, schemas: schemas), dialect: .rest)
+        XCTAssertNotNil(doc["components"]?["schemas"]?["User"])
+        XCTAssertEqual(ComponentNames.split("#/components/schemas/R%C2%ABUser%C2%BB/properties/id")?.name, "R«User»")
+        XCTAssertEqual(ComponentNames.split("#/components/schemas/User/properties/id")?.rest, "/properties/id")
     }
 
     func testADocumentThatIsNoOpenAPI_isRefused() throws {

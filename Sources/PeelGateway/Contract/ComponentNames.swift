@@ -60,11 +60,18 @@ enum ComponentNames {
         let doc = doc.setting("components", .object(sections))
         guard !renamed.isEmpty else { return doc }
         return rewritingRefs(doc) { ref in
-            guard ref.hasPrefix("#/components/") else { return ref }
-            let parts = ref.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
-            guard parts.count == 4 else { return ref }
-            return renamed["#/components/\(parts[2])/\(unescape(String(parts[3])))"] ?? ref
+            guard let (section, name, rest) = split(ref), let new = renamed["#/components/\(section)/\(name)"] else { return ref }
+            return new + rest
         }
+    }
+
+    /// A local component reference's section, component name (unescaped) and the rest of its
+    /// pointer (`#/components/schemas/User/properties/id` → `schemas`, `User`, `/properties/id`).
+    static func split(_ ref: String) -> (section: String, name: String, rest: String)? {
+        guard ref.hasPrefix("#/components/") else { return nil }
+        let tokens = ref.dropFirst("#/components/".count).split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
+        guard tokens.count >= 2 else { return nil }
+        return (String(tokens[0]), unescape(String(tokens[1])), tokens.count == 3 ? "/" + tokens[2] : "")
     }
 
     /// Every `$ref` string in `value`, passed through `change`.
@@ -100,9 +107,9 @@ enum ComponentNames {
         while let next = queue.popLast() {
             var found: [String] = []
             refs(in: next, &found)
-            for ref in found where ref.hasPrefix("#/components/") && reached.insert(ref).inserted {
-                let parts = ref.split(separator: "/", maxSplits: 3, omittingEmptySubsequences: false)
-                guard parts.count == 4, let target = components[String(parts[2])]?[unescape(String(parts[3]))] else { continue }
+            for ref in found {
+                guard let (section, name, _) = split(ref), reached.insert("#/components/\(section)/\(name)").inserted,
+                      let target = components[section]?[name] else { continue }
                 queue.append(target)
             }
         }

@@ -12,6 +12,8 @@ struct OpenAPIContract {
     /// What could not be unwrapped, and why: one line per operation.
     private(set) var report: [String] = []
     private var problemName = "Problem"
+    /// Set by `success` when the payload may be absent: the operation may answer 204 too.
+    private var emptyAnswer = false
 
     /// Why a document could not be read at all.
     struct Refusal: Error, CustomStringConvertible {
@@ -23,8 +25,9 @@ struct OpenAPIContract {
         self.reachabilityPath = reachabilityPath
     }
 
-    /// The methods whose operations are rewritten (HEAD is left as it is).
-    static let methods = ["get", "put", "post", "delete", "options", "patch", "trace"]
+    /// The methods whose operations are rewritten: HEAD is left as it is, and Peel passes OPTIONS
+    /// answers through unjudged.
+    static let methods = ["get", "put", "post", "delete", "patch", "trace"]
 
     /// Transforms `document`; the report lists each operation that kept its envelope, and why.
     mutating func transform(_ document: ConfigJSON) throws(Refusal) -> ConfigJSON {
@@ -41,6 +44,7 @@ struct OpenAPIContract {
         doc = ComponentNames.clean(doc)
         schemas = [:]
         for m in doc["components"]?["schemas"]?.members ?? [] { schemas[m.name] = m.value }
+        memo.shapes = [:]
         if schemas[problemName] != nil { problemName = "PeelProblem" }
 
         var paths: [ConfigJSON.Member] = []
@@ -77,6 +81,7 @@ struct OpenAPIContract {
         doc = ComponentNames.clean(doc)
         schemas = [:]
         for m in doc["components"]?["schemas"]?.members ?? [] { schemas[m.name] = m.value }
+        memo.shapes = [:]
         var matched = 0
         var operations = 0
         for item in doc["paths"]?.members ?? [] {
@@ -98,14 +103,26 @@ struct OpenAPIContract {
     private mutating func operation(_ op: ConfigJSON, path: String, method: String) -> ConfigJSON {
         let passthrough = envelope.passthroughPaths.contains { path.hasPrefix($0) }
         var responses: [ConfigJSON.Member] = []
+        var defer204 = false
         for r in op["responses"]?.members ?? [] {
             let status = r.name
+            // 1xx and 3xx pass as they came (a redirect keeps its Location); only failures become problems.
+            if status.hasPrefix("1") || status.hasPrefix("3") {
+                responses.append(r)
+                continue
+            }
             if status.hasPrefix("2") || passthrough {
                 guard !passthrough else {
                     responses.append(r)
                     continue
                 }
+                emptyAnswer = false
                 let unwrapped = success(r.value, status: status, at: "\(method.uppercased()) \(path)")
+                if emptyAnswer && !(op["responses"]?.members.contains { $0.name == "204" } ?? false)
+                    && !responses.contains(where: { $0.name == "204" }) {
+                    emptyAnswer = false
+                    defer204 = true
+                }
                 // A bare envelope answers 204 (no content).
                 let empty = r.value["content"] != nil && unwrapped["content"] == nil
                 let name = empty && !(op["responses"]?.members.contains { $0.name == "204" } ?? false) ? "204" : status
@@ -114,6 +131,9 @@ struct OpenAPIContract {
                 let description = r.value["description"]?.string ?? "The upstream refused the request."
                 responses.append(.init(name: status, value: ProblemContract.response(description, schemaName: problemName)))
             }
+        }
+        if defer204 {
+            responses.append(.init(name: "204", value: .obj(["description": .string("The envelope carried no payload.")])))
         }
         for (status, description, headers) in ProblemContract.peelResponses(envelope: envelope, passthrough: passthrough)
         where !responses.contains(where: { $0.name == status }) {
@@ -135,8 +155,11 @@ struct OpenAPIContract {
         guard !dialect.codes.isEmpty || dialect.success.path != nil else { return response }
         var unwrapped: [ConfigJSON.Member] = []
         var empty = false
+        var mayBeEmpty = false
         for media in content.members {
-            guard media.name.contains("json") || media.name == "*/*" else {
+            // A media type Peel passes through (`passthrough_content_types`) is answered as it came.
+            guard media.name.contains("json") || media.name == "*/*",
+                  !Self.passesThrough(media.name, envelope.passthroughContentTypes) else {
                 unwrapped.append(media)
                 continue
             }
@@ -145,8 +168,9 @@ struct OpenAPIContract {
                 continue
             }
             switch payload(of: schema) {
-            case .payload(let p):
-                var value = media.value.setting("schema", p)
+            case .payload(let p, let optional):
+                if optional { mayBeEmpty = true }
+                var value = media.value.setting("schema", optional ? .obj(["anyOf": .array([p, .obj(["type": .string("null")])])]) : p)
                 value = Self.unwrappingExamples(value, dialect: dialect)
                 unwrapped.append(.init(name: "application/json", value: value))
             case .empty:
@@ -161,11 +185,14 @@ struct OpenAPIContract {
         }
         if empty && unwrapped.isEmpty { return response.removing("content") }
         var seen: Set<String> = []
+        emptyAnswer = mayBeEmpty
         return response.setting("content", .object(unwrapped.filter { seen.insert($0.name).inserted }))
     }
 
     private enum Unwrapped {
-        case payload(ConfigJSON)
+        /// The payload's schema; `optional` when the envelope may come without it (null, or absent:
+        /// Peel answers `null` or 204).
+        case payload(ConfigJSON, optional: Bool = false)
         case empty
         case untyped(String)
         case notEnvelope
@@ -185,7 +212,10 @@ struct OpenAPIContract {
         case .member(let path) where dialect.siblings == .drop && names.contains(path.head):
             guard let member = member(path, in: shape) else { return .untyped("the payload `\(path)` is not declared member by member") }
             if Self.isBareObject(member) { return .untyped("the payload `\(path)` is declared as a bare object") }
-            return .payload(member)
+            // springdoc never lists `data` as required: a yudao `getUser` answers `data: null` for
+            // a user that is not there.
+            let required = path.steps.count == 1 && shape.required.contains(path.head)
+            return .payload(member, optional: !required)
         case .pattern:
             return .untyped("the \(dialect.preset) envelope's payload member is named by a pattern")
         case .member, .rest:
@@ -205,11 +235,26 @@ struct OpenAPIContract {
         var required: [String] = []
     }
 
+    /// Each named schema's shape once worked out, and the names being worked out now: a schema
+    /// that refers to itself (`A: {allOf: [A, A]}`) has no shape instead of an endless one, and
+    /// one referred to a thousand times is read once.
+    private final class ShapeMemo {
+        var shapes: [String: Shape?] = [:]
+        var visiting: Set<String> = []
+    }
+
+    private let memo = ShapeMemo()
+
     private func shape(_ schema: ConfigJSON, depth: Int) -> Shape? {
-        guard depth < 32 else { return nil }
+        guard depth < 64 else { return nil }
         if let ref = schema["$ref"]?.string {
-            guard let target = resolve(ref) else { return nil }
-            return shape(target, depth: depth + 1)
+            if let known = memo.shapes[ref] { return known }
+            guard !memo.visiting.contains(ref), let target = resolve(ref) else { return nil }
+            memo.visiting.insert(ref)
+            let s = shape(target, depth: depth + 1)
+            memo.visiting.remove(ref)
+            memo.shapes[ref] = s
+            return s
         }
         var out = Shape()
         var found = false
@@ -246,6 +291,15 @@ struct OpenAPIContract {
         let prefix = "#/components/schemas/"
         guard ref.hasPrefix(prefix) else { return nil }
         return schemas[ComponentNames.unescape(String(ref.dropFirst(prefix.count)))]
+    }
+
+    /// Whether a media type is among the patterns Peel passes through (`image/*`, `text/csv`).
+    static func passesThrough(_ media: String, _ patterns: [String]) -> Bool {
+        let type = media.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        return patterns.contains { p in
+            let p = p.lowercased()
+            return p.hasSuffix("/*") ? type.hasPrefix(String(p.dropLast())) : type == p
+        }
     }
 
     /// `{"type": "object"}` and `{}` alone: a payload that says nothing of its members.

@@ -22,6 +22,9 @@ struct YAMLReader {
 
     private var lines: [Line] = []
     private var i = 0
+    /// Block nodes open now; a text nested deeper than `maxDepth` is refused rather than recursed into.
+    private var depth = 0
+    static let maxDepth = 512
     /// Every raw line, for block scalars (whose comments and blank lines are content).
     private var raw: [Substring] = []
 
@@ -46,6 +49,9 @@ struct YAMLReader {
     /// The block node whose lines start at `indent`.
     private mutating func block(indent: Int) throws(Failure) -> ConfigJSON {
         let first = lines[i]
+        depth += 1
+        defer { depth -= 1 }
+        if depth > Self.maxDepth { throw Failure(line: first.number, why: "nested deeper than \(Self.maxDepth) levels") }
         if first.text.hasPrefix("- ") || first.text == "-" { return try sequence(indent: indent) }
         if Self.keyColon(first.text) != nil { return try mapping(indent: indent) }
         // A scalar or flow collection alone on its lines.
@@ -384,7 +390,12 @@ enum ContractDocument {
     static func parse(_ bytes: [UInt8]) -> Result<ConfigJSON, Unreadable> {
         let first = bytes.first { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
         if first == UInt8(ascii: "{") || first == UInt8(ascii: "[") || (bytes.starts(with: [0xEF, 0xBB, 0xBF]) && bytes.dropFirst(3).first == UInt8(ascii: "{")) {
-            guard JSONScanner.validate(bytes) else { return .failure(Unreadable(description: "the document is not one JSON text (RFC 8259)")) }
+            guard JSONScanner.validate(bytes) else {
+            // Refused for its depth alone, the document should say so.
+            let deep = JSONScanner.validate(bytes, maxDepth: Int.max)
+            return .failure(Unreadable(description: deep ? "the document is nested deeper than 512 levels"
+                                                          : "the document is not one JSON text (RFC 8259)"))
+        }
             guard case .success(let doc) = ConfigJSON.parse(bytes) else {
                 return .failure(Unreadable(description: "the document names a member twice in one object"))
             }

@@ -77,8 +77,19 @@ extension Forwarder {
                 if let key = call.plan.cacheKey, call.exchange.methodToken == .get {
                     store(key, call, status: status, response, range: nil, built: body)
                 }
+                var hold = response.hold
+                if response.spooled != nil, let budget = upstream.budget {
+                    // Built in memory from a spooled body: held as a buffered answer is, under the
+                    // memory budget and its client's share, until it is written.
+                    switch BudgetHold.take(body.count, from: budget, client: IPNetwork.clientGroup(call.exchange.clientAddress)) {
+                    case .success(let h): hold = h
+                    case .failure(let refusal):
+                        metrics.recordRefusal(refusal == .full ? "max_buffered_upstream" : "max_buffered_per_client_upstream")
+                        return self.answer(call, refusal == .full ? Outcome.upstreamOverBudget : Outcome.upstreamOverClientShare)
+                    }
+                }
                 emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: "application/json",
-                                 body: .bytes(body, range: nil, hold: response.hold)), log: "ok")
+                                 body: .bytes(body, range: nil, hold: hold)), log: "ok")
             case .passthrough:
                 // A newer answer that is not stored must not leave the older one servable (a 304
                 // refreshed it above; a 5xx is what stale-if-error keeps it for).

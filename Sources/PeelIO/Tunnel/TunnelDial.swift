@@ -51,19 +51,8 @@ public final class TunnelDial {
         errorBuffer.pointee = 0
         started = loop.now
         maxBody = request.limits?.maxResponseBody ?? defaults.maxResponseBody
-        var origin = ""
-        var target = "/"
-        if case .origin(let endpoint, let path, let query) = request.target {
-            origin = endpoint.origin
-            target = Self.encoded(endpoint.basePath + path) + (query.map { "?" + $0 } ?? "")
-        }
+        let (origin, text) = Self.requestHead(request, upgrade: upgrade)
         tls = origin.lowercased().hasPrefix("https:")
-        let authority = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? ""
-        var text = "GET \(target) HTTP/1.1\r\nHost: \(request.forwarding?.host ?? authority)\r\n"
-        // RFC 9110 §7.6.1: Connection and Upgrade are this hop's; the tunnel asks for the upgrade
-        // itself. Fields curl would have left out when empty (`Accept:`) are not written.
-        for line in request.fieldLines where !line.hasSuffix(":") { text += line + "\r\n" }
-        text += "Connection: Upgrade\r\nUpgrade: \(upgrade)\r\n\r\n"
         head = Array(text.utf8)
         self.completion = completion
         keepAlive = self
@@ -446,6 +435,30 @@ public final class TunnelDial {
     }
 
     /// `path` with bytes above 0x7F percent-encoded, as calls' targets are.
+    /// The upgrade request's head as it goes upstream, and the origin it goes to.
+    static func requestHead(_ request: UpstreamRequest, upgrade: String) -> (origin: String, head: String) {
+        var origin = ""
+        var target = "/"
+        if case .origin(let endpoint, let path, let query) = request.target {
+            origin = endpoint.origin
+            target = Self.encoded(endpoint.basePath + path) + (query.map { "?" + $0 } ?? "")
+        }
+        let authority = origin.split(separator: "/", omittingEmptySubsequences: true).dropFirst().first.map(String.init) ?? ""
+        var text = "GET \(target) HTTP/1.1\r\nHost: \(request.forwarding?.host ?? authority)\r\n"
+        // RFC 9110 §7.6.1: Connection and Upgrade are this hop's; the tunnel asks for the upgrade
+        // itself. Fields curl would have left out when empty (`Accept:`) are not written.
+        // Host is written once, above (RFC 9112 §3.2: two are a 400): a preserved Host among the
+        // request's lines is that one.
+        for line in request.fieldLines where !line.hasSuffix(":") && !Self.isHostLine(line) { text += line + "\r\n" }
+        text += "Connection: Upgrade\r\nUpgrade: \(upgrade)\r\n\r\n"
+        return (origin, text)
+    }
+
+    /// Whether a field line is a Host field (any case).
+    static func isHostLine(_ line: String) -> Bool {
+        line.utf8.count >= 5 && line.prefix(5).lowercased() == "host:"
+    }
+
     static func encoded(_ path: String) -> String {
         var out = ""
         for b in path.utf8 {

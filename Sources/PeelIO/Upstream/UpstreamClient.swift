@@ -12,6 +12,8 @@ public final class UpstreamClient {
     let multi: UnsafeMutableRawPointer
     /// Settings shared by every handle; `apply` replaces them.
     private(set) var options: UpstreamOptions
+    /// The memory budget answers are held under; nil when there is none.
+    public var budget: MemoryBudget? { options.budget }
     /// Bumped by `apply`: handles set up under an older one are cleaned up instead of pooled.
     private(set) var generation = 0
     /// The origins the latest reload configured (`keepConnections`); nil until one does.

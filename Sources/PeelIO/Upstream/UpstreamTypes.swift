@@ -173,6 +173,13 @@ public final class BudgetHold: Sendable {
     deinit {
         if let client { budget.release(bytes, client: client) } else { budget.release(bytes) }
     }
+
+    /// `n` bytes of `budget` for `client` (its share and the whole), held until the hold goes; the
+    /// refusal when they do not fit.
+    public static func take(_ n: Int, from budget: MemoryBudget, client: String) -> Result<BudgetHold, MemoryBudget.Refusal> {
+        if let refusal = budget.reserve(n, client: client) { return .failure(refusal) }
+        return .success(BudgetHold(budget, n, client: client))
+    }
 }
 
 /// What a streaming sink did with one piece of the upstream body.
