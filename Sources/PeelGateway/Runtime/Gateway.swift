@@ -249,11 +249,15 @@ public final class Gateway: @unchecked Sendable {
     /// Calls being handled now, all workers.
     public var inflight: Int { workers.reduce(0) { $0 + $1.metrics.inflight.load(ordering: .relaxed) } }
 
+    /// Tunnels (WebSockets) open now, all workers.
+    var openTunnels: Int { workers.reduce(0) { $0 + $1.server.tunnelMeter.open.load(ordering: .relaxed) } }
+
     /// Prometheus text for /metrics.
     func metricsText() -> String {
         MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache, store: offlineStoreStats,
                                connections: workers.reduce(0) { $0 + $1.server.connectionCount }, buffered: budget,
-                               streams: streamBudget, groups: groups, routes: routeLabels, spool: spool)
+                               streams: streamBudget, groups: groups, routes: routeLabels, spool: spool,
+                               tunnels: workers.map { $0.server.tunnelMeter })
     }
 
     /// JSON for /status.
@@ -280,6 +284,7 @@ public final class Gateway: @unchecked Sendable {
             + ",\"upstreams\":\(groupsDocument())"
             + ",\"offline_store\":\(offlineStoreDocument())"
             + ",\"spooled\":{\"bytes\":\(spool.bytes),\"files\":\(spool.files),\"limit\":\(spool.budget.limit)}"
+            + ",\"tunnels\":{\"open\":\(openTunnels),\"limit\":\(tunnelBudget.limit),\"per_client_limit\":\(tunnelBudget.perClient)}"
             + ",\"inflight\":\(inflight),\"streams\":\(streamBudget.count),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
     }
 }
