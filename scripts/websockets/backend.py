@@ -1,5 +1,6 @@
 """A WebSocket backend for scripts/websockets.sh: echoes every message on /echo, closes with code
-4001 after one message on /bye, and refuses the upgrade with a 403 JSON body on /refuse."""
+4001 after one message on /bye, sends 64 KiB binary messages for as long as it is let on /flood,
+and refuses the upgrade with a 403 JSON body on /refuse."""
 import asyncio
 import http
 import sys
@@ -15,6 +16,10 @@ async def handler(ws):
         await ws.recv()
         await ws.close(4001, "bye from the backend")
         return
+    if path.startswith("/flood"):
+        chunk = b"f" * 65536
+        while True:
+            await ws.send(chunk)
     async for message in ws:
         await ws.send(message)
 

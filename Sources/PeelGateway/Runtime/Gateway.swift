@@ -209,6 +209,8 @@ public final class Gateway: @unchecked Sendable {
     public func shutdown() -> Bool {
         guard !draining.exchange(true, ordering: .relaxed) else { return true }
         EventLog.emit("draining", [("drain_delay", "\(config.lifecycle.drainDelay)"), ("inflight", "\(inflight)")])
+        // A tunnel opened now would only be cut at shutdown_timeout: refused from the start of the drain.
+        for w in workers { w.refuseTunnels() }
         if config.lifecycle.drainDelay > 0 { sleepSeconds(config.lifecycle.drainDelay) }
         for w in workers { w.drain() }
         let deadline = monotonicNow() + config.lifecycle.shutdownTimeout
