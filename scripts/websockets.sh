@@ -4,7 +4,8 @@
 # a refused upgrade judged like any answer, the tunnel's access-log line, /metrics and /status; then
 # the bounds and endings (scripts/websockets/bounds.py): clients that stop reading while the backend
 # floods (Peel's VmRSS), 1,000 tunnels at once, max_tunnels_per_client (429) and max_tunnels (503),
-# an upstream killed mid-tunnel, SIGTERM with tunnels open. Loopback only; every wait is bounded.
+# an upstream killed mid-tunnel, a wss:// backend (trusted through --ca-file, and not), SIGTERM with
+# tunnels open. Loopback only; every wait is bounded.
 set -uo pipefail
 PEEL=${1:?usage: websockets.sh PATH/TO/peel}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -73,6 +74,26 @@ bounds killed "$GW2" "$BE2_PID"
 wait_log "$WORK/access2.log" '"path":"/echo/killed"' 1
 check "the killed upstream's tunnel is logged closed by the upstream" 1 \
   "$(grep '"kind":"tunnel"' "$WORK/access2.log" | grep '"path":"/echo/killed"' | grep -c '"closed_by":"upstream"')"
+
+# A wss:// backend: its self-signed certificate trusted through --ca-file; without it, refused.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 1 \
+  -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1
+BE4=$(free_port); GW4=$(free_port); GW5=$(free_port); ADMIN5=$(free_port)
+"$PY" "$HERE/websockets/backend.py" "$BE4" "$WORK/cert.pem" "$WORK/key.pem" >"$WORK/backend4.log" 2>&1 & pids+=($!)
+wait_listening "$BE4" "$!"
+"$PEEL" --upstream "https://127.0.0.1:$BE4" --listen "127.0.0.1:$GW4" --admin-listen off --workers 1 --probe-path /echo \
+  --ca-file "$WORK/cert.pem" >"$WORK/access4.log" 2>"$WORK/peel4.err" & pids+=($!)
+wait_listening "$GW4" "$!"
+bounds wss "$GW4"
+wait_log "$WORK/access4.log" '"path":"/bye"' 1
+check "the wss:// tunnel's line says the backend closed it" 1 \
+  "$(grep '"path":"/bye"' "$WORK/access4.log" | grep -c '"closed_by":"upstream"')"
+"$PEEL" --upstream "https://127.0.0.1:$BE4" --listen "127.0.0.1:$GW5" --admin-listen "127.0.0.1:$ADMIN5" --workers 1 --probe-path /echo \
+  --probe-interval 60 >"$WORK/access5.log" 2>"$WORK/peel5.err" & pids+=($!)
+wait_listening "$GW5" "$!"
+bounds untrusted "$GW5"
+# The first probe failed the same way (it is not counted here); the upgrade's dial is the one.
+check "counted as a TLS failure" 1 "$(metric "$ADMIN5" 'peel_upstream_errors_total{reason="tls"}')"
 
 # SIGTERM with tunnels open: drain_delay 1 s, shutdown_timeout 2 s.
 GW3=$(free_port); ADMIN3=$(free_port)

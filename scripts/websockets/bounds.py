@@ -5,6 +5,8 @@
   bounds.py many GW ADMIN N               N tunnels open at once
   bounds.py limits GW ADMIN               max_tunnels_per_client 2 and max_tunnels 3 (Peel started so)
   bounds.py drain GW ADMIN PEEL_PID T     SIGTERM with tunnels open (Peel's drain_delay 1, shutdown_timeout T)
+  bounds.py wss GW                        a wss:// backend (Peel trusts its certificate through --ca-file)
+  bounds.py untrusted GW                  a wss:// backend whose certificate Peel does not trust
 """
 import asyncio
 import json
@@ -203,10 +205,38 @@ async def drain(gw, adm, peel_pid, timeout):
         le("and at most 2 s past it", (1 + timeout + 2) * 1000, max(times) * 1000)
 
 
+async def wss(gw):
+    async with connect(f"ws://127.0.0.1:{gw}/echo", max_size=None, open_timeout=10) as ws:
+        await ws.send("through TLS")
+        eq("a wss:// backend: a text frame comes back", "through TLS", await asyncio.wait_for(ws.recv(), 10))
+        blob = os.urandom(1 << 20)
+        await ws.send(blob)
+        eq("a wss:// backend: a 1 MB binary message comes back whole", "True", str(await asyncio.wait_for(ws.recv(), 20) == blob))
+        await ws.close(1000, "done")
+        eq("a wss:// backend: the client's close handshake completes", "1000", str(ws.close_code))
+    async with connect(f"ws://127.0.0.1:{gw}/bye", open_timeout=10) as ws:
+        await ws.send("last")
+        try:
+            await asyncio.wait_for(ws.recv(), 10)
+            eq("a wss:// backend: its close code reaches the client", "4001", "a message")
+        except ConnectionClosed as e:
+            eq("a wss:// backend: its close code reaches the client", "4001", str(e.rcvd.code if e.rcvd else None))
+
+
+async def untrusted(gw):
+    try:
+        async with connect(f"ws://127.0.0.1:{gw}/echo", open_timeout=10):
+            eq("a wss:// backend Peel does not trust is refused", "502", "101")
+    except InvalidStatus as e:
+        eq("a wss:// backend Peel does not trust is refused", "502", str(e.response.status_code))
+        eq("with a problem document", "application/problem+json", e.response.headers.get("Content-Type", ""))
+
+
 def main():
     what, gw = sys.argv[1], int(sys.argv[2])
     args = [int(a) for a in sys.argv[3:]]
-    scenario = {"killed": killed, "flood": flood, "many": many, "limits": limits, "drain": drain}[what]
+    scenario = {"killed": killed, "flood": flood, "many": many, "limits": limits, "drain": drain, "wss": wss,
+                "untrusted": untrusted}[what]
     asyncio.run(scenario(gw, *args))
 
 
