@@ -3,7 +3,8 @@
 # when missing) driven over its DevTools protocol by scripts/browser/drive.py (websockets from PyPI,
 # in the proxy venv). A page from one origin (a static server on 127.0.0.1) fetches from Peel on
 # another port and reads X-Request-Id, the upstream's exposed fields and, once the upstream is
-# killed, Age and Cache-Status on a stale answer. Loopback only; every wait is bounded.
+# killed, Age and Cache-Status on a stale answer; and a WebSocket to the upstream app, through Peel,
+# echoes a text message. Loopback only; every wait is bounded.
 set -uo pipefail
 PEEL=${1:?usage: browser.sh PATH/TO/peel}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -38,6 +39,10 @@ wait_ready "http://127.0.0.1:$GW/user" || exit 1
 
 timeout 60 "$PY" "$HERE/browser/drive.py" "$DT" "http://127.0.0.1:$PAGE/" "http://127.0.0.1:$GW" "$UP_PID"
 failed=$(( $? + fail ))  # fail: a server that could not take its port (wait_listening)
+# The refused upgrade is Peel's 403, not the backend's: one access-log line for it.
+if [ "$(grep '"path":"/ws/echo"' "$WORK/access.log" | grep -c '"status":403')" != 1 ]; then
+  failed=$((failed + 1)); echo "FAIL the refused WebSocket is one 403 in Peel's access log"
+else echo "ok   the refused WebSocket is one 403 in Peel's access log"; fi
 echo "browser: $failed failed ($(( ($(date +%s%N) - START) / 1000000 )) ms)"
 [ "$failed" -eq 0 ] || { echo "--- peel stderr"; tail -5 "$WORK/peel.err"; echo "--- chromium"; tail -5 "$WORK/chromium.log"; }
 exit $(( failed > 0 ))

@@ -62,14 +62,31 @@ FETCH = """(async () => {
   } catch (e) { return {error: String(e)}; }
 })()"""
 
+# What a page script sees of a WebSocket to `url`: the echo of one text message, then the close.
+SOCKET = """new Promise(resolve => {
+  const seen = {};
+  const ws = new WebSocket(%s);
+  const give_up = setTimeout(() => resolve({...seen, error: "no close in 10 s"}), 10000);
+  ws.onopen = () => { seen.opened = true; ws.send("hello from the page \u00e9"); };
+  ws.onmessage = e => { seen.echo = e.data; ws.close(1000, "done"); };
+  ws.onerror = () => { seen.error = true; };
+  ws.onclose = e => { clearTimeout(give_up); resolve({...seen, code: e.code, clean: e.wasClean}); };
+})"""
+
 session = connect(target(), max_size=None, open_timeout=10)
 tab = Tab(session.__enter__())
 tab.call("Page.enable")
-tab.call("Page.navigate", url=PAGE)
-for _ in range(100):
-    if tab.js("document.readyState") == "complete" and tab.js("location.href") == PAGE:
-        break
-    time.sleep(0.05)
+
+
+def navigate(url):
+    tab.call("Page.navigate", url=url)
+    for _ in range(100):
+        if tab.js("document.readyState") == "complete" and tab.js("location.href") == url:
+            break
+        time.sleep(0.05)
+
+
+navigate(PAGE)
 page_origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(PAGE))
 check("the page loads from its own origin, not Peel's", (page_origin, True), (tab.js("location.origin"), page_origin != PEEL))
 
@@ -83,6 +100,22 @@ check("a field nobody exposed stays hidden from the page (the browser enforces C
 expose = tab.js(FETCH % (json.dumps(PEEL + "/expose"), json.dumps({"cache": "no-store"})))
 check("the page reads the upstream's own exposed fields (X-Total-Count, Link)", ("2", True),
       (expose.get("total"), "rel=\"next\"" in (expose.get("link") or "")))
+
+# The app's WebSocket through Peel (issue 38): the page's origin is in --cors-origins.
+ws_url = PEEL.replace("http://", "ws://", 1) + "/ws/echo"
+sock = tab.js(SOCKET % json.dumps(ws_url))
+check("the page's WebSocket opens through Peel", True, sock.get("opened"))
+check("a text message comes back through the tunnel", "hello from the page \u00e9", sock.get("echo"))
+check("the page's close handshake completes", (1000, True), (sock.get("code"), sock.get("clean")))
+# The same page served from an origin --cors-origins does not name (localhost, not 127.0.0.1): Peel
+# refuses the upgrade (403, cross-site WebSocket hijacking) and the browser reports a failed socket.
+other = PAGE.replace("127.0.0.1", "localhost", 1)
+navigate(other)
+check("the other page's origin is not the allowed one", other.rstrip("/"), tab.js("location.origin"))
+refused_sock = tab.js(SOCKET % json.dumps(ws_url))
+check("a WebSocket from an origin Peel does not allow never opens", (None, None, 1006),
+      (refused_sock.get("opened"), refused_sock.get("echo"), refused_sock.get("code")))
+navigate(PAGE)
 
 # The upstream goes away: Peel serves the stored answer, and the page can tell it is stale.
 os.kill(UP_PID, signal.SIGTERM)

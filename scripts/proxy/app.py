@@ -2,7 +2,7 @@
 Run by scripts/proxy.sh with uvicorn on 127.0.0.1 only."""
 import asyncio
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response, StreamingResponse
@@ -164,6 +164,17 @@ def expose():
     # Express's `res.set('Access-Control-Expose-Headers', 'X-Total-Count, Link')` for pagination.
     return envelope([1, 2], headers={"X-Total-Count": "2", "Link": '</items?page=2>; rel="next"',
                                      "Access-Control-Expose-Headers": "X-Total-Count, Link"})
+
+
+@api.websocket("/ws/echo")
+async def ws_echo(ws: WebSocket):
+    """The app's live channel: echoes text messages (scripts/browser.sh, through Peel's tunnel)."""
+    await ws.accept()
+    try:
+        while True:
+            await ws.send_text(await ws.receive_text())
+    except WebSocketDisconnect:
+        pass
 
 
 app.include_router(api)

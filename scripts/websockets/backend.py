@@ -1,7 +1,10 @@
 """A WebSocket backend for scripts/websockets.sh: echoes every message on /echo, closes with code
-4001 after one message on /bye, and refuses the upgrade with a 403 JSON body on /refuse."""
+4001 after one message on /bye, sends 64 KiB binary messages for as long as it is let on /flood,
+and refuses the upgrade with a 403 JSON body on /refuse. Usage: backend.py PORT [CERT KEY] (with a
+certificate and key it serves wss://)."""
 import asyncio
 import http
+import ssl
 import sys
 
 from websockets.asyncio.server import serve
@@ -15,6 +18,10 @@ async def handler(ws):
         await ws.recv()
         await ws.close(4001, "bye from the backend")
         return
+    if path.startswith("/flood"):
+        chunk = b"f" * 65536
+        while True:
+            await ws.send(chunk)
     async for message in ws:
         await ws.send(message)
 
@@ -27,9 +34,13 @@ def process_request(connection, request):
     return None
 
 
-async def main(port):
-    async with serve(handler, "127.0.0.1", port, process_request=process_request, max_size=None):
+async def main(port, tls):
+    async with serve(handler, "127.0.0.1", port, process_request=process_request, max_size=None, ssl=tls):
         await asyncio.get_running_loop().create_future()
 
 
-asyncio.run(main(int(sys.argv[1])))
+context = None
+if len(sys.argv) > 3:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[2], sys.argv[3])
+asyncio.run(main(int(sys.argv[1]), context))

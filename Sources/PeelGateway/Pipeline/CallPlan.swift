@@ -177,12 +177,9 @@ extension CallPlan {
                                       acceptLanguage: facts.acceptLanguage, fieldNames: route.keyFields.names, user: user)
         }
         let cacheKey = ex.methodToken.readsResource ? userKey : nil
-        let upgrade = Self.tunneledUpgrade(ex, facts, route: route)
-        // RFC 6455 §10.2: a browser's WebSocket is not held to CORS; with an allow-list, an Origin it
-        // does not name is refused here. No Origin (a native app) passes; without a list the backend judges.
-        if upgrade != nil, let cors = general.cors, let o = facts.origin, !cors.allows(o) {
-            return early(.forbiddenOrigin, path: path, route: route, routed: true)
-        }
+        let upgrade = Self.upgrade(method: ex.methodToken, http11: ex.version.minor == 1, bodyBytes: ex.bodyCount, facts,
+                                   protocols: route.tunnels.protocols, cors: general.cors)
+        if upgrade == .forbiddenOrigin { return early(.forbiddenOrigin, path: path, route: route, routed: true) }
         if route.group.isDown { return early(.offline, path: path, route: route, routed: true, user: userKey, key: cacheKey) }
 
         let request = Forwarder.upstreamRequest(ex, method: ex.method, ex.methodToken, facts, route: route,
@@ -193,16 +190,30 @@ extension CallPlan {
                                  host: facts.host, forwardedProto: facts.xForwardedProto, forwardedHost: facts.xForwardedHost,
                                  userKey: userKey, cacheKey: cacheKey, cacheRequest: caching ? facts.cacheRequest : CacheRequest(),
                                  hasAuthorization: facts.hasAuthorization)
-        if let upgrade { return .tunnel(plan, request, protocol: upgrade) }
+        if case .tunnel(let name) = upgrade { return .tunnel(plan, request, protocol: name) }
         return .forward(plan, request)
     }
 
-    /// The protocol an upgrade asks for when it is one to tunnel: an HTTP/1.1 GET without a body,
-    /// with `upgrade` among Connection's options (RFC 9110 §7.8) and an Upgrade protocol the route
-    /// tunnels. Anything else is answered over HTTP/1.1, the Upgrade ignored (`h2c`, say).
-    static func tunneledUpgrade(_ ex: HTTPExchange, _ facts: borrowing RequestFacts, route: Route) -> String? {
-        guard !facts.upgrade.isEmpty, ex.methodToken == .get, ex.version.minor == 1, ex.bodyCount == 0,
-              facts.connectionOptions.contains("upgrade") else { return nil }
-        return facts.upgrade.first { route.tunnels.protocols.contains($0) }
+    /// What a request asking to upgrade becomes.
+    enum Upgrade: Equatable {
+        /// Tunneled to the route's group, asking for this protocol (lowercased).
+        case tunnel(String)
+        /// Refused 403: `cors_origins` does not allow its Origin.
+        case forbiddenOrigin
+    }
+
+    /// Whether a request is an upgrade to tunnel: an HTTP/1.1 GET without a body, with `upgrade`
+    /// among Connection's options (RFC 9110 §7.8) and an Upgrade protocol in `protocols` (the
+    /// route's). Nil for anything else, answered over HTTP/1.1 with the Upgrade ignored (`h2c`, say).
+    static func upgrade(method: MethodToken, http11: Bool, bodyBytes: Int, _ facts: borrowing RequestFacts,
+                        protocols: [String], cors: CORSPolicy?) -> Upgrade? {
+        guard !facts.upgrade.isEmpty, method == .get, http11, bodyBytes == 0,
+              facts.connectionOptions.contains("upgrade"),
+              let name = facts.upgrade.first(where: { protocols.contains($0) }) else { return nil }
+        // RFC 6455 §10.2: a browser's WebSocket is not held to CORS; with an allow-list, an Origin it
+        // does not name is refused (cross-site WebSocket hijacking). No Origin (a native app) passes;
+        // without a list the backend judges.
+        if let cors, let origin = facts.origin, !cors.allows(origin) { return .forbiddenOrigin }
+        return .tunnel(name)
     }
 }

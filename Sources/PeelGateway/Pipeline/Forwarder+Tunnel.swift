@@ -8,6 +8,8 @@ final class TunnelTable {
     var budget = StreamBudget(limit: 10_000, perClient: 256)
     var dialing: [ObjectIdentifier: TunnelDial] = [:]
     var open: [ObjectIdentifier: Tunnel] = [:]
+    /// Set from SIGTERM on, before the listeners close (`drain_delay`): no new tunnel opens.
+    var refusing = false
 
     /// Shutdown past `shutdown_timeout`: every tunnel closes (each reports, and is logged, as it goes).
     func closeAll() {
@@ -21,7 +23,7 @@ final class TunnelTable {
 extension Forwarder {
     func openTunnel(_ call: Call, _ request: UpstreamRequest, protocol name: String) {
         // From the start of a drain, no new tunnel: it would only be cut at shutdown_timeout.
-        if draining {
+        if draining || tunnels.refusing {
             metrics.recordRefusal("tunnel_draining")
             return answer(call, .serverBusy("Peel is shutting down; open the WebSocket again"))
         }

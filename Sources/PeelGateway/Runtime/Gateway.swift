@@ -218,6 +218,8 @@ public final class Gateway: @unchecked Sendable {
     public func shutdown() -> Bool {
         guard !draining.exchange(true, ordering: .relaxed) else { return true }
         EventLog.emit("draining", [("drain_delay", "\(config.lifecycle.drainDelay)"), ("inflight", "\(inflight)")])
+        // A tunnel opened now would only be cut at shutdown_timeout: refused from the start of the drain.
+        for w in workers { w.refuseTunnels() }
         if config.lifecycle.drainDelay > 0 { sleepSeconds(config.lifecycle.drainDelay) }
         for w in workers { w.drain() }
         let deadline = monotonicNow() + config.lifecycle.shutdownTimeout
@@ -259,11 +261,15 @@ public final class Gateway: @unchecked Sendable {
     /// Calls being handled now, all workers.
     public var inflight: Int { workers.reduce(0) { $0 + $1.metrics.inflight.load(ordering: .relaxed) } }
 
+    /// Tunnels (WebSockets) open now, all workers.
+    var openTunnels: Int { workers.reduce(0) { $0 + $1.server.tunnelMeter.open.load(ordering: .relaxed) } }
+
     /// Prometheus text for /metrics.
     func metricsText() -> String {
         MetricsRenderer.render(workers: workers.map(\.metrics), reachability: reachability, cache: offlineCache, store: offlineStoreStats,
                                connections: workers.reduce(0) { $0 + $1.server.connectionCount }, buffered: budget,
-                               streams: streamBudget, groups: groups, routes: routeLabels, spool: spool)
+                               streams: streamBudget, groups: groups, routes: routeLabels, spool: spool,
+                               tunnels: workers.map { $0.server.tunnelMeter })
     }
 
     /// JSON for /status.
@@ -291,6 +297,7 @@ public final class Gateway: @unchecked Sendable {
             + ",\"offline_store\":\(offlineStoreDocument())"
             + ",\"openapi\":\(contract?.statusJSON() ?? "{}")"
             + ",\"spooled\":{\"bytes\":\(spool.bytes),\"files\":\(spool.files),\"limit\":\(spool.budget.limit)}"
+            + ",\"tunnels\":{\"open\":\(openTunnels),\"limit\":\(tunnelBudget.limit),\"per_client_limit\":\(tunnelBudget.perClient)}"
             + ",\"inflight\":\(inflight),\"streams\":\(streamBudget.count),\"workers\":\(workers.count),\"draining\":\(isDraining)}"
     }
 }

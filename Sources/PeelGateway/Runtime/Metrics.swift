@@ -162,7 +162,7 @@ enum MetricsRenderer {
 
     static func render(workers: [WorkerMetrics], reachability: Reachability, cache: OfflineCache, store: OfflineStoreStats?, connections: Int,
                        buffered: MemoryBudget, streams: StreamBudget, groups: UpstreamGroups? = nil, routes: RouteLabels? = nil,
-                       spool: Spool? = nil) -> String {
+                       spool: Spool? = nil, tunnels: [TunnelMeter] = []) -> String {
         var merged = WorkerMetrics.Stats()
         var inflight = 0
         for w in workers {
@@ -210,7 +210,8 @@ enum MetricsRenderer {
         out += "# HELP peel_refusals_total Calls Peel refused for want of its own resources (the upstream did nothing wrong), by the bound that refused.\n"
         out += "# TYPE peel_refusals_total counter\n"
         for bound in ["max_buffered", "max_buffered_per_client", "max_buffered_upstream", "max_buffered_per_client_upstream",
-                      "max_spooled", "max_spooled_per_client", "spool_write"] {
+                      "max_spooled", "max_spooled_per_client", "spool_write",
+                      "max_tunnels", "max_tunnels_per_client", "tunnel_draining"] {
             out += "peel_refusals_total{bound=\"\(bound)\"} \(merged.refusals[bound] ?? 0)\n"
         }
         out += "# HELP peel_reachability_transitions_total Reachability state changes, by target state.\n"
@@ -273,6 +274,7 @@ enum MetricsRenderer {
             out += "# TYPE peel_spooled_limit_bytes gauge\n"
             out += "peel_spooled_limit_bytes \(spool.budget.limit)\n"
         }
+        self.tunnels(&out, tunnels)
         out += "# HELP peel_inflight_requests Requests being handled now.\n"
         out += "# TYPE peel_inflight_requests gauge\n"
         out += "peel_inflight_requests \(inflight)\n"
@@ -281,6 +283,20 @@ enum MetricsRenderer {
         out += "peel_log_lines_dropped_total{log=\"access\"} \(LogSinks.accessDropped)\n"
         out += "peel_log_lines_dropped_total{log=\"event\"} \(LogSinks.eventDropped.load(ordering: .relaxed))\n"
         return out
+    }
+
+    /// Tunnels (WebSockets) open now and the bytes they relayed each way, all workers.
+    private static func tunnels(_ out: inout String, _ meters: [TunnelMeter]) {
+        let open = meters.reduce(0) { $0 + $1.open.load(ordering: .relaxed) }
+        let fromClient = meters.reduce(0) { $0 + $1.bytesFromClient.load(ordering: .relaxed) }
+        let fromUpstream = meters.reduce(0) { $0 + $1.bytesFromUpstream.load(ordering: .relaxed) }
+        out += "# HELP peel_tunnels_open Tunnels (WebSockets) open now, from the 101 relayed to the close.\n"
+        out += "# TYPE peel_tunnels_open gauge\n"
+        out += "peel_tunnels_open \(open)\n"
+        out += "# HELP peel_tunnel_bytes_total Bytes tunnels relayed, by the side that sent them: client (to the upstream) or upstream.\n"
+        out += "# TYPE peel_tunnel_bytes_total counter\n"
+        out += "peel_tunnel_bytes_total{from=\"client\"} \(fromClient)\n"
+        out += "peel_tunnel_bytes_total{from=\"upstream\"} \(fromUpstream)\n"
     }
 
     /// The shared offline store's families.

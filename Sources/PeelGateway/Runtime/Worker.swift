@@ -159,6 +159,12 @@ final class Worker: @unchecked Sendable {
         loop.execute { [self] in streams.announceRemoved(group: group, at: at) }
     }
 
+    /// SIGTERM: no new tunnel opens from now, while the listeners stay open for `drain_delay`;
+    /// safe from any thread.
+    func refuseTunnels() {
+        loop.execute { [self] in forwarder.tunnels.refusing = true }
+    }
+
     /// Stops accepting, lets pending calls finish, then closes connections and ends the loop.
     func drain() {
         loop.execute { [self] in

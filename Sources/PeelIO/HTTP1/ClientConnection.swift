@@ -312,7 +312,7 @@ final class ClientConnection {
         armedDeadline = nil
         exchange = nil
         let t = Tunnel(loop: loop, fd: fd, upstream: upstream, limits: limits, head: headBytes, clientEarly: early,
-                       clientEnded: machine.peerClosed, closeClient: { [unowned self] in close() }, onEnd: onEnd)
+                       clientEnded: machine.peerClosed, meter: server.tunnelMeter, closeClient: { [unowned self] in close() }, onEnd: onEnd)
         tunnel = t
         guard t.start() else {
             tunnel = nil

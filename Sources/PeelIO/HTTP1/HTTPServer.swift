@@ -33,6 +33,8 @@ public final class HTTPServer {
 
     /// Client connections open now (safe to read from any thread).
     public var connectionCount: Int { openConnections.load(ordering: .relaxed) }
+    /// This server's tunnels: open now, and the bytes they relayed (safe to read from any thread).
+    public let tunnelMeter = TunnelMeter()
 
     /// Binds `address` (SO_REUSEPORT when `reusePort`) and starts accepting on `loop`.
     public init(loop: EventLoop, address: HostPort, reusePort: Bool, limits: ConnectionLimits = .init(),

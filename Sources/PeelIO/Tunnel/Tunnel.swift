@@ -1,5 +1,6 @@
 import CEvent
 import Glibc
+import Synchronization
 
 /// What a tunnel did, reported once when it closes (the access log's line).
 public struct TunnelReport: Sendable {
@@ -80,14 +81,19 @@ public final class Tunnel {
     private var closeClient: (() -> Void)?
     private var onEnd: ((TunnelReport) -> Void)?
     private var pumping = false
+    private let meter: TunnelMeter?
+    private var counted = false
 
     /// A tunnel between the client socket `fd` and `upstream`; `head` (the 101) goes to the client
     /// first, then the upstream's early bytes; `clientEarly` (read past the request) to the upstream.
+    /// `meter` counts it open from `start` to its end, and the bytes it reads.
     init(loop: EventLoop, fd: Int32, upstream: TunnelUpstream, limits: TunnelLimits, head: [UInt8], clientEarly: [UInt8],
-         clientEnded: Bool, closeClient: @escaping () -> Void, onEnd: @escaping (TunnelReport) -> Void) {
+         clientEnded: Bool, meter: TunnelMeter? = nil, closeClient: @escaping () -> Void,
+         onEnd: @escaping (TunnelReport) -> Void) {
         self.loop = loop
         self.fd = fd
         self.upstream = upstream
+        self.meter = meter
         let now = monotonicSeconds()
         started = now
         flow = TunnelFlow(limits: limits, upstreamHalfCloses: !upstream.tls, now: now, queuedToClient: head.count)
@@ -96,9 +102,11 @@ public final class Tunnel {
         toClient.append(head)
         toClient.append(upstream.early)
         flow.read(upstream.early.count, from: .upstream, now: now)
+        meter?.bytesFromUpstream.add(upstream.early.count, ordering: .relaxed)
         upstream.early = []
         toUpstream.append(clientEarly)
         flow.read(clientEarly.count, from: .client, now: now)
+        meter?.bytesFromClient.add(clientEarly.count, ordering: .relaxed)
         if clientEnded { _ = flow.endOfInput(.client) }
     }
 
@@ -114,6 +122,8 @@ public final class Tunnel {
             return false
         }
         watches = [a, b, c, d]
+        meter?.open.add(1, ordering: .relaxed)
+        counted = true
         pump()
         return true
     }
@@ -143,6 +153,7 @@ public final class Tunnel {
                 if n > 0 {
                     toUpstream.filled(n)
                     flow.read(n, from: .client, now: now)
+                    meter?.bytesFromClient.add(n, ordering: .relaxed)
                     moved = true
                 } else if n == 0 {
                     act(flow.endOfInput(.client))
@@ -171,6 +182,7 @@ public final class Tunnel {
                 case .moved(let n):
                     toClient.filled(n)
                     flow.read(n, from: .upstream, now: now)
+                    meter?.bytesFromUpstream.add(n, ordering: .relaxed)
                     moved = true
                 case .again: upstreamRead?.arm()
                 case .ended:
@@ -237,6 +249,8 @@ public final class Tunnel {
         for w in watches { w.disarm() }
         timer?.cancel()
         upstream.close()
+        if counted { meter?.open.subtract(1, ordering: .relaxed) }
+        counted = false
         let report = TunnelReport(duration: monotonicSeconds() - started, bytesIn: flow.bytesIn, bytesOut: flow.bytesOut,
                                   closedBy: flow.closedBy ?? .shutdown)
         let close = closeClient

@@ -417,8 +417,12 @@ public final class TunnelDial {
         }
         while true {
             guard let sizeLine = line() else { return .needMore }
-            let hex = String(decoding: sizeLine.prefix { $0 != 0x3B && $0 != 0x20 && $0 != 0x09 }, as: UTF8.self)
-            guard let size = Int(hex, radix: 16), size >= 0 else { return .broken("the upstream's chunked framing is broken") }
+            let digits = sizeLine.prefix { $0 != 0x3B && $0 != 0x20 && $0 != 0x09 }
+            // chunk-size = 1*HEXDIG: no sign, and few enough digits that the size fits an Int.
+            guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(Self.isHexDigit),
+                  let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
+                return .broken("the upstream's chunked framing is broken")
+            }
             if size == 0 {
                 // Trailer fields up to the empty line.
                 while true {
@@ -432,6 +436,10 @@ public final class TunnelDial {
             guard b[i] == 0x0D && b[i + 1] == 0x0A else { return .broken("the upstream's chunked framing is broken") }
             i += 2
         }
+    }
+
+    private static func isHexDigit(_ b: UInt8) -> Bool {
+        (0x30...0x39).contains(b) || (0x41...0x46).contains(b) || (0x61...0x66).contains(b)
     }
 
     /// `path` with bytes above 0x7F percent-encoded, as calls' targets are.
