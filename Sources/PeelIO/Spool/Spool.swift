@@ -208,6 +208,18 @@ public final class SpooledBody: Sendable {
         return .success(body(UnsafeBufferPointer(start: map.assumingMemoryBound(to: UInt8.self), count: count)))
     }
 
+    /// Reads up to `buffer.count` bytes from `offset` into `buffer` (a request body sent upstream):
+    /// how many, 0 at the end, -1 when the file cannot be read.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        let want = min(buffer.count, count - offset)
+        guard want > 0, let base = buffer.baseAddress else { return 0 }
+        while true {
+            let n = pread(fd, base, want, off_t(offset))
+            if n < 0 && errno == EINTR { continue }
+            return n
+        }
+    }
+
     /// A copy of `range` of the file (an excerpt, a stored answer); the bytes up to the end when it
     /// ends sooner, none when it cannot be read.
     public func read(_ range: Range<Int>) -> [UInt8] {
