@@ -1,7 +1,8 @@
 import Glibc
 import Synchronization
 
-/// Where buffered upstream answers go once they pass `threshold` bytes (nginx's `proxy_temp_path`):
+/// Where buffered upstream answers go once they pass `threshold` bytes (nginx's `proxy_temp_path`),
+/// and request bodies declaring more (`client_body_temp_path`):
 /// files in `directory`, unlinked as they are created so a killed Peel leaves nothing behind, bounded
 /// by a disk budget (`max_spooled`, with its per-client share) apart from the memory budget.
 public final class Spool: Sendable {
@@ -92,8 +93,8 @@ public struct SpoolError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String { "\(site): \(String(cString: strerror(errno)))" }
 }
 
-/// One answer's bytes as they are written to a spool file, charged to the disk budget as they go;
-/// the transfer that receives the answer owns it. Closes the file and gives the bytes back when
+/// One answer's (or request body's) bytes as they are written to a spool file, charged to the disk
+/// budget as they go; the transfer that receives the answer (or the connection reading the body) owns it. Closes the file and gives the bytes back when
 /// dropped unfinished (a failed or cancelled call).
 final class SpoolWriter {
     private let spool: Spool
