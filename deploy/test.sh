@@ -161,7 +161,7 @@ if command -v kubectl >/dev/null 2>&1; then
   check "kustomize renders the overlay's resources" \
     "ConfigMap ConfigMap Deployment Deployment HorizontalPodAutoscaler NetworkPolicy NetworkPolicy PodDisruptionBudget Secret Service Service" \
     "$(awk '/^kind:/ { print $2 }' "$WORK/rendered-redis.yaml" | sort | tr '\n' ' ' | sed 's/ $//')"
-  check "overlay rules (secret mounted, store URL, envFrom keys, Redis locked down and bounded)" "ok" "$("$PY" - "$WORK/rendered-redis.yaml" <<'PYEOF' 2>&1
+  check "overlay rules (secret mounted, spool kept, store URL, envFrom keys, Redis locked down and bounded)" "ok" "$("$PY" - "$WORK/rendered-redis.yaml" <<'PYEOF' 2>&1
 import re, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 by = {(d["kind"], d["metadata"]["name"].rsplit("-", 1)[0] if d["kind"] == "Secret" else d["metadata"]["name"]): d for d in docs}
@@ -182,6 +182,10 @@ need([v["configMap"]["name"] for v in peel.get("volumes", []) if "configMap" in 
      ("ConfigMap", "peel-routes") in by and
      env.get("PEEL_CONFIG", "").rsplit("/", 1)[0] in [m["mountPath"] for m in peel["containers"][0].get("volumeMounts", [])],
      "the base's config file volume (ConfigMap peel-routes) and mount are kept beside the secret's")
+spool = [v["name"] for v in peel.get("volumes", []) if v.get("emptyDir", {}).get("sizeLimit")]
+need(len(spool) == 1 and env.get("PEEL_SPOOL_DIR") in [m["mountPath"] for m in peel["containers"][0].get("volumeMounts", [])
+                                                      if m["name"] == spool[0]],
+     "the base's spool emptyDir (sizeLimit) and its mount at PEEL_SPOOL_DIR are kept beside the secret's")
 # The overlay's patch adds keys to the ConfigMap envFrom loads: each must be a variable name too.
 bad = sorted(k for k in env if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", k))
 need(not bad, "the ConfigMap peel (envFrom) has only variable names as keys, not %s" % bad)
@@ -212,7 +216,7 @@ else
 fi
 
 # The promises the issue makes about the manifests, read from the files.
-check "manifest rules (probes, preStop, grace period, security, HPA, PDB, NetworkPolicy, config file, envFrom keys)" "ok" "$("$PY" - "$DEPLOY/k8s" <<'PYEOF' 2>&1
+check "manifest rules (probes, preStop, grace period, security, HPA, PDB, NetworkPolicy, config file, envFrom keys, spool emptyDir)" "ok" "$("$PY" - "$DEPLOY/k8s" <<'PYEOF' 2>&1
 import json, os, re, sys, yaml
 d = sys.argv[1]
 # One document of each kind, but ConfigMaps by name: peel (settings) and peel-routes (config file).
@@ -288,6 +292,20 @@ if cfg_mounts:
     names = [i["path"] for i in items if i["key"] == "peel.json"] if items is not None else [k for k in files_cm if k == "peel.json"]
     files = [cfg_mounts[0]["mountPath"].rstrip("/") + "/" + n for n in names]
 need(files == [env.get("PEEL_CONFIG")], "PEEL_CONFIG names the mounted peel.json")
+# Issue 35: big answers are spooled to PEEL_SPOOL_DIR, which the read-only root cannot be: an
+# emptyDir on disk (a tmpfs would count against the memory limit) mounted writable there, whose
+# sizeLimit (past it the kubelet evicts the pod) sits above the disk budget Peel refuses at.
+def quantity(q):
+    m = re.fullmatch(r"(\d+)(Ki|Mi|Gi|KiB|MiB|GiB)?", str(q))
+    return int(m.group(1)) * {None: 1, "Ki": 1024, "Mi": 1 << 20, "Gi": 1 << 30}[m.group(2) and m.group(2)[:2]] if m else None
+spool_vols = {v["name"]: v["emptyDir"] for v in pod.get("volumes", []) if "emptyDir" in v}
+spool_mounts = [m for m in c.get("volumeMounts", []) if m["name"] in spool_vols and m["mountPath"] == env.get("PEEL_SPOOL_DIR")]
+need(len(spool_mounts) == 1 and spool_mounts[0].get("readOnly") is not True, "an emptyDir mounted writable where PEEL_SPOOL_DIR points")
+spool = spool_vols[spool_mounts[0]["name"]] if spool_mounts else {}
+need(spool.get("medium", "") == "" and spool.get("sizeLimit"), "the spool emptyDir is on disk, with a sizeLimit")
+max_spooled = quantity(env.get("PEEL_MAX_SPOOLED", "1073741824"))
+need(quantity(spool.get("sizeLimit", "0")) and max_spooled and 0 < max_spooled < quantity(spool.get("sizeLimit", "0")),
+     "PEEL_MAX_SPOOLED (%s) below the spool's sizeLimit (%s)" % (env.get("PEEL_MAX_SPOOLED"), spool.get("sizeLimit")))
 hpa = docs["HorizontalPodAutoscaler"]
 need(hpa["apiVersion"] == "autoscaling/v2" and hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu", "HPA v2 on cpu")
 need(hpa["spec"]["scaleTargetRef"]["name"] == docs["Deployment"]["metadata"]["name"], "HPA targets the Deployment")
@@ -310,8 +328,8 @@ PYEOF
 # No Compose here, so compose.yaml's promises are read from the file: ports on loopback only, a
 # healthcheck and the same lock-down on every service, Peel waiting for both demo upstreams to be
 # healthy, and Peel's groups and routes in peel.json, mounted read-only where PEEL_CONFIG points.
-check "compose.yaml: loopback ports, healthchecks, lock-down, depends_on service_healthy, peel.json mounted" "ok" "$("$PY" - "$DEPLOY/compose.yaml" <<'PYEOF' 2>&1
-import json, os, sys, yaml
+check "compose.yaml: loopback ports, healthchecks, lock-down, depends_on service_healthy, peel.json mounted, spool tmpfs" "ok" "$("$PY" - "$DEPLOY/compose.yaml" <<'PYEOF' 2>&1
+import json, os, re, sys, yaml
 services = yaml.safe_load(open(sys.argv[1]))["services"]
 problems = []
 for name, svc in services.items():
@@ -344,6 +362,21 @@ for v in peel.get("volumes", []):
         mounts[parts[1]] = (parts[0], len(parts) > 2 and "ro" in parts[2].split(","))
     else:
         mounts[v.get("target")] = (v.get("source"), v.get("read_only") is True)
+# Issue 35: the read-only root cannot hold the spool: a tmpfs or a writable volume where
+# PEEL_SPOOL_DIR points, a tmpfs sized above the disk budget Peel refuses at.
+spool_dir = env.get("PEEL_SPOOL_DIR")
+tmpfs = peel.get("tmpfs") or []
+tmpfs = {t.split(":", 1)[0]: dict(o.split("=", 1) for o in t.split(":", 1)[1].split(",") if "=" in o) if ":" in t else {}
+         for t in ([tmpfs] if isinstance(tmpfs, str) else tmpfs)}
+if not spool_dir:
+    problems.append("peel: no PEEL_SPOOL_DIR")
+elif spool_dir in tmpfs:
+    size = re.fullmatch(r"(\d+)([kmg]?)", tmpfs[spool_dir].get("size", ""))
+    size = int(size.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[size.group(2)] if size else 0
+    if size <= int(env.get("PEEL_MAX_SPOOLED", 1 << 30)):
+        problems.append("peel: the spool tmpfs has no size above PEEL_MAX_SPOOLED")
+elif spool_dir not in mounts or mounts[spool_dir][1]:
+    problems.append("peel: no tmpfs or writable volume where PEEL_SPOOL_DIR points")
 source, ro = mounts.get(env.get("PEEL_CONFIG"), (None, False))
 if source is None:
     problems.append("peel: nothing mounted where PEEL_CONFIG points")

@@ -13,6 +13,9 @@ CURLcode peel_easy_setopt_write_cb(CURL *easy, CURLoption option,
                                    size_t (*cb)(char *, size_t, size_t, void *)) {
     return curl_easy_setopt(easy, option, cb);
 }
+CURLcode peel_easy_setopt_seek_cb(CURL *easy, int (*cb)(void *, curl_off_t, int)) {
+    return curl_easy_setopt(easy, CURLOPT_SEEKFUNCTION, cb);
+}
 CURLcode peel_easy_setopt_close_cb(CURL *easy, int (*cb)(void *, curl_socket_t)) {
     return curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, cb);
 }

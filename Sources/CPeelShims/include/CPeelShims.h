@@ -9,6 +9,7 @@ CURLcode peel_easy_setopt_ptr(CURL *easy, CURLoption option, const void *value);
 CURLcode peel_easy_setopt_off(CURL *easy, CURLoption option, curl_off_t value);
 CURLcode peel_easy_setopt_write_cb(CURL *easy, CURLoption option,
                                    size_t (*cb)(char *, size_t, size_t, void *));
+CURLcode peel_easy_setopt_seek_cb(CURL *easy, int (*cb)(void *, curl_off_t, int));
 CURLcode peel_easy_setopt_close_cb(CURL *easy, int (*cb)(void *, curl_socket_t));
 CURLcode peel_easy_setopt_open_cb(CURL *easy,
                                   curl_socket_t (*cb)(void *, curlsocktype, struct curl_sockaddr *));

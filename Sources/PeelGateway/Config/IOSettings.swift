@@ -25,6 +25,7 @@ struct IOSettings {
 
         var l = ConnectionLimits()
         l.budget = budget
+        l.spool = spool
         l.trustedProxies = config.clients.trustedProxies
         l.maxBody = config.memory.maxBody
         l.idleTimeout = config.clients.timeout

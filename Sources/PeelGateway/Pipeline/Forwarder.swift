@@ -132,6 +132,9 @@ final class Forwarder {
             case .overBudget, .overClientShare:
                 metrics.recordRefusal(refusal == .overBudget ? "max_buffered" : "max_buffered_per_client")
                 answer(call, .serverBusy(refusal.detail))
+            case .overSpoolBudget: refuseSpooling(call, .overSpoolBudget)
+            case .overSpoolClientShare: refuseSpooling(call, .overSpoolClientShare)
+            case .spoolWrite(let e): refuseSpooling(call, .spoolWrite(e.description))
             default:
                 answer(call, .refused(status: refusal.status, tooLarge: refusal.isTooLarge, detail: refusal.detail))
             }

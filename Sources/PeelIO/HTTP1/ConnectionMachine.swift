@@ -21,6 +21,10 @@ public struct ConnectionLimits: Sendable {
     public var lingerTime: Double = 2
     /// The process's body budget (`max_buffered`), shared by every connection; nil: unbounded.
     public var budget: MemoryBudget? = nil
+    /// Where a request body with a declared length past the spool's threshold is written instead
+    /// of memory (`spool_dir`, under `max_spooled`); nil keeps every body in memory. A body that
+    /// arrives whole with its head (at most one head-sized read) stays in memory.
+    public var spool: Spool? = nil
     /// Proxies whose X-Forwarded-For names the client a request body is charged to (`trusted_proxies`).
     public var trustedProxies: [IPNetwork] = []
     /// Creates the defaults.
@@ -45,6 +49,8 @@ struct ParsedRequest {
     let body: Range<Int>
     /// The client asked to keep the connection (RFC 9112 §9.3).
     let keepAlive: Bool
+    /// The body, when it passed the spool's threshold: in this file, and `body` is empty.
+    var spooled: SpooledBody? = nil
 }
 
 /// One client connection's HTTP/1.1 state: head → body → waiting for the answer → writing it →
@@ -111,6 +117,8 @@ struct ConnectionMachine {
     private var headCapacity = 0
     /// Whose share of the budget `reserved` is charged to; found once a body follows a head.
     private var account: String?
+    /// The body's spool file while a body past the spool's threshold arrives; nil for one in memory.
+    private var spoolWriter: SpoolWriter?
     /// The TCP peer's address.
     let peer: String
     /// True once the client's end of input (FIN) was read.
@@ -160,6 +168,13 @@ struct ConnectionMachine {
     /// Free space to read into, grown within what the phase allows (empty: nothing may be read now);
     /// nil when memory for it could not be had.
     mutating func readSpace() -> UnsafeMutableRawBufferPointer? {
+        if phase == .body, let writer = spoolWriter {
+            // A spooled body passes through one window after the head, never more than it still
+            // owes, so no byte of a pipelined request lands in the file.
+            let window = min(Self.spoolWindow, parser.contentLength - writer.count)
+            guard buffer.reserve(total: buffer.count + window) else { return nil }
+            return UnsafeMutableRawBufferPointer(start: buffer.base + buffer.count, count: window)
+        }
         switch phase {
         case .body where !parser.chunked:
             // Grown as the body arrives (doubling, up to the declared length): a peer that declares
@@ -196,6 +211,7 @@ struct ConnectionMachine {
     mutating func received(_ n: Int, now: Double) -> Action {
         if phase == .lingering { return .none }
         buffer.count += n
+        if phase == .body && spoolWriter != nil { return spoolBody(now) }
         switch phase {
         case .idle, .head, .body: return advance(now)
         default: return .none
@@ -404,11 +420,14 @@ struct ConnectionMachine {
     private var hasBufferedRequest: Bool { buffer.count > 0 }
 
     private mutating func closeNow() -> Action {
+        spoolWriter = nil
         phase = .closed
         return .close
     }
 
     private mutating func refuse(_ error: RequestError) -> Action {
+        // A body being spooled is not wanted any more: its file and disk budget go now.
+        spoolWriter = nil
         phase = .waiting
         refusing = true
         closeAfterReply = true
@@ -443,6 +462,9 @@ struct ConnectionMachine {
                 phase = .body
                 since = now
                 headCapacity = buffer.capacity
+                if let spool = limits.spool, spool.threshold > 0, !parser.chunked, parser.contentLength > spool.threshold {
+                    return startSpooling(spool, now)
+                }
                 if let refusal = admitBody() { return refuse(refusal) }
             }
             if parser.chunked { buffer.count = parser.compactChunked(buffer.bytes) }
@@ -472,6 +494,64 @@ struct ConnectionMachine {
             if !only100 || r.valueStart == r.valueEnd { return refuse(.expectationFailed) }
         }
         return bodyPending ? .sendContinue : .none
+    }
+
+    /// Bytes of a spooled body read at a time, between the head and the file.
+    static let spoolWindow = 65_536
+
+    /// At the end of a head declaring a body past the spool's threshold: refuses (503) a length the
+    /// disk budget or this client's share of it has no room for now (nothing is taken, as for
+    /// memory), answers the expectation, and opens the body's file; the bytes read with the head
+    /// go to it at once.
+    private mutating func startSpooling(_ spool: Spool, _ now: Double) -> Action {
+        let client = clientAccount()
+        switch spool.budget.admits(parser.contentLength, client: client) {
+        case .full: return refuse(.overSpoolBudget)
+        case .clientShare: return refuse(.overSpoolClientShare)
+        case nil: break
+        }
+        let expectation = checkExpectation(bodyPending: true)
+        if case .refuse = expectation { return expectation }
+        switch SpoolWriter.open(spool, client: client) {
+        case .failure(let e): return refuse(.spoolWrite(e))
+        case .success(let writer): spoolWriter = writer
+        }
+        let next = spoolBody(now)
+        if case .none = next { return expectation }
+        return next
+    }
+
+    /// Moves the body bytes read after the head into the spool file (charged to the disk budget)
+    /// and dispatches the request once the declared length is in.
+    private mutating func spoolBody(_ now: Double) -> Action {
+        guard let writer = spoolWriter else { return .none }
+        let head = parser.headEnd
+        if buffer.count > head {
+            switch writer.append(UnsafeRawBufferPointer(start: buffer.base + head, count: buffer.count - head)) {
+            case nil: break
+            case .full?: return refuse(.overSpoolBudget)
+            case .clientShare?: return refuse(.overSpoolClientShare)
+            case .write(let e)?: return refuse(.spoolWrite(e))
+            }
+            buffer.count = head
+        }
+        guard writer.count == parser.contentLength else { return .none }
+        spoolWriter = nil
+        let p = parser
+        if droppedBlank > 0 && droppedBlank + p.headEnd > limits.maxHead { return refuse(.headTooLarge) }
+        droppedBlank = 0
+        var request = ParsedRequest(
+            buffer: buffer, method: p.methodRange, target: p.targetRange, minorVersion: p.minorVersion,
+            fields: p.fields, body: head..<head, keepAlive: Self.keepAlive(p, buffer))
+        request.spooled = writer.finish()
+        http10 = p.minorVersion == 0
+        if !request.keepAlive { closeAfterReply = true }
+        // Nothing past the body was read (the window stops at its end): the next request starts empty.
+        buffer = RequestBuffer()
+        parser.reset()
+        phase = .waiting
+        since = now
+        return .dispatch(request)
     }
 
     private mutating func dispatch(_ now: Double) -> Action {

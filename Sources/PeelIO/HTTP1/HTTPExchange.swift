@@ -94,7 +94,11 @@ public final class HTTPExchange {
     }
 
     /// Request body length in bytes (chunked bodies arrive de-chunked).
-    public var bodyCount: Int { request?.body.count ?? 0 }
+    public var bodyCount: Int { request.map { $0.spooled?.count ?? $0.body.count } ?? 0 }
+
+    /// The body when it passed the spool's threshold and waits in a file (sent upstream from it);
+    /// nil when it is in memory (`bodyPointer`).
+    public var spooledBody: SpooledBody? { request?.spooled }
 
     /// A contiguous view of the body, valid while this exchange lives.
     func bodyPointer() -> (UnsafeRawPointer?, Int) {
@@ -104,6 +108,7 @@ public final class HTTPExchange {
 
     /// Copies the body out (for small bodies and tests).
     public func bodyBytes() -> [UInt8] {
+        if let file = spooledBody { return file.read(0..<file.count) }
         let (p, n) = bodyPointer()
         guard let p, n > 0 else { return [] }
         return Array(UnsafeRawBufferPointer(start: p, count: n))

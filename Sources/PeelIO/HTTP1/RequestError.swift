@@ -19,6 +19,12 @@ public enum RequestError: Equatable, Sendable, Error {
     case overBudget
     /// Holding the body would pass this client's share of the budget (`max_buffered_per_client`).
     case overClientShare
+    /// Spooling the body would pass the process's disk budget (`max_spooled`).
+    case overSpoolBudget
+    /// Spooling the body would pass this client's share of the disk budget (`max_spooled_per_client`).
+    case overSpoolClientShare
+    /// The body's spool file could not be created or written (disk full, an I/O error).
+    case spoolWrite(SpoolError)
     /// An HTTP/2 connection preface (`PRI * HTTP/2.0`, RFC 9113 §3.4) on this HTTP/1.1 listener.
     case http2Preface
     /// A TLS handshake record (RFC 8446 §5.1: 0x16, then version 0x03 0x0x) on the plain-HTTP listener.
@@ -34,7 +40,7 @@ public enum RequestError: Equatable, Sendable, Error {
         case .bodyTooLarge: return 413
         case .expectationFailed: return 417
         case .headTimeout, .bodyTimeout: return 408
-        case .overBudget, .overClientShare: return 503
+        case .overBudget, .overClientShare, .overSpoolBudget, .overSpoolClientShare, .spoolWrite: return 503
         // Logged with these; on the wire the first gets an HTTP/2 GOAWAY and the second nothing
         // (see `foreignReply`): neither client would read an HTTP/1.1 answer.
         case .http2Preface: return 505
@@ -54,6 +60,9 @@ public enum RequestError: Equatable, Sendable, Error {
         case .bodyTimeout: return "request body not received in time"
         case .overBudget: return "Peel holds as many request bodies as its memory budget allows; try again shortly"
         case .overClientShare: return "this client already holds its share of Peel's memory budget (max_buffered_per_client); try again shortly"
+        case .overSpoolBudget: return "Peel holds as many spooled request bodies as its disk budget allows (max_spooled); try again shortly"
+        case .overSpoolClientShare: return "this client already holds its share of Peel's disk budget (max_spooled_per_client); try again shortly"
+        case .spoolWrite: return "Peel could not write the request body to its spool; try again shortly"
         case .http2Preface: return "HTTP/2 connection preface on an HTTP/1.1 listener"
         case .tlsHandshake: return "tls handshake on a plain-HTTP listener"
         }

@@ -1,7 +1,8 @@
 import Glibc
 import Synchronization
 
-/// Where buffered upstream answers go once they pass `threshold` bytes (nginx's `proxy_temp_path`):
+/// Where buffered upstream answers go once they pass `threshold` bytes (nginx's `proxy_temp_path`),
+/// and request bodies declaring more (`client_body_temp_path`):
 /// files in `directory`, unlinked as they are created so a killed Peel leaves nothing behind, bounded
 /// by a disk budget (`max_spooled`, with its per-client share) apart from the memory budget.
 public final class Spool: Sendable {
@@ -92,8 +93,8 @@ public struct SpoolError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String { "\(site): \(String(cString: strerror(errno)))" }
 }
 
-/// One answer's bytes as they are written to a spool file, charged to the disk budget as they go;
-/// the transfer that receives the answer owns it. Closes the file and gives the bytes back when
+/// One answer's (or request body's) bytes as they are written to a spool file, charged to the disk
+/// budget as they go; the transfer that receives the answer (or the connection reading the body) owns it. Closes the file and gives the bytes back when
 /// dropped unfinished (a failed or cancelled call).
 final class SpoolWriter {
     private let spool: Spool
@@ -206,6 +207,18 @@ public final class SpooledBody: Sendable {
         }
         defer { munmap(map, count) }
         return .success(body(UnsafeBufferPointer(start: map.assumingMemoryBound(to: UInt8.self), count: count)))
+    }
+
+    /// Reads up to `buffer.count` bytes from `offset` into `buffer` (a request body sent upstream):
+    /// how many, 0 at the end, -1 when the file cannot be read.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        let want = min(buffer.count, count - offset)
+        guard want > 0, let base = buffer.baseAddress else { return 0 }
+        while true {
+            let n = pread(fd, base, want, off_t(offset))
+            if n < 0 && errno == EINTR { continue }
+            return n
+        }
     }
 
     /// A copy of `range` of the file (an excerpt, a stored answer); the bytes up to the end when it

@@ -158,6 +158,22 @@ final class EasyHandle {
             return t.mayBeSent() ? Int32(CURL_PREREQFUNC_OK) : Int32(CURL_PREREQFUNC_ABORT)
         }
         try curlCheck(prereqCB, setoptSite(CURLOPT_PREREQFUNCTION))
+        // CURLOPT_READFUNCTION: a spooled request body, read from its file (a body in memory goes
+        // as CURLOPT_POSTFIELDS and never gets here).
+        let readCB = peel_easy_setopt_write_cb(easy, CURLOPT_READFUNCTION) { data, size, count, userdata in
+            guard let userdata, let data else { return 0x1000_0000 }  // CURL_READFUNC_ABORT
+            let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata).takeUnretainedValue()
+            return t.readRequestBody(into: UnsafeMutableRawBufferPointer(start: data, count: size * count))
+        }
+        try curlCheck(readCB, setoptSite(CURLOPT_READFUNCTION))
+        // CURLOPT_SEEKFUNCTION: curl rewinds the body to send it again (a reused connection that
+        // turned out dead, a redirect or an authentication round).
+        let seekCB = peel_easy_setopt_seek_cb(easy) { userdata, offset, origin in
+            guard let userdata else { return 2 }  // CURL_SEEKFUNC_CANTSEEK
+            let t = Unmanaged<UpstreamTransfer>.fromOpaque(userdata).takeUnretainedValue()
+            return t.seekRequestBody(to: Int(offset), origin: origin) ? 0 : 2
+        }
+        try curlCheck(seekCB, setoptSite(CURLOPT_SEEKFUNCTION))
         self.client = client
         let openCB = peel_easy_setopt_open_cb(easy) { handlep, purpose, address in
             guard let address else { return -1 }

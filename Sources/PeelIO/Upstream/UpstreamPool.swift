@@ -114,6 +114,11 @@ extension UpstreamClient {
         case .exchange(let ex):
             (bodyPtr, bodyLen) = ex.bodyPointer()
             t.requestBodyOwner = ex
+            if let file = ex.spooledBody {
+                t.requestFile = file
+                t.requestFileOffset = 0
+                bodyLen = file.count
+            }
         case .bytes(let b):
             t.ownedRequestBody = b
             bodyLen = b.count
@@ -126,8 +131,15 @@ extension UpstreamClient {
         } else if request.sentAsPost {
             try h.set(CURLOPT_POST, 1)
             try h.set(CURLOPT_POSTFIELDSIZE_LARGE, offset: curl_off_t(bodyLen))
-            // POSTFIELDS must not be NULL or curl would read the body from stdin-like callbacks.
-            try h.set(CURLOPT_POSTFIELDS, bodyPtr ?? UnsafeRawPointer(emptyBody))
+            if t.requestFile != nil {
+                // No POSTFIELDS: curl reads the spooled body through the read callback.
+                try h.set(CURLOPT_POSTFIELDS, nil as UnsafeRawPointer?)
+                try h.set(CURLOPT_READDATA, UnsafeRawPointer(ptr))
+                try h.set(CURLOPT_SEEKDATA, UnsafeRawPointer(ptr))
+            } else {
+                // POSTFIELDS must not be NULL or curl would read the body from the read callback.
+                try h.set(CURLOPT_POSTFIELDS, bodyPtr ?? UnsafeRawPointer(emptyBody))
+            }
             try h.set(CURLOPT_CUSTOMREQUEST, request.methodToken == .post ? nil : request.method)
         } else {
             try h.set(CURLOPT_HTTPGET, 1)
@@ -188,6 +200,7 @@ extension UpstreamClient {
         h.headers.reset()
         t.requestBodyOwner = nil
         t.ownedRequestBody = []
+        t.requestFile = nil
         Unmanaged.passUnretained(t).release()
         // A handle curl still holds is let go, neither pooled (adding it again would fail) nor
         // cleaned up (the multi would keep a dangling pointer); only a recursive API call gets here.
@@ -206,6 +219,8 @@ extension UpstreamClient {
             try h.set(CURLOPT_WRITEDATA, nil)
             try h.set(CURLOPT_HEADERDATA, nil)
             try h.set(CURLOPT_PREREQDATA, nil)
+            try h.set(CURLOPT_READDATA, nil)
+            try h.set(CURLOPT_SEEKDATA, nil)
             if h.decodingOff {
                 try h.set(CURLOPT_HTTP_CONTENT_DECODING, 1)
                 h.decodingOff = false

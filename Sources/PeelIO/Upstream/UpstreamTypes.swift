@@ -286,6 +286,10 @@ public final class UpstreamTransfer {
     var ownedRequestBody: [UInt8] = []
     /// Keeps the exchange whose body curl reads in place alive until the transfer ends.
     var requestBodyOwner: HTTPExchange?
+    /// A request body spooled to a file, read by curl's read callback from `requestFileOffset`.
+    var requestFile: SpooledBody?
+    /// The next byte of `requestFile` curl reads.
+    var requestFileOffset = 0
     /// Where the transfer is, and why a callback stopped it: one value, read by `classify`.
     var state = TransferState.awaitingHead
     /// The request method, as sent.
