@@ -78,9 +78,16 @@ final class SpoolTestDirectory {
     init() throws {
         var template = Array(((getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/peel-spool-test-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw XCTSkip("mkdtemp failed: \(String(cString: strerror(errno)))")
+            // A scratch directory the tests cannot make is a failure of the run, not a reason to pass.
+            throw Unmade(reason: String(cString: strerror(errno)))
         }
         path = String(cString: made)
+    }
+
+    /// Why the scratch directory could not be made.
+    struct Unmade: Error, CustomStringConvertible {
+        let reason: String
+        var description: String { "mkdtemp failed: \(reason)" }
     }
 
     deinit { rmdir(path) }

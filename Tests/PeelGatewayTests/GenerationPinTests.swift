@@ -90,11 +90,7 @@ final class GenerationPinTests: XCTestCase {
         c.listeners.workers = 2
         c.logs.access = false
         c.probe.path = "/probe"
-        c.probe.interval = 0.1
-        c.probe.timeout = 0.3
-        c.calls.connectTimeout = 0.3
-        c.probe.fall = 2
-        c.probe.rise = 1
+        c.probeQuickly()
         c.compression.codings = [.gzip, .br]
         c.compression.minSize = 1
         c.offline.capacity = 1 << 20

@@ -106,3 +106,15 @@ func sendRequest(_ h: RawHarness, _ method: String, _ path: String, _ fields: [(
     try c.send(head + "\r\n" + body)
     return try c.readResponse(head: method == "HEAD")
 }
+
+extension GatewayConfig {
+    /// Probes that notice an upstream going away within about half a second: every 0.1 s, 0.3 s
+    /// each and to connect, offline after 2 failures, back after 1 success.
+    mutating func probeQuickly() {
+        probe.interval = 0.1
+        probe.timeout = 0.3
+        calls.connectTimeout = 0.3
+        probe.fall = 2
+        probe.rise = 1
+    }
+}

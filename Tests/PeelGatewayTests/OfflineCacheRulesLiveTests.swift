@@ -14,11 +14,7 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
     private func harness(_ configure: @escaping (inout GatewayConfig) -> Void = { _ in }) throws -> RawHarness {
         try RawHarness(configure: { c in
             c.offline.capacity = 1 << 20
-            c.probe.interval = 0.1
-            c.probe.timeout = 0.3
-            c.calls.connectTimeout = 0.3
-            c.probe.fall = 2
-            c.probe.rise = 1
+            c.probeQuickly()
             configure(&c)
         }) { r in
             let value = Self.value
@@ -163,11 +159,7 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
         let version = Locked(1)
         let h = try RawHarness(configure: { c in
             c.offline.capacity = 1 << 20
-            c.probe.interval = 0.1
-            c.probe.timeout = 0.3
-            c.calls.connectTimeout = 0.3
-            c.probe.fall = 2
-            c.probe.rise = 1
+            c.probeQuickly()
         }) { r in
             if r.path == "/me" && r.method == "PUT" {
                 version.withLock { $0 = 2 }
@@ -192,11 +184,7 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
     func testAStale304_carriesTheValidatorsAFreshAnswerWould() throws {
         let h = try RawHarness(configure: { c in
             c.offline.capacity = 1 << 20
-            c.probe.interval = 0.1
-            c.probe.timeout = 0.3
-            c.calls.connectTimeout = 0.3
-            c.probe.fall = 2
-            c.probe.rise = 1
+            c.probeQuickly()
         }) { _ in
             let items = (0..<300).map { "{\"n\":\($0),\"name\":\"item\"}" }.joined(separator: ",")
             return .send(RawUpstream.envelope("[\(items)]", fields: ["Cache-Control: public", "ETag: \"v1\""]))
@@ -223,11 +211,7 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
         let h = try RawHarness(configure: { c in
             c.offline.capacity = 1 << 20
             c.offline.keyFields = ["x-token"]
-            c.probe.interval = 0.1
-            c.probe.timeout = 0.3
-            c.calls.connectTimeout = 0.3
-            c.probe.fall = 2
-            c.probe.rise = 1
+            c.probeQuickly()
         }) { r in
             let cookies = r.headers.filter { $0.0.lowercased() == "cookie" }.map { $0.1 }.joined(separator: "; ")
             return .send(RawUpstream.envelope("\"\(cookies)\"", fields: ["Cache-Control: public, max-age=0", "Vary: Cookie"]))
@@ -301,11 +285,7 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
         let down = Locked(false)
         let h = try RawHarness(configure: { c in
             c.offline.capacity = 1 << 20
-            c.probe.interval = 0.1
-            c.probe.timeout = 0.3
-            c.calls.connectTimeout = 0.3
-            c.probe.fall = 2
-            c.probe.rise = 1
+            c.probeQuickly()
         }) { r in
             if down.withLock({ $0 }) { return .close }
             // Marked public, so that the cookie is what keeps /login out (issue 17: an anonymous answer
@@ -342,11 +322,7 @@ final class OfflineCacheRulesLiveTests: XCTestCase {
         let h = try RawHarness(configure: { c in
             c.offline.capacity = 1 << 20
             c.cors.origins = ["https://app.example"]
-            c.probe.interval = 0.1
-            c.probe.timeout = 0.3
-            c.calls.connectTimeout = 0.3
-            c.probe.fall = 2
-            c.probe.rise = 1
+            c.probeQuickly()
         }) { _ in
             if down.withLock({ $0 }) { return .close }
             return .send(RawUpstream.envelope("{\"plain\":1}", fields: ["Access-Control-Allow-Origin: *",

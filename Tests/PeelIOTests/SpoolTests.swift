@@ -130,7 +130,8 @@ final class SpoolTests: XCTestCase {
     func testWriteOnAFullDevice_failsTheWrite_andTakesNothing() throws {
         let s = spool()
         let fd = open("/dev/full", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw XCTSkip("no /dev/full") }
+        XCTAssertGreaterThanOrEqual(fd, 0, "/dev/full (Linux's always-full device) could not be opened")
+        guard fd >= 0 else { return }
         let writer = SpoolWriter.adopting(fd, spool: s, client: "192.0.2.7")
         let failure = bytes(4096).withUnsafeBytes { writer.append($0) }
         guard case .write(let e) = failure else { return XCTFail("expected a write failure, got \(String(describing: failure))") }
@@ -171,9 +172,16 @@ final class SpoolTestDirectory {
     init() throws {
         var template = Array(((getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/peel-spool-test-XXXXXX").utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw XCTSkip("mkdtemp failed: \(String(cString: strerror(errno)))")
+            // A scratch directory the tests cannot make is a failure of the run, not a reason to pass.
+            throw Unmade(reason: String(cString: strerror(errno)))
         }
         path = String(cString: made)
+    }
+
+    /// Why the scratch directory could not be made.
+    struct Unmade: Error, CustomStringConvertible {
+        let reason: String
+        var description: String { "mkdtemp failed: \(reason)" }
     }
 
     deinit {
