@@ -36,9 +36,9 @@ check "openapi-python-client generates a client from Peel's document" "yes" "$([
 if "$PY" "$HERE/openapi/generated_client.py" "$WORK/gen" "http://127.0.0.1:$GW"; then pass=$((pass+1)); else fail=$((fail+1)); fi
 # Every answer schemathesis provokes (generated and invalid input) must be declared by Peel's
 # document: status, media type, headers and schema; 5xx only as declared.
-timeout 300 "$VENV/bin/schemathesis" run "$WORK/peel.json" --url "http://127.0.0.1:$GW" --max-examples 30 --seed 1 \
+(cd "$WORK" && exec timeout 300 "$VENV/bin/schemathesis" run "$WORK/peel.json" --url "http://127.0.0.1:$GW" --max-examples 30 --seed 1 \
   --checks status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
-  >"$WORK/schemathesis.log" 2>&1
+  >"$WORK/schemathesis.log" 2>&1)
 rc=$?
 grep -E "generated, |passed|failed" "$WORK/schemathesis.log" | tail -3
 check "schemathesis: every answer of a live Peel conforms to Peel's document" "0" "$rc"
