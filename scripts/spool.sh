@@ -73,6 +73,20 @@ check "... each arriving whole at the upstream (length and checksum)" 50 \
   "$(grep -l "\"body_length\":9000000,\"body_fnv1a\":\"$sum\"" "$WORK"/up[0-9]* | wc -l)"
 check_le "... peak resident memory (VmHWM, KiB) under 96 MiB" 98303 "$(hwm_kb $PEEL_PID)"
 check "... spooled bytes back to 0" 0 "$(metric peel_spooled_bytes)"
+# 1c. The same uploads sent chunked (no length known at the head): each goes to its file once its
+# de-chunked bytes pass the threshold, and is sent upstream with the length counted there.
+start_peel chunked --spool-dir "$WORK/spool"
+cpids=()
+for i in $(seq 1 50); do
+  timeout 120 curl -s -X PUT -H 'Transfer-Encoding: chunked' --data-binary @"$WORK/upload.bin" -o "$WORK/ch$i" \
+    -w '%{http_code}\n' "http://127.0.0.1:$GW/api/echo?body=none" >"$WORK/chcode$i" & cpids+=($!)
+done
+wait "${cpids[@]}"
+check "fifty concurrent chunked 9 MB uploads from one address, all 200" 50 "$(cat "$WORK"/chcode* | grep -c '^200$')"
+check "... each arriving whole at the upstream (length and checksum)" 50 \
+  "$(grep -l "\"body_length\":9000000,\"body_fnv1a\":\"$sum\"" "$WORK"/ch[0-9]* | wc -l)"
+check_le "... peak resident memory (VmHWM, KiB) under 96 MiB" 98303 "$(hwm_kb $PEEL_PID)"
+check "... spooled bytes back to 0" 0 "$(metric peel_spooled_bytes)"
 # A group whose first endpoint refuses connections: two PUTs, so one of them is tried there first
 # and fails over; both reach the demo with every byte, read again from the start of the file.
 DEAD=$(free_port)

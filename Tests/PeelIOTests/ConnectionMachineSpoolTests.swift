@@ -63,7 +63,8 @@ final class ConnectionMachineSpoolTests: XCTestCase {
         var m = machine(s, memory: memory)
         let b = body(1 << 20)
         guard case .dispatch(let r)? = deliver(put(b), to: &m, step: 50_000).first else { return XCTFail("not dispatched") }
-        XCTAssertEqual(memory.bytes, 0)
+        // Only the read window the body passes through is memory, charged as such.
+        XCTAssertEqual(memory.bytes, ConnectionMachine.spoolWindow)
         XCTAssertEqual(try XCTUnwrap(r.spooled).read(0..<(1 << 20)), b)
         XCTAssertLessThanOrEqual(r.buffer.capacity, 4096 + ConnectionMachine.spoolWindow)
     }
@@ -114,6 +115,89 @@ final class ConnectionMachineSpoolTests: XCTestCase {
         XCTAssertEqual(s.files, 1)
         guard case .refuse(.bodyTimeout) = m.timerFired(now: 61) else { return XCTFail("no 408") }
         XCTAssertEqual(s.bytes, 0)
+        XCTAssertEqual(s.files, 0)
+    }
+
+    // MARK: chunked bodies
+
+    /// `body` in chunks of `size` bytes, with an extension and a trailer to skip.
+    private func chunkedPut(_ body: [UInt8], size: Int, extra: String = "") -> [UInt8] {
+        var out = Array("PUT /u HTTP/1.1\r\nHost: x\r\n\(extra)Transfer-Encoding: chunked\r\n\r\n".utf8)
+        var i = 0
+        while i < body.count {
+            let n = min(size, body.count - i)
+            out += Array((String(n, radix: 16) + ";ext=1\r\n").utf8) + body[i..<(i + n)] + Array("\r\n".utf8)
+            i += n
+        }
+        return out + Array("0\r\nX-Trailer: t\r\n\r\n".utf8)
+    }
+
+    func testChunkedBody_pastTheThreshold_goesToAFile_exactly_andTheBufferStaysSmall() throws {
+        let s = spool(threshold: 1024)
+        let memory = MemoryBudget(limit: 1 << 20, perClient: 1 << 20)
+        var m = machine(s, memory: memory)
+        let b = body(1 << 20)
+        var dispatched: ParsedRequest?
+        for a in deliver(chunkedPut(b, size: 10_000), to: &m, step: 7_001) {
+            if case .dispatch(let r) = a { dispatched = r } else { return XCTFail("unexpected \(a)") }
+        }
+        let r = try XCTUnwrap(dispatched)
+        let file = try XCTUnwrap(r.spooled)
+        XCTAssertEqual(file.count, b.count)
+        XCTAssertEqual(file.read(0..<file.count), b)
+        XCTAssertTrue(r.body.isEmpty)
+        XCTAssertEqual(r.buffer.string(r.target), "/u")
+        XCTAssertLessThanOrEqual(r.buffer.capacity, 4096 + 2 * ConnectionMachine.spoolWindow)
+        XCTAssertEqual(s.bytes, b.count)
+        XCTAssertEqual(memory.bytes, ConnectionMachine.spoolWindow)
+    }
+
+    func testChunkedBody_underTheThreshold_staysInMemory() {
+        var m = machine(spool(threshold: 1024))
+        let b = body(1000)
+        guard case .dispatch(let r)? = deliver(chunkedPut(b, size: 100), to: &m, step: 50).first else { return XCTFail("not dispatched") }
+        XCTAssertNil(r.spooled)
+        XCTAssertEqual(Array(r.buffer.slice(r.body)), b)
+    }
+
+    func testPipelinedRequest_afterASpooledChunkedBody_isReadAsTheNextOne() throws {
+        var m = machine(spool(threshold: 64))
+        let b = body(5_000)
+        let actions = deliver(chunkedPut(b, size: 333) + Array("GET /next HTTP/1.1\r\nHost: x\r\n\r\n".utf8), to: &m, step: 900)
+        guard actions.count == 1, case .dispatch(let r) = actions[0] else { return XCTFail("\(actions)") }
+        XCTAssertEqual(try XCTUnwrap(r.spooled).read(0..<b.count), b)
+        _ = m.replyStarted(closing: false, now: 1)
+        guard case .dispatch(let next) = m.replyFinished(now: 2) else { return XCTFail("the pipelined GET was lost") }
+        XCTAssertEqual(next.buffer.string(next.target), "/next")
+    }
+
+    func testChunkedBody_pastTheDiskShare_isRefused_andTheBytesGoBack() {
+        let s = spool(threshold: 64, limit: 1 << 20, perClient: 2_000)
+        var m = machine(s)
+        let actions = deliver(chunkedPut(body(5_000), size: 500), to: &m, step: 700)
+        guard case .refuse(let e)? = actions.first else { return XCTFail("not refused: \(actions)") }
+        XCTAssertEqual(e, .overSpoolClientShare)
+        XCTAssertEqual(s.bytes, 0)
+        XCTAssertEqual(s.files, 0)
+    }
+
+    func testChunkedBody_pastMaxBody_isRefused413_evenWhenSpooled() {
+        var l = ConnectionLimits()
+        l.spool = spool(threshold: 64)
+        l.maxBody = 3_000
+        var m = ConnectionMachine(limits: l, peer: "192.0.2.7", now: 0)
+        let actions = deliver(chunkedPut(body(5_000), size: 500), to: &m, step: 700)
+        guard case .refuse(let e)? = actions.first else { return XCTFail("not refused: \(actions)") }
+        XCTAssertEqual(e, .bodyTooLarge)
+        XCTAssertEqual(l.spool?.bytes, 0)
+    }
+
+    func testChunkedBody_whenTheFileCannotBeWritten_isRefused503() throws {
+        // A directory that is gone: the file cannot be created when the body passes the threshold.
+        let s = Spool(directory: "/nonexistent-peel-spool", threshold: 64, limit: 1 << 20, perClient: 1 << 20)
+        var m = machine(s)
+        let actions = deliver(chunkedPut(body(5_000), size: 500), to: &m, step: 700)
+        guard case .refuse(.spoolWrite)? = actions.first else { return XCTFail("not refused: \(actions)") }
         XCTAssertEqual(s.files, 0)
     }
 }

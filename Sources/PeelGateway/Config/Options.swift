@@ -118,7 +118,7 @@ extension ConfigLoader {
             guard !dir.isEmpty else { throw ConfigError(option: o, problem: "must name a directory") }
             c.spooling.directory = dir
         },
-        OptionSpec(name: "spool-threshold", help: "a buffered upstream answer past this many bytes, or a request body declaring more, goes to a file in spool_dir instead of memory; 0 keeps every body in memory", value: "BYTES",
+        OptionSpec(name: "spool-threshold", help: "a buffered upstream answer past this many bytes, or a request body declaring (or de-chunked to) more, goes to a file in spool_dir instead of memory; 0 keeps every body in memory", value: "BYTES",
                    show: { c in "\(c.spooling.threshold)" }) { c, v, o throws(ConfigError) in
             c.spooling.threshold = try byteSize(v, o)
         },

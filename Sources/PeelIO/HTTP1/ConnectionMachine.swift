@@ -46,7 +46,7 @@ struct ParsedRequest {
     let target: Range<Int>
     let minorVersion: Int
     let fields: [HTTP1Parser.FieldRange]
-    let body: Range<Int>
+    var body: Range<Int>
     /// The client asked to keep the connection (RFC 9112 §9.3).
     let keepAlive: Bool
     /// The body, when it passed the spool's threshold: in this file, and `body` is empty.
@@ -169,9 +169,10 @@ struct ConnectionMachine {
     /// nil when memory for it could not be had.
     mutating func readSpace() -> UnsafeMutableRawBufferPointer? {
         if phase == .body, let writer = spoolWriter {
-            // A spooled body passes through one window after the head, never more than it still
-            // owes, so no byte of a pipelined request lands in the file.
-            let window = min(Self.spoolWindow, parser.contentLength - writer.count)
+            // A spooled body passes through one window after the head, never more than a declared
+            // length still owes, so no byte of a pipelined request lands in the file (a chunked
+            // body's end is found by parsing: what follows it stays in the buffer).
+            let window = parser.chunked ? Self.spoolWindow : min(Self.spoolWindow, parser.contentLength - writer.count)
             guard buffer.reserve(total: buffer.count + window) else { return nil }
             return UnsafeMutableRawBufferPointer(start: buffer.base + buffer.count, count: window)
         }
@@ -211,7 +212,7 @@ struct ConnectionMachine {
     mutating func received(_ n: Int, now: Double) -> Action {
         if phase == .lingering { return .none }
         buffer.count += n
-        if phase == .body && spoolWriter != nil { return spoolBody(now) }
+        if phase == .body && spoolWriter != nil && !parser.chunked { return spoolBody(now) }
         switch phase {
         case .idle, .head, .body: return advance(now)
         default: return .none
@@ -467,11 +468,21 @@ struct ConnectionMachine {
                 }
                 if let refusal = admitBody() { return refuse(refusal) }
             }
-            if parser.chunked { buffer.count = parser.compactChunked(buffer.bytes) }
+            if parser.chunked {
+                buffer.count = parser.compactChunked(buffer.bytes)
+                if spoolWriter == nil, let spool = limits.spool, spool.threshold > 0, parser.bodyReceived > spool.threshold,
+                   let refusal = startSpoolingChunked(spool) {
+                    return refuse(refusal)
+                }
+                if spoolWriter != nil {
+                    if let refusal = moveChunkedBody() { return refuse(refusal) }
+                    return checkExpectation(bodyPending: true)
+                }
+            }
             if let refusal = chargeBody() { return refuse(refusal) }
             return checkExpectation(bodyPending: true)
         case .complete:
-            if parser.bodyReceived > 0, let refusal = chargeBody() { return refuse(refusal) }
+            if parser.bodyReceived > 0, spoolWriter == nil, let refusal = chargeBody() { return refuse(refusal) }
             if case .refuse(let e) = checkExpectation(bodyPending: false) { return .refuse(e) }
             return dispatch(now)
         }
@@ -512,6 +523,7 @@ struct ConnectionMachine {
         }
         let expectation = checkExpectation(bodyPending: true)
         if case .refuse = expectation { return expectation }
+        if let refusal = chargeSpoolWindow() { return refuse(refusal) }
         switch SpoolWriter.open(spool, client: client) {
         case .failure(let e): return refuse(.spoolWrite(e))
         case .success(let writer): spoolWriter = writer
@@ -527,11 +539,8 @@ struct ConnectionMachine {
         guard let writer = spoolWriter else { return .none }
         let head = parser.headEnd
         if buffer.count > head {
-            switch writer.append(UnsafeRawBufferPointer(start: buffer.base + head, count: buffer.count - head)) {
-            case nil: break
-            case .full?: return refuse(.overSpoolBudget)
-            case .clientShare?: return refuse(.overSpoolClientShare)
-            case .write(let e)?: return refuse(.spoolWrite(e))
+            if let failure = writer.append(UnsafeRawBufferPointer(start: buffer.base + head, count: buffer.count - head)) {
+                return refuse(Self.refusal(failure))
             }
             buffer.count = head
         }
@@ -554,13 +563,71 @@ struct ConnectionMachine {
         return .dispatch(request)
     }
 
+    /// The read window a spooled body passes through is memory like any body's: charged to the
+    /// budget and this client's share until the answer is written.
+    private mutating func chargeSpoolWindow() -> RequestError? {
+        guard let budget = limits.budget else { return nil }
+        if let refusal = Self.refusal(budget.reserve(Self.spoolWindow, client: clientAccount())) { return refusal }
+        reserved = Self.spoolWindow
+        return nil
+    }
+
+    /// A chunked body whose de-chunked bytes passed the spool's threshold goes to a file from here
+    /// on (its length is unknown, so the disk budget is charged as its bytes are written): the bytes
+    /// so far move there, the memory they held goes back, and the buffer shrinks to the head and
+    /// one read window.
+    private mutating func startSpoolingChunked(_ spool: Spool) -> RequestError? {
+        switch SpoolWriter.open(spool, client: clientAccount()) {
+        case .failure(let e): return .spoolWrite(e)
+        case .success(let writer): spoolWriter = writer
+        }
+        if let refusal = moveChunkedBody() { return refusal }
+        releaseBudget()
+        if let refusal = chargeSpoolWindow() { return refusal }
+        let kept = RequestBuffer(capacity: parser.headEnd + Self.spoolWindow)
+        kept.append(UnsafeRawBufferPointer(start: buffer.base, count: buffer.count))
+        buffer = kept
+        return nil
+    }
+
+    /// Appends the de-chunked bytes in the buffer to the body's spool file and cuts the buffer back
+    /// to the head (parsing goes on after it).
+    private mutating func moveChunkedBody() -> RequestError? {
+        guard let writer = spoolWriter else { return nil }
+        let head = parser.headEnd
+        let decoded = parser.bodyEnd - head
+        guard decoded > 0, parser.bodyMovedOut() else { return nil }
+        if let failure = writer.append(UnsafeRawBufferPointer(start: buffer.base + head, count: decoded)) {
+            return Self.refusal(failure)
+        }
+        buffer.count = head
+        return nil
+    }
+
+    private static func refusal(_ failure: SpoolWriter.Failure) -> RequestError {
+        switch failure {
+        case .full: return .overSpoolBudget
+        case .clientShare: return .overSpoolClientShare
+        case .write(let e): return .spoolWrite(e)
+        }
+    }
+
     private mutating func dispatch(_ now: Double) -> Action {
         let p = parser
         if droppedBlank > 0 && droppedBlank + p.headEnd > limits.maxHead { return refuse(.headTooLarge) }
         droppedBlank = 0
-        let request = ParsedRequest(
+        var request = ParsedRequest(
             buffer: buffer, method: p.methodRange, target: p.targetRange, minorVersion: p.minorVersion,
             fields: p.fields, body: p.headEnd..<p.bodyEnd, keepAlive: Self.keepAlive(p, buffer))
+        if let writer = spoolWriter {
+            // A spooled chunked body's last bytes (before its last chunk and trailers) join the file.
+            spoolWriter = nil
+            if let failure = writer.append(UnsafeRawBufferPointer(start: buffer.base + p.headEnd, count: p.bodyEnd - p.headEnd)) {
+                return refuse(Self.refusal(failure))
+            }
+            request.body = p.headEnd..<p.headEnd
+            request.spooled = writer.finish()
+        }
         http10 = p.minorVersion == 0
         if !request.keepAlive { closeAfterReply = true }
         // The bytes after this request (pipelined ones) start the next buffer.

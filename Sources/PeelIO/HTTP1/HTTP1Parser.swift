@@ -109,6 +109,8 @@ struct HTTP1Parser {
     private(set) var bodyEnd = 0
     /// Where the next message starts, once `complete`.
     private(set) var messageEnd = 0
+    /// De-chunked body bytes moved out of the buffer (to a spool file) by `bodyMovedOut`.
+    private(set) var bodyMoved = 0
 
     /// A parser for one message at a time.
     init(limits: Limits = Limits()) {
@@ -137,7 +139,20 @@ struct HTTP1Parser {
     }
 
     /// Bytes of the body received so far (de-chunked).
-    var bodyReceived: Int { headComplete ? (chunked ? bodyEnd - headEnd : max(0, pos - headEnd)) : 0 }
+    var bodyReceived: Int { headComplete ? (chunked ? bodyMoved + bodyEnd - headEnd : max(0, pos - headEnd)) : 0 }
+
+    /// After `compactChunked`, the de-chunked bytes `headEnd..<bodyEnd` were taken out of the buffer
+    /// (into the body's spool file) and the buffer cut back to the head: parsing goes on at
+    /// `headEnd`, and the bytes still count toward `maxBody`. False (and nothing changes) unless
+    /// every byte read so far is parsed and compacted, as `compactChunked` leaves a body in progress.
+    mutating func bodyMovedOut() -> Bool {
+        guard chunked, headComplete, pos == bodyEnd else { return false }
+        if case .done = state { return false }
+        bodyMoved += bodyEnd - headEnd
+        bodyEnd = headEnd
+        pos = headEnd
+        return true
+    }
 
     /// Forgets the message; the next `parse` reads a new one from offset 0 of its buffer.
     mutating func reset() {
@@ -157,6 +172,7 @@ struct HTTP1Parser {
         chunked = false
         bodyEnd = 0
         messageEnd = 0
+        bodyMoved = 0
     }
 
     @inline(__always)
@@ -524,7 +540,7 @@ struct HTTP1Parser {
                 trailerBytes = 0
                 state = .trailerStart
             } else {
-                if bodyEnd - headEnd + chunkSize > limits.maxBody { return .refused(.bodyTooLarge) }
+                if bodyMoved + bodyEnd - headEnd + chunkSize > limits.maxBody { return .refused(.bodyTooLarge) }
                 state = .chunkData(chunkSize)
             }
             return nil
