@@ -21,7 +21,13 @@ enum DemoRoutes {
             let ms = intParameter("ms", in: query, default: 1000, range: 0...600_000)
             return .respondLater(.envelope(data: #"{"slow":true,"ms":\#(ms)}"#), seconds: Double(ms) / 1000)
         case "/api/large":
-            return .respond(.envelope(data: largeData(kib: intParameter("kb", in: query, default: 1024, range: 0...65_536))))
+            return .respond(.envelope(data: largeData(kib: intParameter("kb", in: query, default: 1024, range: 0...65_536)).text))
+        case "/api/table":
+            // RuoYi's TableDataInfo: the page's rows and total beside its own code and msg (the
+            // `ruoyi` dialect answers `{"total":…,"rows":[…]}`).
+            let (rows, count) = largeData(kib: intParameter("kb", in: query, default: 1024, range: 0...65_536))
+            return .respond(.text(#"{"total":\#(count),"rows":\#(rows),"code":200,"msg":"查询成功"}"#, status: 200,
+                                  contentType: "application/json"))
         default:
             return .respond(.envelope(code: 404, message: "no such endpoint", data: "null", status: 404))
         }
@@ -115,8 +121,8 @@ enum DemoRoutes {
         return .envelope(data: data)
     }
 
-    /// An array of objects of about `kib` KiB.
-    private static func largeData(kib: Int) -> String {
+    /// An array of objects of about `kib` KiB, and how many.
+    private static func largeData(kib: Int) -> (text: String, count: Int) {
         let target = kib * 1024
         var out = "["
         out.reserveCapacity(target + 128)
@@ -126,7 +132,7 @@ enum DemoRoutes {
             out += #"{"id":\#(i),"name":"user \#(i)","email":"user\#(i)@example.com","score":\#(i % 100).5,"active":\#(i % 2 == 0)}"#
             i += 1
         }
-        return out + "]"
+        return (out + "]", i)
     }
 
     /// The faults: each breaks HTTP in one precise way.

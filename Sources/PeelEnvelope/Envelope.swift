@@ -66,7 +66,35 @@ enum Payload: Equatable {
     /// These bytes of the body, verbatim.
     case range(Range<Int>)
     /// The rest of an object, each member's bytes verbatim.
-    case built([UInt8])
+    case rest(RestOfObject)
+}
+
+/// The rest of an envelope object once the envelope's own members are cut out: `{`, then `runs`
+/// (ranges of the body, each one or more whole members with their separators, no comma or
+/// whitespace at either end) joined by `,`, then `}`.
+public struct RestOfObject: Sendable, Equatable {
+    /// The body's ranges that are kept, in order.
+    public let runs: [Range<Int>]
+
+    /// Bytes of the answer: the runs, the braces and a comma between runs.
+    public var count: Int {
+        var n = 2 + runs.count - 1
+        for r in runs { n += r.count }
+        return n
+    }
+
+    /// The answer's bytes, copied from `body` (the buffer the runs were read from).
+    public func bytes(in body: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(count)
+        out.append(UInt8(ascii: "{"))
+        for (i, r) in runs.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: body[r]))
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
 }
 
 /// What an envelope says under a dialect.

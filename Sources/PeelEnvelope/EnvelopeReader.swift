@@ -184,23 +184,20 @@ struct EnvelopeReader {
         }
         if cuts.isEmpty { return members.pointee.count == 0 ? .none : .range(object) }
         cuts.sort { $0.lowerBound < $1.lowerBound }
-        var out: [UInt8] = []
-        out.reserveCapacity(object.count)
-        out.append(UInt8(ascii: "{"))
+        var runs: [Range<Int>] = []
         var cursor = object.lowerBound &+ 1
         for cut in cuts {
-            append(cursor..<cut.lowerBound, to: &out)
+            if let run = trimmed(cursor..<cut.lowerBound) { runs.append(run) }
             cursor = cut.upperBound
         }
-        append(cursor..<(object.upperBound &- 1), to: &out)
-        if out.count == 1 { return .none }
-        out.append(UInt8(ascii: "}"))
-        return .built(out)
+        if let run = trimmed(cursor..<(object.upperBound &- 1)) { runs.append(run) }
+        return runs.isEmpty ? .none : .rest(RestOfObject(runs: runs))
     }
 
     /// Appends the members between two envelope members: the run without the separators that
     /// joined it to them, after a comma when something came before.
-    private func append(_ run: Range<Int>, to out: inout [UInt8]) {
+    /// `run` without the whitespace and the comma at either end; nil when nothing else is left.
+    private func trimmed(_ run: Range<Int>) -> Range<Int>? {
         var a = run.lowerBound
         var b = run.upperBound
         a = ScanCore.skipWhitespace(base, b, a)
@@ -210,8 +207,6 @@ struct EnvelopeReader {
             b &-= 1
             while b > a && base[b &- 1] <= 0x20 { b &-= 1 }
         }
-        guard a < b else { return }
-        if out.count > 1 { out.append(UInt8(ascii: ",")) }
-        out.append(contentsOf: UnsafeBufferPointer(start: base + a, count: b &- a))
+        return a < b ? a..<b : nil
     }
 }

@@ -11,8 +11,10 @@ public func judge(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, co
 /// `judge`, plus the code the upstream sent (nil when there was none), for the access log.
 /// `passesThrough` is `passesUnjudged`'s answer when the caller already has it (decided when the
 /// head arrived), so the passthrough rules are not matched twice per answer.
+/// `restAsRuns` asks for a rest-of-object success as `unwrapRuns` (the body's ranges) instead of
+/// `unwrapRest` (a copy), for a body sent from a file.
 public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig,
-                          passesThrough known: Bool? = nil) -> (verdict: Verdict, upstreamCode: EnvelopeCode?)
+                          passesThrough known: Bool? = nil, restAsRuns: Bool = false) -> (verdict: Verdict, upstreamCode: EnvelopeCode?)
 {
     if known ?? passesThrough(answer, config) { return (.passthrough, nil) }
     let status = answer.status
@@ -41,7 +43,8 @@ public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UI
         // No payload means nothing to send: 204 whatever 2xx the upstream used (RFC 9110 §15.3.5).
         case .none: return (.unwrap(status: 204, data: nil), envelope.code)
         case .range(let r): return (.unwrap(status: status, data: r), envelope.code)
-        case .built(let bytes): return (.unwrapRest(status: status, body: bytes), envelope.code)
+        case .rest(let rest) where restAsRuns: return (.unwrapRuns(status: status, rest: rest), envelope.code)
+        case .rest(let rest): return (.unwrapRest(status: status, body: rest.bytes(in: body)), envelope.code)
         }
     case .failure, .error:
         let (errors, omitted) = fieldErrors(envelope, body, compiled.dialect)

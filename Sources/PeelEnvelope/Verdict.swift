@@ -31,6 +31,9 @@ public enum Verdict: Sendable, Equatable {
     case unwrap(status: Int, data: Range<Int>?)
     /// Answer `status` with these bytes: the rest of the envelope object, each member verbatim.
     case unwrapRest(status: Int, body: [UInt8])
+    /// `unwrapRest` as the body's byte ranges it is made of, for a caller that sends them from where
+    /// the body lies (a spool file) instead of copying them: a judge asked for `RestOfObject`s.
+    case unwrapRuns(status: Int, rest: RestOfObject)
     /// Send the upstream's status, headers and body as they are.
     case passthrough
     /// Answer with this problem document.

@@ -31,6 +31,18 @@ final class SpooledJudgeTests: XCTestCase {
                     let spooled = try file.withBytes { judgeWithCode(answer, body: $0, config: config) }.get()
                     XCTAssertEqual(spooled.verdict, inMemory.verdict)
                     XCTAssertEqual(spooled.upstreamCode, inMemory.upstreamCode)
+                    // Asked for runs (as the gateway asks for a spooled body), a rest-of-object is
+                    // the same bytes read from the file, and every other verdict is unchanged.
+                    let runs = try file.withBytes { judgeWithCode(answer, body: $0, config: config, restAsRuns: true) }.get()
+                    XCTAssertEqual(runs.upstreamCode, inMemory.upstreamCode)
+                    if case .unwrapRest(let s, let built) = inMemory.verdict {
+                        guard case .unwrapRuns(s, let rest) = runs.verdict else { return XCTFail("\(runs.verdict)") }
+                        XCTAssertEqual(rest.count, built.count)
+                        XCTAssertEqual(try file.withBytes { rest.bytes(in: $0) }.get(), built)
+                        XCTAssertEqual(Self.fromFile(rest, file), built)
+                    } else {
+                        XCTAssertEqual(runs.verdict, inMemory.verdict)
+                    }
                     verdicts.insert(Self.kind(inMemory.verdict))
                     compared += 1
                 }
@@ -61,10 +73,17 @@ final class SpooledJudgeTests: XCTestCase {
         return out
     }
 
+    /// The answer a rest-of-object makes when each run is read from the file on its own (as the
+    /// connection sends them, with sendfile).
+    static func fromFile(_ rest: RestOfObject, _ file: SpooledBody) -> [UInt8] {
+        [UInt8(ascii: "{")] + Array(rest.runs.map { file.read($0) }.joined(separator: [UInt8(ascii: ",")])) + [UInt8(ascii: "}")]
+    }
+
     static func kind(_ v: Verdict) -> String {
         switch v {
         case .unwrap: return "unwrap"
         case .unwrapRest: return "unwrapRest"
+        case .unwrapRuns: return "unwrapRuns"
         case .passthrough: return "passthrough"
         case .problem: return "problem"
         }

@@ -31,15 +31,24 @@ extension Forwarder {
     /// Keeps a successful unwrapped GET answer for while offline, when RFC 9111 and the key rules
     /// allow (OfflineCache.store): the upstream's fields, Peel's Content-Type and the body.
     func store(_ key: OfflineCacheKey, _ call: Call, status: Int, _ response: UpstreamResponse, range: Range<Int>?,
-                       built: [UInt8]? = nil) {
+                       built: [UInt8]? = nil, rest: RestOfObject? = nil) {
         // Too large for the whole cache (or a shared-store value): not worth the copy, and the older
         // answer must go.
-        if (built?.count ?? range?.count ?? 0) > cache.maxBody {
+        if (built?.count ?? rest?.count ?? range?.count ?? 0) > cache.maxBody {
             return cache.answeredUnstored(key: key, status: status, request: call.plan.cacheRequest)
         }
-        let body = built ?? range.map { response.spooled?.read($0) ?? Array(response.body[$0]) } ?? []
+        let body: [UInt8]
+        if let rest {
+            // The rest of a spooled object, read from its file.
+            guard let file = response.spooled, case .success(let bytes) = file.withBytes({ rest.bytes(in: $0) }) else {
+                return cache.answeredUnstored(key: key, status: status, request: call.plan.cacheRequest)
+            }
+            body = bytes
+        } else {
+            body = built ?? range.map { response.spooled?.read($0) ?? Array(response.body[$0]) } ?? []
+        }
         let ex = call.exchange
-        let hasBody = built != nil || range != nil
+        let hasBody = built != nil || rest != nil || range != nil
         cache.store(key: key, request: call.plan.cacheRequest, hasAuthorization: call.plan.hasAuthorization, requestField: { Self.requestValue(ex, $0) },
                     status: status, fields: response.headers, contentType: hasBody ? "application/json" : nil, body: body,
                     terms: call.route.generation.cacheTerms)

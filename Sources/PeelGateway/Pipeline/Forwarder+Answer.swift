@@ -50,8 +50,10 @@ extension Forwarder {
             let answer = call.head?.answer ?? judgedAnswer(call, response.facts)
             let judged: (verdict: Verdict, upstreamCode: EnvelopeCode?)
             if let file = response.spooled {
-                // The same judge over the file's bytes, mapped only while it runs.
-                switch file.withBytes({ judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.head?.passesUnjudged) }) {
+                // The same judge over the file's bytes, mapped only while it runs; the rest of an
+                // object comes back as the file's ranges, sent from it.
+                switch file.withBytes({ judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.head?.passesUnjudged,
+                                                      restAsRuns: true) }) {
                 case .success(let j): judged = (j.verdict, j.upstreamCode)
                 case .failure(let e): return refuseSpooling(call, .spoolWrite(e.description))
                 }
@@ -77,19 +79,16 @@ extension Forwarder {
                 if let key = call.plan.cacheKey, call.exchange.methodToken == .get {
                     store(key, call, status: status, response, range: nil, built: body)
                 }
-                var hold = response.hold
-                if response.spooled != nil, let budget = upstream.budget {
-                    // Built in memory from a spooled body: held as a buffered answer is, under the
-                    // memory budget and its client's share, until it is written.
-                    switch BudgetHold.take(body.count, from: budget, client: IPNetwork.clientGroup(call.exchange.clientAddress)) {
-                    case .success(let h): hold = h
-                    case .failure(let refusal):
-                        metrics.recordRefusal(refusal == .full ? "max_buffered_upstream" : "max_buffered_per_client_upstream")
-                        return self.answer(call, refusal == .full ? Outcome.upstreamOverBudget : Outcome.upstreamOverClientShare)
-                    }
+                emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: "application/json",
+                                 body: .bytes(body, range: nil, hold: response.hold)), log: "ok")
+            case .unwrapRuns(let status, let rest):
+                // The rest of a spooled envelope object: its kept members sent from the file.
+                guard let file = response.spooled else { return self.answer(call, Outcome.brokenFraming(reason: "rest of object without its file")) }
+                if let key = call.plan.cacheKey, call.exchange.methodToken == .get {
+                    store(key, call, status: status, response, range: nil, rest: rest)
                 }
                 emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: "application/json",
-                                 body: .bytes(body, range: nil, hold: hold)), log: "ok")
+                                 body: .file(file, pieces: FilePiece.pieces(of: rest))), log: "ok")
             case .passthrough:
                 // A newer answer that is not stored must not leave the older one servable (a 304
                 // refreshed it above; a 5xx is what stale-if-error keeps it for).

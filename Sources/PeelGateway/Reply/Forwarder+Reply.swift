@@ -10,7 +10,7 @@ extension Forwarder {
                       contentType: String?) {
         let body: Reply.Body
         if let file = response.spooled {
-            body = .file(file, range: range ?? 0..<file.count)
+            body = .file(file, pieces: [.file(range ?? 0..<file.count)])
         } else {
             body = .bytes(response.body, range: range, hold: response.hold)
         }
@@ -37,7 +37,14 @@ extension Forwarder {
         case .stale, .staleNotModified: rewrite = call.route.rewrite
         default: rewrite = call.rewrite
         }
-        let shaped = call.route.shaper.shape(reply, context(call, rewrite: rewrite), encode: { encoder.encode($0, as: $1) })
+        var shaped = call.route.shaper.shape(reply, context(call, rewrite: rewrite), encode: { encoder.encode($0, as: $1) })
+        if case .encodedFile(let file, let pieces, let coding) = shaped.body {
+            if sendEncoded(call, shaped, file: file, pieces: pieces, coding: coding, encoder: encoder, log: kind, code: code) { return }
+            // No memory for the encoder now: the answer goes as it is, from the file.
+            var plain = reply
+            plain.compressible = false
+            shaped = call.route.shaper.shape(plain, context(call, rewrite: rewrite), encode: { encoder.encode($0, as: $1) })
+        }
         // Counted before the bytes leave: a client that has its answer finds it in /metrics (the
         // write may hand the whole answer over at once). Its access-log line is queued here too,
         // and reaches the sink with the worker's next flush.
@@ -46,13 +53,48 @@ extension Forwarder {
             record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
             call.exchange.respond(status: shaped.status, fields: shaped.fields, body: body, range: range, keeping: hold,
                                   closing: shaped.closing)
-        case .file(let file, let range):
+        case .file(let file, let pieces):
             record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
-            call.exchange.respond(status: shaped.status, fields: shaped.fields, file: file, range: range, closing: shaped.closing)
-        case .stream:
-            // Streams start in headArrived and answerReachability, never here.
+            call.exchange.respond(status: shaped.status, fields: shaped.fields, file: file, pieces: pieces, closing: shaped.closing)
+        case .stream, .encodedFile:
+            // Streams start in headArrived and answerReachability, never here; a compressed file
+            // was sent above or shaped again without compression.
             preconditionFailure("emit takes buffered answers only")
         }
+    }
+
+    /// A spooled answer compressed while it is sent (`EncodedFileStream`), logged with the bytes
+    /// written once the last is queued (or 499 when the client leaves first). False, having sent
+    /// nothing, when the memory budget or the client's share has no room for the encoder, or the
+    /// library could not start one.
+    private func sendEncoded(_ call: Call, _ shaped: ShapedReply, file: SpooledBody, pieces: [FilePiece], coding: ContentCoding,
+                             encoder: ContentEncoder, log kind: String, code: EnvelopeCode?) -> Bool {
+        var hold: BudgetHold?
+        if let budget = upstream.budget {
+            guard case .success(let h) = BudgetHold.take(EncodedFileStream.memory(coding), from: budget,
+                                                         client: IPNetwork.clientGroup(call.exchange.clientAddress)) else { return false }
+            hold = h
+        }
+        guard let streamEncoder = ContentStreamEncoder(coding: coding, gzipLevel: encoder.gzipLevel, brotliQuality: encoder.brotliQuality) else {
+            return false
+        }
+        guard let stream = call.exchange.startStream(status: shaped.status, fields: shaped.fields, contentLength: nil) else {
+            // The client left before the head: nothing was sent.
+            clientLeft(call, insideCurl: false)
+            return true
+        }
+        let status = shaped.status
+        let pump = EncodedFileStream(file: file, pieces: pieces, encoder: streamEncoder, stream: stream, hold: hold) { [self] sent, complete in
+            call.streamedBytes = sent
+            record(call, status: status, kind: kind, bytes: sent, code: code, cut: complete ? nil : "compression")
+        }
+        // The stream holds the pump through its callbacks until it ends (or the client leaves).
+        stream.onClientGone = { [self] in
+            call.streamedBytes = pump.sent
+            clientLeft(call, insideCurl: false)
+        }
+        pump.start()
+        return true
     }
 
     func refuse(_ call: Call, _ why: String) {

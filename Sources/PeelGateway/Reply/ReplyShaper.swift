@@ -33,8 +33,11 @@ struct Reply {
     enum Body {
         /// `bytes[range]` (all of them when nil); `hold` stays alive until they are written.
         case bytes([UInt8], range: Range<Int>?, hold: BudgetHold?)
-        /// Bytes `range` of a spooled answer, sent from its file.
-        case file(SpooledBody, range: Range<Int>)
+        /// A spooled answer's `pieces`, its ranges sent from its file.
+        case file(SpooledBody, pieces: [FilePiece])
+        /// A spooled answer's `pieces` compressed as they are sent (the shaper's choice for `file`
+        /// when the client accepts a coding): its length is known only at its end.
+        case encodedFile(SpooledBody, pieces: [FilePiece], coding: ContentCoding)
         /// Sent as it arrives; `contentLength` is the upstream's declared length, if it is kept.
         case stream(contentLength: Int?)
     }
@@ -99,8 +102,8 @@ struct ShapedReply {
     var bodyCount: Int {
         switch body {
         case .bytes(let b, let range, _): return (range ?? 0..<b.count).count
-        case .file(_, let range): return range.count
-        case .stream: return 0
+        case .file(_, let pieces): return pieces.reduce(0) { $0 + $1.count }
+        case .stream, .encodedFile: return 0
         }
     }
 }
@@ -183,15 +186,13 @@ struct ReplyShaper {
                 coded = c
                 body = .bytes(encoded, range: nil, hold: nil)
             }
-        case .file(let file, let range):
-            // Encoded from a mapping that lasts as long as the encoder runs; a file that cannot be
-            // mapped is sent as it is.
-            if let c = coding(count: range.count),
-               case .success(let encoded?) = file.withBytes({ encode(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer($0)[range]), c) }) {
+        case .file(let file, let pieces):
+            // Compressed from the file as it is sent (EncodedFileStream), never whole in memory.
+            if let c = coding(count: pieces.reduce(0) { $0 + $1.count }) {
                 coded = c
-                body = .bytes(encoded, range: nil, hold: nil)
+                body = .encodedFile(file, pieces: pieces, coding: c)
             }
-        case .stream:
+        case .stream, .encodedFile:
             break
         }
 

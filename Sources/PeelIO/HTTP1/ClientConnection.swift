@@ -29,9 +29,13 @@ final class ClientConnection {
     // What must live as long as `body` is unsent (the memory budget's hold on it).
     private var bodyOwner: AnyObject?
     private var bodyRange = 0..<0
-    // A spooled body's file and the bytes of it still to send (after the head, with sendfile).
+    // A spooled body's file, the bytes of it being sent (after the head, with sendfile), and the
+    // pieces after them (`nextPiece` on; `piecesPending` bytes).
     private var file: SpooledBody?
     private var fileRange = 0..<0
+    private var filePieces: [FilePiece] = []
+    private var nextPiece = 0
+    private var piecesPending = 0
     private var replying = false
     // A streamed answer: open until `streamFinish`; chunked unless the client speaks HTTP/1.0.
     private var stream: ReplyStream?
@@ -43,7 +47,7 @@ final class ClientConnection {
     private var tunnel: Tunnel?
 
     /// Output bytes queued and not yet taken by the kernel.
-    var pendingOutput: Int { head.count + bodyRange.count + fileRange.count }
+    var pendingOutput: Int { head.count + bodyRange.count + fileRange.count + piecesPending }
 
     init(server: HTTPServer, loop: EventLoop, fd: Int32, clientAddress: String, limits: ConnectionLimits) {
         self.server = server
@@ -189,7 +193,7 @@ final class ClientConnection {
 
     /// Writes `ex`'s answer (called by the exchange, once).
     func reply(_ ex: HTTPExchange, status: Int, fields: ReplyFields, body: [UInt8], range: Range<Int>, file: SpooledBody? = nil,
-               keeping: AnyObject? = nil, closing asked: Bool = false) {
+               pieces: [FilePiece] = [], keeping: AnyObject? = nil, closing asked: Bool = false) {
         guard !closed, exchange === ex else { return }
         if let foreign = ex.refusal?.foreignReply {
             // A client speaking HTTP/2 or TLS: its own protocol's goodbye (or nothing), never an HTTP/1.1 head.
@@ -199,8 +203,10 @@ final class ClientConnection {
             flush()
             return
         }
-        // The range is the caller's; never let it reach past the array it names.
-        let range = range.clamped(to: 0..<(file?.count ?? body.count))
+        // The ranges are the caller's; never let one reach past the array or file it names.
+        let range = range.clamped(to: 0..<body.count)
+        let pieces = file.map { f in pieces.map { $0.clamped(to: f.count) } } ?? []
+        let length = file == nil ? range.count : pieces.reduce(0) { $0 + $1.count }
         head.begin(status: status)
         head.fields(fields)
         let closing = machine.replyStarted(closing: asked || server.draining, now: monotonicSeconds())
@@ -210,10 +216,13 @@ final class ClientConnection {
         // 0), or an HTTP/1.1 client would read it until the connection closes (RFC 9112 §6.3).
         let resetContent = status == 205
         let connection: StaticString? = closing ? "close" : (ex.version.minor == 0 ? "keep-alive" : nil)
-        server.withDate { head.end(date: $0, contentLength: bodyless ? nil : (resetContent ? 0 : range.count), connection: connection) }
-        if !bodyless && !resetContent && !ex.isHead && !range.isEmpty, let file {
+        server.withDate { head.end(date: $0, contentLength: bodyless ? nil : (resetContent ? 0 : length), connection: connection) }
+        if !bodyless && !resetContent && !ex.isHead && length > 0, let file {
             self.file = file
-            fileRange = range
+            filePieces = pieces
+            piecesPending = length
+            nextPiece = 0
+            loadPieces()
         } else if !bodyless && !resetContent && !ex.isHead && !range.isEmpty {
             self.body = body
             bodyRange = range
@@ -346,7 +355,7 @@ final class ClientConnection {
                     count = 1
                 }
                 // A file body follows the head: one segment for the head and the file's first bytes.
-                let flags = Int32(MSG_NOSIGNAL) | (fileRange.isEmpty ? 0 : Int32(MSG_MORE))
+                let flags = Int32(MSG_NOSIGNAL) | (fileRange.isEmpty && piecesPending == 0 ? 0 : Int32(MSG_MORE))
                 body.withUnsafeBytes { b in
                     if !bodyRange.isEmpty, let base = b.baseAddress {
                         let v = iovec(iov_base: UnsafeMutableRawPointer(mutating: base + bodyRange.lowerBound), iov_len: bodyRange.count)
@@ -385,6 +394,7 @@ final class ClientConnection {
             }
             if fromFile {
                 fileRange = (fileRange.lowerBound + sent)..<fileRange.upperBound
+                if fileRange.isEmpty { loadPieces() }
             } else {
                 let fromHead = min(sent, head.count)
                 head.consume(fromHead)
@@ -395,6 +405,8 @@ final class ClientConnection {
         }
         file = nil
         fileRange = 0..<0
+        filePieces = []
+        piecesPending = 0
         body = []
         bodyRange = 0..<0
         bodyOwner = nil
@@ -422,6 +434,20 @@ final class ClientConnection {
         }
         perform(machine.replyFinished(now: monotonicSeconds()))
         sync()
+    }
+
+    /// Queues the pieces after the file range just sent: bytes of Peel's own go to the head buffer
+    /// (they leave with the next sendmsg), up to the next range of the file.
+    private func loadPieces() {
+        while fileRange.isEmpty && nextPiece < filePieces.count {
+            let piece = filePieces[nextPiece]
+            nextPiece += 1
+            piecesPending -= piece.count
+            switch piece {
+            case .bytes(let b): b.withUnsafeBytes { head.raw($0) }
+            case .file(let r): fileRange = r
+            }
+        }
     }
 
     // MARK: timer and interest
@@ -492,6 +518,8 @@ final class ClientConnection {
         bodyOwner = nil
         file = nil
         fileRange = 0..<0
+        filePieces = []
+        piecesPending = 0
         server.connectionClosed(self)
     }
 

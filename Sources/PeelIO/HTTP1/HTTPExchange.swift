@@ -139,12 +139,19 @@ public final class HTTPExchange {
     /// sendfile(2); the file stays open until they are written (or the connection closes). Later
     /// calls, and calls after the client left, do nothing.
     public func respond(status: Int, fields: ReplyFields, file: SpooledBody, range: Range<Int>, closing: Bool = false) {
+        respond(status: status, fields: fields, file: file, pieces: [.file(range)], closing: closing)
+    }
+
+    /// Answers once with `fields` and `pieces` of a spooled body in order: its ranges sent from the
+    /// file with sendfile(2), the bytes between them as they are; the file stays open until they
+    /// are written (or the connection closes). Later calls, and calls after the client left, do nothing.
+    public func respond(status: Int, fields: ReplyFields, file: SpooledBody, pieces: [FilePiece], closing: Bool = false) {
         guard !answered else { return }
         answered = true
         onClientGone = nil
         guard let connection else { return }
         self.connection = nil
-        connection.reply(self, status: status, fields: fields, body: [], range: range, file: file, closing: closing)
+        connection.reply(self, status: status, fields: fields, body: [], range: 0..<0, file: file, pieces: pieces, closing: closing)
     }
 
     /// Starts an answer whose body is written in pieces (`ReplyStream.write`, then `finish`). With

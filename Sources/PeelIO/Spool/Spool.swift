@@ -209,9 +209,10 @@ public final class SpooledBody: Sendable {
         return .success(body(UnsafeBufferPointer(start: map.assumingMemoryBound(to: UInt8.self), count: count)))
     }
 
-    /// Reads up to `buffer.count` bytes from `offset` into `buffer` (a request body sent upstream):
+    /// Reads up to `buffer.count` bytes from `offset` into `buffer` (a request body sent upstream, an
+    /// answer compressed as it is sent):
     /// how many, 0 at the end, -1 when the file cannot be read.
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
         let want = min(buffer.count, count - offset)
         guard want > 0, let base = buffer.baseAddress else { return 0 }
         while true {
