@@ -11,7 +11,10 @@ transfer's time; then CONCURRENT clients fetch it at once (wall time of the batc
 answer is checked byte for byte first. Peak resident memory of each Peel is read from VmHWM.
 
 Run through `make bench-big` (or Benchmarks/run.sh's environment): PEEL, PEEL_B, PEEL_B_LABEL,
-ROUNDS (5), REQUESTS (10), CONCURRENT (8), RESULTS (file to append to; "-" = don't), NOTE.
+ROUNDS (5), REQUESTS (10), CONCURRENT (8), RESULTS (file to append to; "-" = don't), NOTE;
+CEILING=1 adds three variants of this build that bound what spooling can gain: `peelMem` (spooling
+off, the whole answer in memory), `peelShm` (the spool on /dev/shm, no disk file system) and
+`peelPass` (`--passthrough-paths /`: nothing judged, the answer streamed as it arrives).
 """
 import os
 import statistics
@@ -28,6 +31,7 @@ REQUESTS = int(os.environ.get("REQUESTS", "10"))
 CONCURRENT = int(os.environ.get("CONCURRENT", "8"))
 PEEL_B = os.environ.get("PEEL_B", "")
 PEEL_B_LABEL = os.environ.get("PEEL_B_LABEL", "previous build")
+CEILING = os.environ.get("CEILING", "") == "1"
 RESULTS = harness.RESULTS
 NOTE = os.environ.get("NOTE", "")
 TARGET_BYTES = 20 * 1024 * 1024
@@ -110,7 +114,7 @@ def concurrent_wall(port, path, n):
 def verify(name, port, bodies):
     for path, (envelope, payload) in bodies.items():
         got = subprocess.run(["curl", "-s", "http://127.0.0.1:%d%s" % (port, path)], capture_output=True, timeout=120).stdout
-        want = envelope if name == "nginx" else payload
+        want = envelope if name in ("nginx", "peelPass") else payload
         if got != want:
             raise SystemExit("bigbody: %s answered %d bytes for %s, not the %d expected" % (name, len(got), path, len(want)))
 
@@ -122,7 +126,7 @@ def main():
     os.chmod(tmp, 0o755)
     os.chmod(www, 0o755)
     bodies = make_bodies(www)
-    up, ngx, peel, peel_b = harness.free_ports(4)
+    up, ngx, peel, peel_b, mem, shm, passing = harness.free_ports(7)
     p = harness.start_nginx(tmp, "upstream", UPSTREAM.format(port=up, www=www))
     harness.wait_port(up, p, "upstream nginx")
     p = harness.start_nginx(tmp, "nginx", PROXY.format(up=up, port=ngx))
@@ -131,7 +135,7 @@ def main():
     with open(config, "w") as f:
         f.write('{"routes": [{"prefix": "/system/", "upstream": "default", "dialect": "ruoyi"},'
                 ' {"prefix": "/", "upstream": "default"}]}')
-    targets = {"nginx": (ngx, None)}
+    targets = {"nginx": (ngx, p)}
     os.environ["PEEL_CONFIG"] = config
     p = harness.start_peel(tmp, "peel", peel, up, 0)
     harness.wait_port(peel, p, "peel")
@@ -140,6 +144,13 @@ def main():
         p = harness.start_peel(tmp, "peelB", peel_b, up, 0, binary=PEEL_B)
         harness.wait_port(peel_b, p, "peel B")
         targets["peelB"] = (peel_b, p)
+    if CEILING:
+        for name, port, args in (("peelMem", mem, ("--spool-threshold", "0", "--max-buffered-per-client", "256MiB")),
+                                 ("peelShm", shm, ("--spool-dir", "/dev/shm")),
+                                 ("peelPass", passing, ("--passthrough-paths", "/"))):
+            p = harness.start_peel(tmp, name, port, up, 0, extra_args=args)
+            harness.wait_port(port, p, name)
+            targets[name] = (port, p)
     for name, (port, _) in targets.items():
         verify(name, port, bodies)
     harness.log("bigbody: every target answers the right bytes; %d rounds of %d sequential and %d concurrent GETs"
@@ -147,29 +158,34 @@ def main():
     seq = {(t, b): [] for t in targets for b in bodies}
     conc = {(t, b): [] for t in targets for b in bodies}
     served = {(t, b): 0 for t in targets for b in bodies}
+    cpu = {(t, b): 0.0 for t in targets for b in bodies}
     names = list(targets)
     for r in range(ROUNDS):
         order = names[r % len(names):] + names[:r % len(names)]
         for t in order:
             for b in bodies:
+                pids = harness.proc_pids(targets[t][1])
+                before = sum(harness.cpu_seconds(pids))
                 seq[(t, b)] += fetch_times(targets[t][0], b, REQUESTS)
+                cpu[(t, b)] += sum(harness.cpu_seconds(pids)) - before
                 wall, ok = concurrent_wall(targets[t][0], b, CONCURRENT)
                 conc[(t, b)].append(wall)
                 served[(t, b)] += ok
         harness.log("round %d done" % (r + 1))
-    hwm = {t: harness.peak_rss_mb(harness.proc_pids(proc)) for t, (_, proc) in targets.items() if proc}
+    hwm = {t: harness.peak_rss_mb(harness.proc_pids(proc)) for t, (_, proc) in targets.items() if t != "nginx"}
 
     labels = {"nginx": "nginx proxy_pass (answers the envelope)", "peel": "Peel (this build)",
-              "peelB": "Peel B (%s)" % PEEL_B_LABEL}
+              "peelB": "Peel B (%s)" % PEEL_B_LABEL, "peelMem": "ceiling: this build, spooling off",
+              "peelShm": "ceiling: this build, spool on /dev/shm", "peelPass": "ceiling: this build, passed through unjudged"}
     short = {"/envelope": "default envelope", "/system/user/list": "RuoYi list"}
     lines = ["", "### 20 MB envelopes, %s" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "",
              "%s; git %s; %d rounds rotating, each %d GETs in a row on one connection (median ms per GET) and %d at once "
-             "(median wall ms per batch, whatever the status; a 503 is quick). Bodies: %s %d bytes, %s %d bytes.%s" % (
+             "(median wall ms per batch, whatever the status; a 503 is quick); CPU of the target's processes (nginx: the proxy, not the upstream) per sequential GET. Bodies: %s %d bytes, %s %d bytes.%s" % (
                  harness.machine(), harness.git("rev-parse", "--short", "HEAD"), ROUNDS, REQUESTS, CONCURRENT,
                  short["/envelope"], len(bodies["/envelope"][0]), short["/system/user/list"], len(bodies["/system/user/list"][0]),
                  (" " + NOTE) if NOTE else ""), "",
-             "| target | body | ms per GET (median) | p90 | x nginx | %d at once, ms | x nginx | of them 200 | peak RSS MB |" % CONCURRENT,
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| target | body | ms per GET (median) | p90 | x nginx | CPU ms per GET | %d at once, ms | x nginx | of them 200 | peak RSS MB |" % CONCURRENT,
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for t in targets:
         for b in bodies:
             med = statistics.median(seq[(t, b)]) * 1000
@@ -177,8 +193,9 @@ def main():
             base = statistics.median(seq[("nginx", b)]) * 1000
             cmed = statistics.median(conc[(t, b)]) * 1000
             cbase = statistics.median(conc[("nginx", b)]) * 1000
-            lines.append("| %s | %s | %.1f | %.1f | %.2fx | %.1f | %.2fx | %d/%d | %s |" % (
-                labels[t], short[b], med, p90, med / base, cmed, cmed / cbase, served[(t, b)], CONCURRENT * ROUNDS,
+            lines.append("| %s | %s | %.1f | %.1f | %.2fx | %.1f | %.1f | %.2fx | %d/%d | %s |" % (
+                labels[t], short[b], med, p90, med / base, cpu[(t, b)] * 1000 / len(seq[(t, b)]), cmed, cmed / cbase,
+                served[(t, b)], CONCURRENT * ROUNDS,
                 ("%.1f" % hwm[t]) if t in hwm else "-"))
     if PEEL_B:
         for b in bodies:

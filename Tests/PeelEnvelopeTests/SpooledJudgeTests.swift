@@ -21,7 +21,7 @@ final class SpooledJudgeTests: XCTestCase {
                 XCTAssertGreaterThan(body.count, Self.threshold)
                 let writer = try XCTUnwrap(try? SpoolWriter.open(spool, client: nil).get())
                 XCTAssertNil(body.withUnsafeBytes { writer.append($0) })
-                let file = writer.finish()
+                let file = try writer.finish().get()
                 var config = EnvelopeConfig()
                 config.dialect = dialect
                 for status in [200, 404, 500] {

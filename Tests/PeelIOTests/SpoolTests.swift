@@ -45,7 +45,7 @@ final class SpoolTests: XCTestCase {
         XCTAssertEqual(s.budget.held(by: "192.0.2.7"), 17)
         XCTAssertTrue(keep(t, bytes(100, from: 17)))
 
-        let file = writer.finish()
+        let file = try writer.finish().get()
         XCTAssertEqual(file.count, 117)
         XCTAssertEqual(file.read(0..<117), bytes(117), "the file holds every byte, in order")
         XCTAssertEqual(try file.withBytes { Array($0) }.get(), bytes(117))
@@ -57,7 +57,7 @@ final class SpoolTests: XCTestCase {
         let s = spool(threshold: 4)
         let t = transfer(s)
         XCTAssertTrue(keep(t, bytes(50)))
-        var file: SpooledBody? = try XCTUnwrap(t.spoolWriter).finish()
+        var file: SpooledBody? = try XCTUnwrap(t.spoolWriter).finish().get()
         t.spoolWriter = nil
         XCTAssertEqual(s.files, 1)
         XCTAssertEqual(s.bytes, 50)
@@ -96,6 +96,8 @@ final class SpoolTests: XCTestCase {
         var st = stat()
         XCTAssertEqual(fstat(writer.fd, &st), 0)
         XCTAssertEqual(st.st_nlink, 0, "the file has no link from the start")
+        XCTAssertNil(writer.flush())
+        XCTAssertEqual(fstat(writer.fd, &st), 0)
         XCTAssertEqual(Int(st.st_size), 5000)
     }
 
@@ -127,19 +129,47 @@ final class SpoolTests: XCTestCase {
         XCTAssertEqual(t.spoolWriter?.count, 1016)
     }
 
-    func testWriteOnAFullDevice_failsTheWrite_andTakesNothing() throws {
+    func testWriteOnAFullDevice_failsTheWriteOrTheFinish_andGivesEverythingBack() throws {
         let s = spool()
         let fd = open("/dev/full", O_WRONLY | O_CLOEXEC)
         XCTAssertGreaterThanOrEqual(fd, 0, "/dev/full (Linux's always-full device) could not be opened")
         guard fd >= 0 else { return }
-        let writer = SpoolWriter.adopting(fd, spool: s, client: "192.0.2.7")
-        let failure = bytes(4096).withUnsafeBytes { writer.append($0) }
-        guard case .write(let e) = failure else { return XCTFail("expected a write failure, got \(String(describing: failure))") }
+        var writer: SpoolWriter? = SpoolWriter.adopting(fd, spool: s, client: "192.0.2.7")
+        // A piece smaller than the staging buffer is gathered; the failure comes with its write, at the end.
+        XCTAssertNil(bytes(4096).withUnsafeBytes { writer!.append($0) })
+        guard case .failure(.write(let e))? = writer?.finish() else { return XCTFail("the last write did not fail") }
         XCTAssertEqual(e.errno, ENOSPC)
         XCTAssertTrue(e.description.contains("No space left on device"), e.description)
-        XCTAssertEqual(writer.count, 0)
-        XCTAssertEqual(s.bytes, 0, "the bytes that could not be written are not charged")
+        writer = nil
+        XCTAssertEqual(s.bytes, 0, "the bytes that could not be written are not held")
         XCTAssertEqual(s.budget.held(by: "192.0.2.7"), 0)
+        // A piece as large as the staging buffer is written at once, and fails at once.
+        let fd2 = open("/dev/full", O_WRONLY | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(fd2, 0)
+        guard fd2 >= 0 else { return }
+        var big: SpoolWriter? = SpoolWriter.adopting(fd2, spool: s, client: "192.0.2.7")
+        let failure = bytes(SpoolWriter.stagingSize).withUnsafeBytes { big!.append($0) }
+        guard case .write(let e2) = failure else { return XCTFail("expected a write failure, got \(String(describing: failure))") }
+        XCTAssertEqual(e2.errno, ENOSPC)
+        big = nil
+        XCTAssertEqual(s.bytes, 0)
+    }
+
+    func testGatheredPieces_reachTheFileExactly_acrossTheStagingBuffersEdges() throws {
+        let s = spool(threshold: 1)
+        let writer = try SpoolWriter.open(s, client: nil).get()
+        let all = bytes(3 * SpoolWriter.stagingSize + 12_345)
+        var i = 0
+        var step = 1
+        while i < all.count {
+            let n = min(step, all.count - i)
+            XCTAssertNil(all[i..<(i + n)].withUnsafeBytes { writer.append($0) })
+            i += n
+            step = step * 3 + 7
+        }
+        let file = try writer.finish().get()
+        XCTAssertEqual(file.count, all.count)
+        XCTAssertEqual(file.read(0..<all.count), all)
     }
 
     func testMissingDirectory_failsCreation_andTheCheckNamesIt() {

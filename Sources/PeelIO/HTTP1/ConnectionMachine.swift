@@ -546,13 +546,18 @@ struct ConnectionMachine {
         }
         guard writer.count == parser.contentLength else { return .none }
         spoolWriter = nil
+        let file: SpooledBody
+        switch writer.finish() {
+        case .success(let f): file = f
+        case .failure(let failure): return refuse(Self.refusal(failure))
+        }
         let p = parser
         if droppedBlank > 0 && droppedBlank + p.headEnd > limits.maxHead { return refuse(.headTooLarge) }
         droppedBlank = 0
         var request = ParsedRequest(
             buffer: buffer, method: p.methodRange, target: p.targetRange, minorVersion: p.minorVersion,
             fields: p.fields, body: head..<head, keepAlive: Self.keepAlive(p, buffer))
-        request.spooled = writer.finish()
+        request.spooled = file
         http10 = p.minorVersion == 0
         if !request.keepAlive { closeAfterReply = true }
         // Nothing past the body was read (the window stops at its end): the next request starts empty.
@@ -625,8 +630,11 @@ struct ConnectionMachine {
             if let failure = writer.append(UnsafeRawBufferPointer(start: buffer.base + p.headEnd, count: p.bodyEnd - p.headEnd)) {
                 return refuse(Self.refusal(failure))
             }
+            switch writer.finish() {
+            case .success(let file): request.spooled = file
+            case .failure(let failure): return refuse(Self.refusal(failure))
+            }
             request.body = p.headEnd..<p.headEnd
-            request.spooled = writer.finish()
         }
         http10 = p.minorVersion == 0
         if !request.keepAlive { closeAfterReply = true }

@@ -102,11 +102,16 @@ final class SpoolWriter {
     private(set) var fd: Int32
     /// The client group the bytes are charged to; nil for Peel's own calls (the whole budget alone).
     private let client: String?
-    /// Bytes written (and charged).
+    /// Bytes taken (and charged): written, or gathered to be.
     private(set) var count = 0
+    /// Bytes gathered before they are written, `stagingSize` at most: curl hands a body over 16 KiB
+    /// at a time (CURL_MAX_WRITE_SIZE), and a write per piece cost 1,280 system calls per 20 MB.
+    private var staging: UnsafeMutableRawPointer?
+    private var staged = 0
+    static let stagingSize = 262_144
 
     /// What stopped a write.
-    enum Failure: Equatable {
+    enum Failure: Error, Equatable {
         /// The whole disk budget is held.
         case full
         /// This client holds its share of it.
@@ -131,27 +136,51 @@ final class SpoolWriter {
         SpoolWriter(spool: spool, fd: fd, client: client)
     }
 
-    /// Charges and appends `bytes`; on failure nothing more is charged, and the file is dropped
-    /// with the writer. A regular file's write never returns EAGAIN: the pieces are curl's reads
-    /// (at most `UpstreamOptions.bufferSize`) or the threshold's bytes once, so one call blocks the
-    /// loop no longer than the page cache takes them, as nginx writes its temp files.
+    /// Charges and appends `bytes` (gathered up to `stagingSize`, then written); on failure nothing
+    /// more is charged, and the file is dropped with the writer. A regular file's write never
+    /// returns EAGAIN: each is at most `stagingSize` (or the threshold's bytes once), so one call
+    /// blocks the loop no longer than the page cache takes them, as nginx writes its temp files.
     func append(_ bytes: UnsafeRawBufferPointer) -> Failure? {
-        guard bytes.count > 0 else { return nil }
+        guard bytes.count > 0, let base = bytes.baseAddress else { return nil }
         let refusal: MemoryBudget.Refusal?
         if let client { refusal = spool.budget.reserve(bytes.count, client: client) } else { refusal = spool.budget.reserve(bytes.count) ? nil : .full }
         if let refusal { return refusal == .full ? .full : .clientShare }
+        count += bytes.count
+        if staged == 0 && bytes.count >= Self.stagingSize {
+            return writeAll(UnsafeRawBufferPointer(start: base, count: bytes.count))
+        }
+        let buffer = staging ?? UnsafeMutableRawPointer.allocate(byteCount: Self.stagingSize, alignment: 64)
+        staging = buffer
+        var taken = 0
+        while taken < bytes.count {
+            let n = min(bytes.count - taken, Self.stagingSize - staged)
+            (buffer + staged).copyMemory(from: base + taken, byteCount: n)
+            staged += n
+            taken += n
+            if staged == Self.stagingSize, let failure = flush() { return failure }
+        }
+        return nil
+    }
+
+    /// Writes what is gathered; the failure when the file system refused it.
+    func flush() -> Failure? {
+        guard staged > 0, let staging else { return nil }
+        let n = staged
+        staged = 0
+        return writeAll(UnsafeRawBufferPointer(start: staging, count: n))
+    }
+
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) -> Failure? {
         var done = 0
         while done < bytes.count {
             let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
             if n < 0 {
                 if errno == EINTR { continue }
-                let e = SpoolError(errno: errno, site: "write(spool file in \(spool.directory))")
-                give(back: bytes.count)
-                return .write(e)
+                // The bytes stay charged in `count` until the writer goes, with its file.
+                return .write(SpoolError(errno: errno, site: "write(spool file in \(spool.directory))"))
             }
             done += n
         }
-        count += bytes.count
         return nil
     }
 
@@ -159,15 +188,18 @@ final class SpoolWriter {
         if let client { spool.budget.release(n, client: client) } else { spool.budget.release(n) }
     }
 
-    /// The whole answer, handed on for judging and sending; the writer is spent.
-    func finish() -> SpooledBody {
+    /// The whole answer, its last bytes written, handed on for judging and sending; the writer is
+    /// spent. The failure (the writer keeps the file, dropped with it) when the last write failed.
+    func finish() -> Result<SpooledBody, Failure> {
+        if let failure = flush() { return .failure(failure) }
         let body = SpooledBody(spool: spool, fd: fd, count: count, client: client)
         fd = -1
         count = 0
-        return body
+        return .success(body)
     }
 
     deinit {
+        staging?.deallocate()
         guard fd >= 0 else { return }
         give(back: count)
         spool.close(fd)
@@ -202,7 +234,7 @@ public final class SpooledBody: Sendable {
     /// when the file cannot be mapped.
     public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> Result<R, SpoolError> {
         guard count > 0 else { return .success(body(UnsafeBufferPointer(start: nil, count: 0))) }
-        guard let map = mmap(nil, count, PROT_READ, MAP_PRIVATE, fd, 0), map != MAP_FAILED else {
+        guard let map = mmap(nil, count, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0), map != MAP_FAILED else {
             return .failure(SpoolError(errno: errno, site: "mmap(spool file)"))
         }
         defer { munmap(map, count) }

@@ -331,8 +331,20 @@ public final class UpstreamClient {
                 // held until the answer made from it is written, not only until the transfer ends,
                 // since a client that does not read keeps it in memory that long.
                 response.hold = t.takeHold()
-                response.spooled = t.spoolWriter?.finish()
-                result = .success(response)
+                switch t.spoolWriter?.finish() {
+                case nil:
+                    result = .success(response)
+                case .success(let file)?:
+                    response.spooled = file
+                    result = .success(response)
+                case .failure(.write(let e))?:
+                    // The last gathered bytes could not be written: the answer is not whole on disk.
+                    result = .failure(.spoolWrite(e.description))
+                case .failure(.full)?:
+                    result = .failure(.overSpoolBudget)
+                case .failure(.clientShare)?:
+                    result = .failure(.overSpoolClientShare)
+                }
             } else {
                 result = .failure(classify(code, handle: h, transfer: t))
             }
