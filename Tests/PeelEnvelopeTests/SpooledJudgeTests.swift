@@ -1,4 +1,4 @@
-import PeelEnvelope
+@testable import PeelEnvelope
 @testable import PeelIO
 import XCTest
 
@@ -53,6 +53,39 @@ final class SpooledJudgeTests: XCTestCase {
         XCTAssertTrue(verdicts.isSuperset(of: ["unwrap", "unwrapRest", "problem"]), "\(verdicts)")
         XCTAssertEqual(spool.files, 0)
         XCTAssertEqual(spool.bytes, 0)
+    }
+
+    /// Every scan kernel this CPU has (and the token scanner), run over the read-only mapping of a
+    /// spool file, says what it says over the same bytes in memory: a kernel's wide loads near the
+    /// end of a mapping that ends on a page must not read past it.
+    func testEveryKernel_overTheMappedFile_equalsItselfInMemory() throws {
+        let dir = try SpoolTestDirectory()
+        let spool = Spool(directory: dir.path, threshold: Self.threshold, limit: 1 << 30, perClient: 1 << 30)
+        var generator = EnvelopeGenerator(seed: 36)
+        let paths = [ScanCore.Path.portable, .sse2, .avx2, .avx512].filter { $0 == .portable || ScanCore.available($0) }
+        var compared = 0
+        for round in 0..<24 {
+            let body = Self.padded(generator.envelope(), round: round)
+            let writer = try SpoolWriter.open(spool, client: nil).get()
+            XCTAssertNil(body.withUnsafeBytes { writer.append($0) })
+            let file = try writer.finish().get()
+            for path in paths {
+                let inMemory = body.withUnsafeBufferPointer { Self.scan($0, path) }
+                let mapped = try file.withBytes { Self.scan($0, path) }.get()
+                XCTAssertEqual(mapped.valid, inMemory.valid, "\(path), round \(round)")
+                XCTAssertEqual(mapped.members, inMemory.members, "\(path), round \(round)")
+                compared += 1
+            }
+        }
+        XCTAssertEqual(compared, 24 * paths.count)
+    }
+
+    private static func scan(_ buffer: UnsafeBufferPointer<UInt8>, _ path: ScanCore.Path) -> (valid: Bool, members: EnvelopeMembers?) {
+        EnvelopeNames.with(code: "code", message: "message", data: "data") { names in
+            var members = EnvelopeMembers()
+            let valid = ScanCore.run(buffer, maxDepth: 512, names: names, members: &members, path: path)
+            return (valid, valid ? members : nil)
+        }
     }
 
     /// `body` grown past the threshold: a long array member inside the top-level object (the scan
