@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e routes frameworks openapi websockets http1 proxy browser reliability store spool fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e routes frameworks openapi websockets http1 proxy browser reliability store spool fuzz bench bench-big bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -75,9 +75,16 @@ fuzz: deps
 bench-scanner: deps
 	Benchmarks/scanner/run.sh
 
+# 20 MB envelopes (the default dialect's and a RuoYi list) through Peel against nginx proxy_pass
+# (issue 35); PEEL_B=path/to/older/peel adds a previous build, CEILING=1 the bounding variants.
+bench-big: release
+	scripts/install-deps.sh nginx
+	PEEL=$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/peel python3 Benchmarks/bigbody.py
+
 bench: release
 	Benchmarks/run.sh
 	COMPRESS=gzip PATHS=big Benchmarks/run.sh
+	$(MAKE) bench-big
 	STORE=redis PATHS=small TARGETS="direct peel2 peelS" Benchmarks/run.sh
 
 sanitize: deps
