@@ -115,14 +115,23 @@ check("detect: yudao's document matches the yudao preset", code == 0 and any("yu
 code, out, err = peel_openapi(HERE + "/wechat-rest.json", "--detect")
 check("detect: the wechat document matches wechat", code == 0 and "wechat" in out, out + err)
 
-# YAML: each sample written out by PyYAML gives the same document as its JSON.
+# YAML: each sample written out by PyYAML gives the same document as its JSON, in PyYAML's block
+# style and in the others it writes: escaped non-ASCII, long scalars broken over lines, a wider
+# indentation, CRLF line ends and an explicit document start. (A document in flow style from its
+# first `{` is read as JSON, strictly.)
 import yaml  # noqa: E402
+STYLES = {"block": dict(allow_unicode=True),
+          "ASCII escapes, folded lines": dict(allow_unicode=False, width=24), "indent 4, ---": dict(indent=4, explicit_start=True),
+          "CRLF": dict(allow_unicode=True, line_break="\r\n")}
 for name, dialect in [("yudao-springdoc", "yudao"), ("ruoyi-springfox", "ruoyi"), ("wechat-rest", "wechat")]:
     with open(HERE + "/" + name + ".json") as f:
         original = json.load(f)
     _, from_json, _ = peel_openapi(HERE + "/" + name + ".json", "--dialect", dialect)
-    code, from_yaml, err = peel_openapi("-", "--dialect", dialect, stdin=yaml.safe_dump(original, allow_unicode=True, sort_keys=False))
-    check("YAML: %s read from YAML is the same contract" % name, code == 0 and from_yaml == from_json, err)
+    for style, options in STYLES.items():
+        text = yaml.safe_dump(original, sort_keys=False, **options)
+        p = subprocess.run([PEEL, "openapi", "--dialect", dialect, "-"], input=text.encode(), capture_output=True, timeout=60)
+        check("YAML (%s): %s read from YAML is the same contract" % (style, name), p.returncode == 0 and p.stdout.decode() == from_json,
+              p.stderr.decode())
 
 # --config and --group: the group's routes, each under its prefix and dialect, as the admin listener publishes them.
 import os
