@@ -143,6 +143,42 @@ final class ContractPublishLiveTests: XCTestCase {
         XCTAssertNil(ContractMerge.publicPath("/admin/users", route: keep, basePath: ""), "no route leads there")
     }
 
+    func testAPathOnlyHostRoutesLeadTo_namesItsHostsAsServers_andOneEveryHostReaches_namesNone() throws {
+        let wechat = try ContractDocument.parse(Array(Data(contentsOf: samples.appendingPathComponent("wechat-rest.json")))).get()
+        func published(server: String?) throws -> ConfigJSON {
+            let config = try loadConfig(file: """
+                {"upstreams": {"wx": {"endpoints": ["http://127.0.0.1:9"]}},
+                 "routes": [{"host": "api.example.com", "prefix": "/cgi-bin/", "upstream": "wx", "dialect": "wechat"},
+                            {"host": "*.tenants.example", "prefix": "/cgi-bin/", "upstream": "wx", "dialect": "wechat"},
+                            {"host": "[::1]", "prefix": "/cgi-bin/token", "upstream": "wx", "dialect": "wechat"},
+                            {"prefix": "/open/", "upstream": "wx", "strip_prefix": true, "dialect": "wechat"}]
+                 \(server.map { #", "openapi": {"server": "\#($0)"}"# } ?? "")}
+                """, environment: [:])
+            return try XCTUnwrap(ContractMerge.published(config, documents: ["wx": wechat]))
+        }
+        func urls(_ item: ConfigJSON?) -> [String]? {
+            guard case .array(let servers)? = item?["servers"] else { return nil }
+            return servers.compactMap { $0["url"]?.string }
+        }
+        let doc = try published(server: "https://gw.example.com:8443/v1")
+        let token = doc["paths"]?["/cgi-bin/token"]
+        XCTAssertEqual(urls(token), ["https://api.example.com:8443/v1", "https://[::1]:8443/v1"], "the configured server's scheme, port and path")
+        XCTAssertEqual(token?["x-peel-hosts"], .array([.string("api.example.com"), .string("*.tenants.example"), .string("[::1]")]))
+        let send = doc["paths"]?["/cgi-bin/message/custom/send"]
+        XCTAssertEqual(urls(send), ["https://api.example.com:8443/v1"], "a wildcard's names cannot be listed")
+        XCTAssertEqual(send?["x-peel-hosts"], .array([.string("api.example.com"), .string("*.tenants.example")]))
+        XCTAssertNotNil(token?["get"], "the operations stay")
+        for path in ["/open/cgi-bin/token", "/open/cgi-bin/message/custom/send"] {
+            XCTAssertNotNil(doc["paths"]?[path], path)
+            XCTAssertNil(doc["paths"]?[path]?["servers"], "every host reaches \(path)")
+            XCTAssertNil(doc["paths"]?[path]?["x-peel-hosts"], path)
+        }
+        XCTAssertEqual(urls(doc), ["https://gw.example.com:8443/v1"])
+        let bare = try published(server: nil)
+        XCTAssertEqual(urls(bare["paths"]?["/cgi-bin/token"]), ["//api.example.com", "//[::1]"], "read against the document's own URL")
+        XCTAssertNil(bare["servers"])
+    }
+
     func testAGroupsOpenapiKey_isCheckedAtLoad() {
         func error(_ openapi: String) -> String? {
             do {

@@ -145,6 +145,21 @@ check("--group: every operation under the route's prefix", sorted(doc.get("paths
     "/_peel/reachability", "/y/admin-api/system/user/create", "/y/admin-api/system/user/delete",
     "/y/admin-api/system/user/get", "/y/admin-api/system/user/page"], sorted(doc.get("paths", {})))
 
+# Routes that match on Host: their paths name those hosts (path-level servers, x-peel-hosts), and
+# the document still validates.
+with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as cfg:
+    json.dump({"upstreams": {"wx": {"endpoints": ["http://127.0.0.1:9"]}},
+               "routes": [{"host": "api.example.com", "prefix": "/cgi-bin/token", "upstream": "wx", "dialect": "wechat"},
+                          {"host": "*.tenants.example", "prefix": "/cgi-bin/", "upstream": "wx", "dialect": "wechat"}],
+               "openapi": {"server": "https://gw.example.com"}}, cfg)
+doc, err = transformed("--group with host routes", HERE + "/wechat-rest.json", "--config", cfg.name, "--group", "wx")
+os.unlink(cfg.name)
+token = doc.get("paths", {}).get("/cgi-bin/token", {})
+check("host routes: the path names its exact host as a server, and every host as x-peel-hosts",
+      token.get("servers") == [{"url": "https://api.example.com"}] and token.get("x-peel-hosts") == ["api.example.com", "*.tenants.example"],
+      json.dumps({k: v for k, v in token.items() if k != "get"}))
+check("host routes: a wildcard alone names no server", "servers" not in doc.get("paths", {}).get("/cgi-bin/message/custom/send", {"servers": 1}))
+
 # Refusals are clear.
 code, out, err = peel_openapi("-", "--dialect", "yudao", stdin="{\"openapi\": \"3.0.1\",}")
 check("a document that is not strict JSON is refused with exit 2", code == 2 and "not one JSON text" in err, err)
