@@ -119,6 +119,23 @@ final class YAMLReaderTests: XCTestCase {
         XCTAssertEqual(doc["c"], .string("folded here"))
     }
 
+    func testAnEmptyLineInAScalarOverLines_isANewline_asPyYAMLWritesOne() throws {
+        // yaml.safe_dump({"d": "line\nbreak", "e": "a\n\nb", "f": ["p\nq"], "g": {"h": "x\ny"}}, default_flow_style=None)
+        let doc = try read("d: 'line\n\n  break'\ne: \"a\n\n\n  b\"\nf:\n- 'p\n\n  q'\ng: {h: 'x\n\n    y'}\ni: plain\n\n  text\n")
+        XCTAssertEqual(doc["d"], .string("line\nbreak"))
+        XCTAssertEqual(doc["e"], .string("a\n\nb"))
+        XCTAssertEqual(doc["f"], .array([.string("p\nq")]))
+        XCTAssertEqual(doc["g"], .obj(["h": .string("x\ny")]))
+        XCTAssertEqual(doc["i"], .string("plain\ntext"))
+    }
+
+    func testABlockScalarsIndentationIndicator_keepsItsContentsLeadingSpaces() throws {
+        // yaml.safe_dump({"a": " lead", "b": [" x", {"c": " y"}]}, default_style="|")
+        let doc = try read("\"a\": |2-\n   lead\n\"b\":\n- |2-\n   x\n- \"c\": |2-\n     y\n")
+        XCTAssertEqual(doc["a"], .string(" lead"))
+        XCTAssertEqual(doc["b"], .array([.string(" x"), .obj(["c": .string(" y")])]))
+    }
+
     func testADuplicateKey_isRefused_inAMappingOfThousandsToo() {
         let keys = (0..<5000).map { "k\($0): \($0)" }
         var text = keys.joined(separator: "\n") + "\nk4321: again\n"

@@ -14,7 +14,8 @@ struct YAMLFlow {
 
     private var end: Int { chars.endIndex }
 
-    mutating func space() { while at < end && chars[at] == YAMLByte.space { at += 1 } }
+    /// Skips blanks, and the newlines that stand for empty lines in a collection over several lines.
+    mutating func space() { while at < end && (chars[at] == YAMLByte.space || chars[at] == YAMLByte.lf) { at += 1 } }
 
     mutating func value() throws(YAMLReader.Failure) -> ConfigJSON {
         space()
@@ -87,7 +88,7 @@ struct YAMLFlow {
     /// `to`, moved back over trailing blanks, no further than `from`.
     private func trimmedEnd(_ from: Int, _ to: Int) -> Int {
         var e = to
-        while e > from && (chars[e - 1] == YAMLByte.space || chars[e - 1] == YAMLByte.tab) { e -= 1 }
+        while e > from && (chars[e - 1] == YAMLByte.space || chars[e - 1] == YAMLByte.tab || chars[e - 1] == YAMLByte.lf) { e -= 1 }
         return e
     }
 

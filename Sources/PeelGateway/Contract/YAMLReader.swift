@@ -158,11 +158,14 @@ struct YAMLReader {
         let indicators = bytes[header..<headerEnd]
         let strip = indicators.contains(YAMLByte.dash)
         let keep = indicators.contains(YAMLByte.plus)
+        // An indentation indicator (`|2`) says how much deeper than the parent the content is,
+        // where its first line starts with spaces of its own (YAML 1.2 §8.1.1.1).
+        let stated = indicators.first { $0 >= 0x31 && $0 <= 0x39 }.map { parentIndent + Int($0 - 0x30) }
         // The raw lines after the header up to the first non-blank line indented no deeper than
         // the parent, each without the block's indentation (an empty range for a blank one).
         var body: [(start: Int, end: Int)] = []
         var n = line
-        var contentIndent: Int?
+        var contentIndent = stated
         while n < raw.count {
             let (s, e) = raw[n]
             var spaces = s
@@ -229,14 +232,34 @@ struct YAMLReader {
         guard continues(continued) else { return try Self.scalarOrFlow(bytes[start..<end], line: line) }
         var text = Array(bytes[start..<end])
         let doubleQuoted = bytes[start] == YAMLByte.quote
+        var previous = line
         while continues(continued) {
-            // A line break folds into a space, but in a double-quoted scalar one escaped by a
-            // backslash joins the lines with nothing (YAML 1.2 §7.3.1; PyYAML breaks long ones so).
-            if doubleQuoted && Self.endsInEscape(text) { text.removeLast() } else { text.append(YAMLByte.space) }
+            // A line break folds into a space, but each empty line after it is a newline (YAML 1.2
+            // §6.5: PyYAML writes a string's "\n" so), and in a double-quoted scalar a break
+            // escaped by a backslash joins the lines with nothing (§7.3.1: PyYAML breaks long ones so).
+            let empty = emptyLines(after: previous, before: lines[i].number)
+            if empty > 0 {
+                text += repeatElement(YAMLByte.lf, count: empty)
+            } else if doubleQuoted && Self.endsInEscape(text) {
+                text.removeLast()
+            } else {
+                text.append(YAMLByte.space)
+            }
             text += bytes[lines[i].start..<lines[i].end]
+            previous = lines[i].number
             i += 1
         }
         return try Self.scalarOrFlow(text[...], line: line)
+    }
+
+    /// How many lines lie between the 1-based lines `a` and `b`, when all of them are empty (blank
+    /// but for spaces and tabs); 0 when one holds anything, a comment too.
+    private func emptyLines(after a: Int, before b: Int) -> Int {
+        for n in a..<(b - 1) {
+            let (s, e) = raw[n]
+            if bytes[s..<e].contains(where: { $0 != YAMLByte.space && $0 != YAMLByte.tab }) { return 0 }
+        }
+        return b - 1 - a
     }
 
     /// Whether the text ends in a backslash that is not itself escaped.
