@@ -70,6 +70,14 @@ check "https documents: the fetched document is published under its route's dial
   "$(curl -s "http://127.0.0.1:$AD2/_peel/openapi.json" | "$PY" -c 'import json,sys; d=json.load(sys.stdin)
 s=d["paths"]["/cgi-bin/token"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
 print("yes" if sorted(s.get("properties",{}))==["access_token","expires_in"] else json.dumps(s))')"
+# The command fetches an https SOURCE as the calls are sent: under --ca-file, or the group's
+# ca_file with --config and --group; without it the certificate is not trusted.
+"$PEEL" openapi --dialect wechat --ca-file "$WORK/cert.pem" "https://127.0.0.1:$TLS/v3/api-docs" >"$WORK/cli-tls.json" 2>"$WORK/cli-tls.err"
+check "peel openapi https://… --ca-file: the document, exit 0" "0 yes" "$? $(grep -q '"/cgi-bin/token"' "$WORK/cli-tls.json" && echo yes || cat "$WORK/cli-tls.err")"
+"$PEEL" openapi --config "$WORK/tls.json" --group wx "https://127.0.0.1:$TLS/v3/api-docs" >"$WORK/cli-group.json" 2>"$WORK/cli-group.err"
+check "peel openapi --config --group https://…: under the group's ca_file" "0 yes" "$? $(grep -q '"/cgi-bin/token"' "$WORK/cli-group.json" && echo yes || cat "$WORK/cli-group.err")"
+"$PEEL" openapi --dialect wechat "https://127.0.0.1:$TLS/v3/api-docs" >/dev/null 2>"$WORK/cli-untrusted.err"
+check "peel openapi https://… without a CA that trusts it: exit 2, tls" "2 yes" "$? $(grep -q 'tls: ' "$WORK/cli-untrusted.err" && echo yes || cat "$WORK/cli-untrusted.err")"
 
 echo "openapi live: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
