@@ -50,12 +50,13 @@ listens_on() {
 # written after the answer or the signal, so a busy machine may not have them all at once; the check
 # that follows says what was missing.
 wait_log() { for _ in $(seq 1 100); do [ "$(grep -cF -- "$2" "$1" 2>/dev/null || true)" -ge "$3" ] && return 0; sleep 0.05; done; }
-# start_tls_upstream PORT: a local TLS server with a self-signed certificate ($WORK/cert.pem, trusted
-# only where a CA bundle names it) answering every GET with one peel envelope.
+# start_tls_upstream PORT [PATH FILE]...: a local TLS server with a self-signed certificate
+# ($WORK/cert.pem, trusted only where a CA bundle names it) answering every GET with one peel
+# envelope, and each PATH with its FILE.
 start_tls_upstream() {
   [ -f "$WORK/cert.pem" ] || openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/key.pem" -out "$WORK/cert.pem" -days 1 \
     -subj /CN=127.0.0.1 -addext "subjectAltName=IP:127.0.0.1" >/dev/null 2>&1
-  python3 "$(dirname "${BASH_SOURCE[0]}")/tls_upstream.py" "$1" "$WORK/cert.pem" "$WORK/key.pem" >"$WORK/tls-$1.log" 2>&1 &
+  python3 "$(dirname "${BASH_SOURCE[0]}")/tls_upstream.py" "$1" "$WORK/cert.pem" "$WORK/key.pem" "${@:2}" >"$WORK/tls-$1.log" 2>&1 &
   pids+=($!)
   wait_listening "$1"
 }

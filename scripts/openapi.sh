@@ -44,5 +44,40 @@ grep -E "generated, |passed|failed" "$WORK/schemathesis.log" | tail -3
 check "schemathesis: every answer of a live Peel conforms to Peel's document" "0" "$rc"
 [ "$rc" = 0 ] || tail -60 "$WORK/schemathesis.log"
 
+# An https group's document: fetched over TLS as the group's calls are sent, so under its ca_file;
+# the same endpoint in a group without that CA file cannot be trusted, and /status says why.
+TLS=$(free_port); GW2=$(free_port); AD2=$(free_port)
+start_tls_upstream "$TLS" /v3/api-docs "$HERE/openapi/wechat-rest.json"
+cat >"$WORK/tls.json" <<JSON
+{"upstreams": {"wx": {"endpoints": ["https://127.0.0.1:$TLS"], "ca_file": "$WORK/cert.pem", "openapi": {"path": "/v3/api-docs"}},
+               "untrusted": {"endpoints": ["https://127.0.0.1:$TLS"], "openapi": {"path": "/v3/api-docs"}}},
+ "routes": [{"prefix": "/cgi-bin/", "upstream": "wx", "dialect": "wechat"}, {"prefix": "/u/", "upstream": "untrusted"}]}
+JSON
+PEEL_CONFIG="$WORK/tls.json" "$PEEL" --listen "127.0.0.1:$GW2" --admin-listen "127.0.0.1:$AD2" --workers 1 --access-log off \
+  >"$WORK/peel-tls.log" 2>&1 & pids+=($!)
+wait_listening "$AD2" "${pids[-1]}"
+states=""
+for _ in $(seq 1 100); do
+  states=$(curl -s "http://127.0.0.1:$AD2/status" | "$PY" -c 'import json,sys; o=json.load(sys.stdin).get("openapi",{})
+print(" ".join(o.get(g,{}).get("state","?") for g in ("wx","untrusted")), "|", o.get("untrusted",{}).get("error"))')
+  [[ "$states" == "ok failing"* ]] && break
+  sleep 0.1
+done
+check "https documents: the group with the CA file reads it, the one without fails" "ok failing" "${states%% |*}"
+check "https documents: the untrusted group's error is the TLS handshake's" "yes" \
+  "$([[ "$states" == *"https://127.0.0.1:$TLS/v3/api-docs: tls: "* ]] && echo yes || echo "$states")"
+check "https documents: the fetched document is published under its route's dialect" "yes" \
+  "$(curl -s "http://127.0.0.1:$AD2/_peel/openapi.json" | "$PY" -c 'import json,sys; d=json.load(sys.stdin)
+s=d["paths"]["/cgi-bin/token"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+print("yes" if sorted(s.get("properties",{}))==["access_token","expires_in"] else json.dumps(s))')"
+# The command fetches an https SOURCE as the calls are sent: under --ca-file, or the group's
+# ca_file with --config and --group; without it the certificate is not trusted.
+"$PEEL" openapi --dialect wechat --ca-file "$WORK/cert.pem" "https://127.0.0.1:$TLS/v3/api-docs" >"$WORK/cli-tls.json" 2>"$WORK/cli-tls.err"
+check "peel openapi https://… --ca-file: the document, exit 0" "0 yes" "$? $(grep -q '"/cgi-bin/token"' "$WORK/cli-tls.json" && echo yes || cat "$WORK/cli-tls.err")"
+"$PEEL" openapi --config "$WORK/tls.json" --group wx "https://127.0.0.1:$TLS/v3/api-docs" >"$WORK/cli-group.json" 2>"$WORK/cli-group.err"
+check "peel openapi --config --group https://…: under the group's ca_file" "0 yes" "$? $(grep -q '"/cgi-bin/token"' "$WORK/cli-group.json" && echo yes || cat "$WORK/cli-group.err")"
+"$PEEL" openapi --dialect wechat "https://127.0.0.1:$TLS/v3/api-docs" >/dev/null 2>"$WORK/cli-untrusted.err"
+check "peel openapi https://… without a CA that trusts it: exit 2, tls" "2 yes" "$? $(grep -q 'tls: ' "$WORK/cli-untrusted.err" && echo yes || cat "$WORK/cli-untrusted.err")"
+
 echo "openapi live: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

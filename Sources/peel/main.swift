@@ -64,7 +64,7 @@ case "check-config":
 case "openapi":
     // A one-shot command: Ctrl-C and SIGTERM stop it as they stop any tool.
     Signals.unblockHandledSignals()
-    let outcome = ContractCommand.run(Array(args.dropFirst()), environment: ProcessEnvironment.current, read: ContractCommand.readSource)
+    let outcome = ContractCommand.run(Array(args.dropFirst()), environment: ProcessEnvironment.current, read: ContractCommand.readSource(_:limits:))
     print(outcome.stdout, terminator: "")
     for line in outcome.stderr { Output.error(line) }
     Output.flush()

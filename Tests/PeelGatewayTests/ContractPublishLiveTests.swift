@@ -75,6 +75,31 @@ final class ContractPublishLiveTests: XCTestCase {
         XCTAssertEqual((states["gone"] as? [String: Any])?["error"] as? String, "cannot read /nonexistent/openapi.json")
     }
 
+    func testAnHTTPSGroupsDocument_isFetchedOverTLS_asTheGroupsCallsAre() throws {
+        // The upstream answers in plain HTTP before reading a byte: a TLS handshake reads that as
+        // garbage, so a TLS error shows the fetch went over TLS.
+        let up = try PlainGreeter()
+        defer { up.stop() }
+        let https = "https://127.0.0.1:\(up.port)"
+        let config = try loadConfig(file: """
+            {"upstreams": {"secure": {"endpoints": ["\(https)/base"], "openapi": {"path": "/v3/api-docs"}}},
+             "routes": [{"prefix": "/", "upstream": "secure"}]}
+            """, environment: [:])
+        let h = try Harness { c in c.routing = config.routing }
+        defer { h.stop() }
+        let deadline = Date().addingTimeInterval(10)
+        var state: [String: Any] = [:]
+        while Date() < deadline {
+            state = ((json(try h.admin("/status"))["openapi"] as? [String: Any])?["secure"] as? [String: Any]) ?? [:]
+            if let s = state["state"] as? String, s != "pending" { break }
+            usleep(50_000)
+        }
+        XCTAssertEqual(state["state"] as? String, "failing")
+        let error = state["error"] as? String ?? ""
+        XCTAssertTrue(error.hasPrefix("\(https)/base/v3/api-docs: tls: "), error)
+        XCTAssertEqual(try h.admin("/_peel/openapi.json").status, 503, "no document was ever read")
+    }
+
     func testMadePublic_theClientListenerServesIt_withTheConfiguredServer_elseThePathIsForwarded() throws {
         let up = try RawUpstream { _ in .send(RawUpstream.answer(#"{"code":0,"msg":"","data":1}"#)) }
         defer { up.stop() }
@@ -118,6 +143,42 @@ final class ContractPublishLiveTests: XCTestCase {
         XCTAssertNil(ContractMerge.publicPath("/admin/users", route: keep, basePath: ""), "no route leads there")
     }
 
+    func testAPathOnlyHostRoutesLeadTo_namesItsHostsAsServers_andOneEveryHostReaches_namesNone() throws {
+        let wechat = try ContractDocument.parse(Array(Data(contentsOf: samples.appendingPathComponent("wechat-rest.json")))).get()
+        func published(server: String?) throws -> ConfigJSON {
+            let config = try loadConfig(file: """
+                {"upstreams": {"wx": {"endpoints": ["http://127.0.0.1:9"]}},
+                 "routes": [{"host": "api.example.com", "prefix": "/cgi-bin/", "upstream": "wx", "dialect": "wechat"},
+                            {"host": "*.tenants.example", "prefix": "/cgi-bin/", "upstream": "wx", "dialect": "wechat"},
+                            {"host": "[::1]", "prefix": "/cgi-bin/token", "upstream": "wx", "dialect": "wechat"},
+                            {"prefix": "/open/", "upstream": "wx", "strip_prefix": true, "dialect": "wechat"}]
+                 \(server.map { #", "openapi": {"server": "\#($0)"}"# } ?? "")}
+                """, environment: [:])
+            return try XCTUnwrap(ContractMerge.published(config, documents: ["wx": wechat]))
+        }
+        func urls(_ item: ConfigJSON?) -> [String]? {
+            guard case .array(let servers)? = item?["servers"] else { return nil }
+            return servers.compactMap { $0["url"]?.string }
+        }
+        let doc = try published(server: "https://gw.example.com:8443/v1")
+        let token = doc["paths"]?["/cgi-bin/token"]
+        XCTAssertEqual(urls(token), ["https://api.example.com:8443/v1", "https://[::1]:8443/v1"], "the configured server's scheme, port and path")
+        XCTAssertEqual(token?["x-peel-hosts"], .array([.string("api.example.com"), .string("*.tenants.example"), .string("[::1]")]))
+        let send = doc["paths"]?["/cgi-bin/message/custom/send"]
+        XCTAssertEqual(urls(send), ["https://api.example.com:8443/v1"], "a wildcard's names cannot be listed")
+        XCTAssertEqual(send?["x-peel-hosts"], .array([.string("api.example.com"), .string("*.tenants.example")]))
+        XCTAssertNotNil(token?["get"], "the operations stay")
+        for path in ["/open/cgi-bin/token", "/open/cgi-bin/message/custom/send"] {
+            XCTAssertNotNil(doc["paths"]?[path], path)
+            XCTAssertNil(doc["paths"]?[path]?["servers"], "every host reaches \(path)")
+            XCTAssertNil(doc["paths"]?[path]?["x-peel-hosts"], path)
+        }
+        XCTAssertEqual(urls(doc), ["https://gw.example.com:8443/v1"])
+        let bare = try published(server: nil)
+        XCTAssertEqual(urls(bare["paths"]?["/cgi-bin/token"]), ["//api.example.com", "//[::1]"], "read against the document's own URL")
+        XCTAssertNil(bare["servers"])
+    }
+
     func testAGroupsOpenapiKey_isCheckedAtLoad() {
         func error(_ openapi: String) -> String? {
             do {
@@ -140,5 +201,42 @@ final class ContractPublishLiveTests: XCTestCase {
         } catch {
             XCTAssertTrue(String(describing: error).contains("openapi.public"), String(describing: error))
         }
+    }
+}
+
+/// A server that writes a plain HTTP answer as soon as a connection opens, before reading a byte.
+/// Runs on its own loop thread; port 0.
+private final class PlainGreeter: @unchecked Sendable {
+    // Unchecked: `server` and `open` are only touched on `loop`'s thread.
+    private let loop: EventLoop
+    private var server: TCPServer?
+    private var open: [TCPConnection] = []
+    /// The bound port.
+    let port: Int
+
+    init() throws {
+        loop = try EventLoop()
+        var greet: ((TCPConnection) -> Void)?
+        let server = try TCPServer(loop: loop, address: HostPort(host: "127.0.0.1", port: 0)) { greet?($0) }
+        self.server = server
+        port = server.port
+        greet = { [unowned self] conn in
+            open.append(conn)
+            conn.write(RawUpstream.answer("{}"))
+        }
+        loop.startThread()
+    }
+
+    /// Closes everything, then stops the loop thread.
+    func stop() {
+        let loop = self.loop
+        loop.execute { [self] in
+            server?.close()
+            server = nil
+            for c in open { c.close() }
+            open = []
+            loop.defer { loop.stop() }
+        }
+        loop.join()
     }
 }

@@ -94,6 +94,64 @@ final class YAMLReaderTests: XCTestCase {
         XCTAssertEqual(failure("a: [1, 2\n"), "YAML line 1: an unclosed [")
     }
 
+    func testQuotesThatEscapeTheirQuote_keepAHashInside() throws {
+        let doc = try read("""
+            a: 'it''s # not a comment'   # a comment
+            b: "say \\"hi\\" # not a comment either"
+            "c \\": d": 1
+            """)
+        XCTAssertEqual(doc["a"], .string("it's # not a comment"))
+        XCTAssertEqual(doc["b"], .string("say \"hi\" # not a comment either"))
+        XCTAssertEqual(doc["c \": d"], .number("1"))
+    }
+
+    func testCRLFLines_andMultiLineScalars() throws {
+        let doc = try read("a: 1\r\nb:\r\n  - x\r\n  - plain scalar\r\n    over two lines\r\nc: [1,\r\n  2]\r\nd: é\r\n")
+        XCTAssertEqual(doc, .obj(["a": .number("1"), "b": .array([.string("x"), .string("plain scalar over two lines")]),
+                                  "c": .array([.number("1"), .number("2")]), "d": .string("é")]))
+    }
+
+    func testADoubleQuotedScalarBrokenAfterABackslash_joinsWithoutASpace() throws {
+        // PyYAML's way of breaking a long double-quoted scalar: `\` at the line's end, `\ ` to keep a space.
+        let doc = try read("a: \"\\u6BCF\\u9875\\\n    \\ 100\"\nb: \"ends in a backslash \\\\\"\nc: \"folded\n  here\"\n")
+        XCTAssertEqual(doc["a"], .string("每页 100"))
+        XCTAssertEqual(doc["b"], .string("ends in a backslash \\"))
+        XCTAssertEqual(doc["c"], .string("folded here"))
+    }
+
+    func testAnEmptyLineInAScalarOverLines_isANewline_asPyYAMLWritesOne() throws {
+        // yaml.safe_dump({"d": "line\nbreak", "e": "a\n\nb", "f": ["p\nq"], "g": {"h": "x\ny"}}, default_flow_style=None)
+        let doc = try read("d: 'line\n\n  break'\ne: \"a\n\n\n  b\"\nf:\n- 'p\n\n  q'\ng: {h: 'x\n\n    y'}\ni: plain\n\n  text\n")
+        XCTAssertEqual(doc["d"], .string("line\nbreak"))
+        XCTAssertEqual(doc["e"], .string("a\n\nb"))
+        XCTAssertEqual(doc["f"], .array([.string("p\nq")]))
+        XCTAssertEqual(doc["g"], .obj(["h": .string("x\ny")]))
+        XCTAssertEqual(doc["i"], .string("plain\ntext"))
+    }
+
+    func testABlockScalarsIndentationIndicator_keepsItsContentsLeadingSpaces() throws {
+        // yaml.safe_dump({"a": " lead", "b": [" x", {"c": " y"}]}, default_style="|")
+        let doc = try read("\"a\": |2-\n   lead\n\"b\":\n- |2-\n   x\n- \"c\": |2-\n     y\n")
+        XCTAssertEqual(doc["a"], .string(" lead"))
+        XCTAssertEqual(doc["b"], .array([.string(" x"), .obj(["c": .string(" y")])]))
+    }
+
+    func testADuplicateKey_isRefused_inAMappingOfThousandsToo() {
+        let keys = (0..<5000).map { "k\($0): \($0)" }
+        var text = keys.joined(separator: "\n") + "\nk4321: again\n"
+        XCTAssertThrowsError(try read(text)) { XCTAssertEqual(($0 as? YAMLReader.Failure)?.description, "YAML line 5001: the key k4321 appears twice") }
+        text = keys.joined(separator: "\n")
+        XCTAssertEqual(try read(text).members.count, 5000)
+        let json = "{" + (0..<5000).map { #""k\#($0)": \#($0)"# }.joined(separator: ",") + #", "k17": 0}"#
+        guard case .failure(let d) = ConfigJSON.parse(Array(json.utf8)) else { return XCTFail("a duplicate name was taken") }
+        XCTAssertEqual(d.path, "k17")
+    }
+
+    func testAByteOrderMark_isNoPartOfTheFirstKey() throws {
+        let doc = try ContractDocument.parse([0xEF, 0xBB, 0xBF] + Array("openapi: 3.1.0\n".utf8)).get()
+        XCTAssertEqual(doc["openapi"], .string("3.1.0"))
+    }
+
     func testAYAMLDocument_andItsJSON_giveOneContract() throws {
         let json = Array(#"{"openapi": "3.0.1", "info": {"title": "t", "version": "1"}, "paths": {"/x": {"get": {"responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object", "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": {"type": "string"}}}}}}}}}}}"#.utf8)
         let yaml = Array("""

@@ -115,14 +115,23 @@ check("detect: yudao's document matches the yudao preset", code == 0 and any("yu
 code, out, err = peel_openapi(HERE + "/wechat-rest.json", "--detect")
 check("detect: the wechat document matches wechat", code == 0 and "wechat" in out, out + err)
 
-# YAML: each sample written out by PyYAML gives the same document as its JSON.
+# YAML: each sample written out by PyYAML gives the same document as its JSON, in PyYAML's block
+# style and in the others it writes: escaped non-ASCII, long scalars broken over lines, a wider
+# indentation, CRLF line ends and an explicit document start. (A document in flow style from its
+# first `{` is read as JSON, strictly.)
 import yaml  # noqa: E402
+STYLES = {"block": dict(allow_unicode=True),
+          "ASCII escapes, folded lines": dict(allow_unicode=False, width=24), "indent 4, ---": dict(indent=4, explicit_start=True),
+          "CRLF": dict(allow_unicode=True, line_break="\r\n")}
 for name, dialect in [("yudao-springdoc", "yudao"), ("ruoyi-springfox", "ruoyi"), ("wechat-rest", "wechat")]:
     with open(HERE + "/" + name + ".json") as f:
         original = json.load(f)
     _, from_json, _ = peel_openapi(HERE + "/" + name + ".json", "--dialect", dialect)
-    code, from_yaml, err = peel_openapi("-", "--dialect", dialect, stdin=yaml.safe_dump(original, allow_unicode=True, sort_keys=False))
-    check("YAML: %s read from YAML is the same contract" % name, code == 0 and from_yaml == from_json, err)
+    for style, options in STYLES.items():
+        text = yaml.safe_dump(original, sort_keys=False, **options)
+        p = subprocess.run([PEEL, "openapi", "--dialect", dialect, "-"], input=text.encode(), capture_output=True, timeout=60)
+        check("YAML (%s): %s read from YAML is the same contract" % (style, name), p.returncode == 0 and p.stdout.decode() == from_json,
+              p.stderr.decode())
 
 # --config and --group: the group's routes, each under its prefix and dialect, as the admin listener publishes them.
 import os
@@ -135,6 +144,21 @@ os.unlink(cfg.name)
 check("--group: every operation under the route's prefix", sorted(doc.get("paths", {})) == [
     "/_peel/reachability", "/y/admin-api/system/user/create", "/y/admin-api/system/user/delete",
     "/y/admin-api/system/user/get", "/y/admin-api/system/user/page"], sorted(doc.get("paths", {})))
+
+# Routes that match on Host: their paths name those hosts (path-level servers, x-peel-hosts), and
+# the document still validates.
+with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as cfg:
+    json.dump({"upstreams": {"wx": {"endpoints": ["http://127.0.0.1:9"]}},
+               "routes": [{"host": "api.example.com", "prefix": "/cgi-bin/token", "upstream": "wx", "dialect": "wechat"},
+                          {"host": "*.tenants.example", "prefix": "/cgi-bin/", "upstream": "wx", "dialect": "wechat"}],
+               "openapi": {"server": "https://gw.example.com"}}, cfg)
+doc, err = transformed("--group with host routes", HERE + "/wechat-rest.json", "--config", cfg.name, "--group", "wx")
+os.unlink(cfg.name)
+token = doc.get("paths", {}).get("/cgi-bin/token", {})
+check("host routes: the path names its exact host as a server, and every host as x-peel-hosts",
+      token.get("servers") == [{"url": "https://api.example.com"}] and token.get("x-peel-hosts") == ["api.example.com", "*.tenants.example"],
+      json.dumps({k: v for k, v in token.items() if k != "get"}))
+check("host routes: a wildcard alone names no server", "servers" not in doc.get("paths", {}).get("/cgi-bin/message/custom/send", {"servers": 1}))
 
 # Refusals are clear.
 code, out, err = peel_openapi("-", "--dialect", "yudao", stdin="{\"openapi\": \"3.0.1\",}")

@@ -75,10 +75,11 @@ indirect enum ConfigJSON: Equatable, Sendable {
                 i += 1
                 space()
                 var members: [Member] = []
+                var names = UniqueNames()
                 while bytes[i] != UInt8(ascii: "}") {
                     let name = string()
                     let at = path.isEmpty ? name : path + "." + name
-                    if members.contains(where: { $0.name == name }) { throw DuplicateName(path: at) }
+                    if !names.insert(name, among: members) { throw DuplicateName(path: at) }
                     space()
                     i += 1  // ':'
                     space()
@@ -165,3 +166,20 @@ indirect enum ConfigJSON: Equatable, Sendable {
         }
     }
 }
+
+/// A mapping's member names seen so far: compared one by one while there are few, hashed once
+/// there are many (a document's `paths` and `schemas` hold thousands).
+struct UniqueNames {
+    private var seen: Set<String>?
+    private static let hashedFrom = 16
+
+    /// Whether `name` is new among `members` (the names seen so far); remembers it.
+    mutating func insert(_ name: String, among members: [ConfigJSON.Member]) -> Bool {
+        if seen == nil {
+            guard members.count >= Self.hashedFrom else { return !members.contains { $0.name == name } }
+            seen = Set(members.map(\.name))
+        }
+        return seen!.insert(name).inserted
+    }
+}
+

@@ -36,6 +36,15 @@ struct IOSettings {
     }
 }
 
+extension TransferLimits {
+    /// What every call to `group`'s endpoints is sent under (forwarded calls, the group's OpenAPI
+    /// document): the group's timeouts and CA file over those of `calls`; nil: the `calls` section's.
+    init(_ calls: GatewayConfig.Calls, group: UpstreamGroup?) {
+        self.init(timeout: group?.timeout ?? calls.timeout, connectTimeout: group?.connectTimeout ?? calls.connectTimeout,
+                  caFile: group?.caFile ?? calls.caFile, maxResponseBody: calls.maxResponseBody, idleTimeout: calls.idleTimeout)
+    }
+}
+
 extension UpstreamOptions {
     /// A prober's client: its endpoint's timeouts and CA file, a small answer limit (a probe's body
     /// is read only to be discarded) and two idle connections.

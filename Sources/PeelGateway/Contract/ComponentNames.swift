@@ -104,12 +104,19 @@ enum ComponentNames {
             default: break
             }
         }
+        // Each section's entries by name, looked up once per reference (a document holds thousands).
+        var entries: [String: [String: ConfigJSON]] = [:]
+        for section in components.members {
+            var byName: [String: ConfigJSON] = [:]
+            for entry in section.value.members where byName[entry.name] == nil { byName[entry.name] = entry.value }
+            if entries[section.name] == nil { entries[section.name] = byName }
+        }
         while let next = queue.popLast() {
             var found: [String] = []
             refs(in: next, &found)
             for ref in found {
                 guard let (section, name, _) = split(ref), reached.insert("#/components/\(section)/\(name)").inserted,
-                      let target = components[section]?[name] else { continue }
+                      let target = entries[section]?[name] else { continue }
                 queue.append(target)
             }
         }

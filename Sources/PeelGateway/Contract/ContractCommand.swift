@@ -14,9 +14,9 @@ public enum ContractCommand {
     }
 
     /// Runs the command with `arguments` (after `openapi`); `read` gives the SOURCE's bytes (a
-    /// path, or nil for standard input).
+    /// path or URL, or nil for standard input), a URL fetched under the limits given.
     public static func run(_ arguments: [String], environment: [String: String],
-                           read: (String?) throws -> [UInt8]) -> Outcome {
+                           read: (String?, TransferLimits) throws -> [UInt8]) -> Outcome {
         var out = Outcome()
         var options: [String] = []
         var source: String?
@@ -48,9 +48,28 @@ public enum ContractCommand {
             }
             i += 1
         }
+        var env = environment
+        // The contract does not depend on where the upstream is; the loader asks for one.
+        if env["PEEL_UPSTREAM"] == nil { env["PEEL_UPSTREAM"] = "http://127.0.0.1:9" }
+        let isURL = source.map { $0.hasPrefix("http://") || $0.hasPrefix("https://") } ?? false
+        // --detect reads no option, unless a URL is fetched under them.
+        var loaded: GatewayConfig?
+        if !detect || isURL {
+            do {
+                loaded = try ConfigLoader.load(arguments: options, environment: env)
+            } catch {
+                // The loader's line names the option already ("peel: --dialect: …").
+                out.stderr.append(error.description)
+                out.code = 2
+                return out
+            }
+        }
+        let config = loaded ?? GatewayConfig()
+        // A URL is fetched as the calls are sent: --group's timeouts and CA file, else the options'.
+        let limits = TransferLimits(config.calls, group: group.flatMap { g in config.routing?.upstreams.first { $0.name == g } })
         let bytes: [UInt8]
         do {
-            bytes = try read(source == "-" ? nil : source)
+            bytes = try read(source == "-" ? nil : source, limits)
         } catch {
             return failed("cannot read \(source ?? "standard input"): \(error)", &out)
         }
@@ -60,18 +79,6 @@ public enum ContractCommand {
         case .failure(let why): return failed("\(source ?? "standard input"): \(why)", &out)
         }
         if detect { return detected(document, &out) }
-        var env = environment
-        // The contract does not depend on where the upstream is; the loader asks for one.
-        if env["PEEL_UPSTREAM"] == nil { env["PEEL_UPSTREAM"] = "http://127.0.0.1:9" }
-        let config: GatewayConfig
-        do {
-            config = try ConfigLoader.load(arguments: options, environment: env)
-        } catch {
-            // The loader's line names the option already ("peel: --dialect: …").
-            out.stderr.append(error.description)
-            out.code = 2
-            return out
-        }
         if let group {
             // The group's routes, as the admin listener publishes them: each route's dialect and
             // operations under its prefix.
@@ -99,24 +106,16 @@ public enum ContractCommand {
         public let description: String
     }
 
-    /// A SOURCE's bytes: a file, an `http://` URL (its answer's body, which must be 200), or
-    /// standard input for nil.
-    public static func readSource(_ source: String?) throws -> [UInt8] {
+    /// A SOURCE's bytes: a file, an `http://` or `https://` URL fetched under `limits` (its
+    /// answer's body, which must be 200), or standard input for nil.
+    public static func readSource(_ source: String?, limits: TransferLimits) throws -> [UInt8] {
         guard let source else { return [UInt8](FileHandle.standardInput.readDataToEndOfFile()) }
-        if source.hasPrefix("https://") {
-            throw SourceError(description: "https sources are not fetched here; pipe them in (curl -s URL | peel openapi -)")
-        }
-        if source.hasPrefix("http://") {
-            let rest = source.dropFirst(7)
-            let slash = rest.firstIndex(of: "/") ?? rest.endIndex
-            guard let hp = HostPort(parsing: String(rest[..<slash]).contains(":") ? String(rest[..<slash]) : String(rest[..<slash]) + ":80")
-            else { throw SourceError(description: "\(source) has no host") }
-            let path = rest[slash...].isEmpty ? "/" : String(rest[slash...])
-            guard let r = BlockingClient.get(host: hp.host, port: hp.port, path: path, timeout: 10) else {
-                throw SourceError(description: "\(source) did not answer")
+        if source.hasPrefix("http://") || source.hasPrefix("https://") {
+            switch OneFetch.get(source, limits: limits) {
+            case .failure(let f): throw SourceError(description: failureReason(f))
+            case .success(let r) where r.status != 200: throw SourceError(description: "answered \(r.status)")
+            case .success(let r): return r.body
             }
-            guard r.status == 200 else { throw SourceError(description: "\(source) answered \(r.status)") }
-            return r.body
         }
         guard let data = FileManager.default.contents(atPath: source) else { throw SourceError(description: "no such readable file") }
         return [UInt8](data)

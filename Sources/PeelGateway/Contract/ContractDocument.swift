@@ -2,12 +2,12 @@ import PeelEnvelope
 
 /// An OpenAPI document's text, JSON or YAML, read into one tree.
 enum ContractDocument {
-    /// JSON when the text starts with `{` (strict RFC 8259, unique member names), YAML otherwise.
     /// Why a document could not be read.
     struct Unreadable: Error, CustomStringConvertible {
         let description: String
     }
 
+    /// JSON when the text starts with `{` (strict RFC 8259, unique member names), YAML otherwise.
     static func parse(_ bytes: [UInt8]) -> Result<ConfigJSON, Unreadable> {
         let first = bytes.first { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }
         if first == UInt8(ascii: "{") || first == UInt8(ascii: "[") || (bytes.starts(with: [0xEF, 0xBB, 0xBF]) && bytes.dropFirst(3).first == UInt8(ascii: "{")) {
@@ -22,9 +22,10 @@ enum ContractDocument {
             }
             return .success(doc)
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else { return .failure(Unreadable(description: "the document is not UTF-8")) }
+        guard String(validating: bytes, as: UTF8.self) != nil else { return .failure(Unreadable(description: "the document is not UTF-8")) }
         do throws(YAMLReader.Failure) {
-            return .success(try YAMLReader.read(text))
+            // A byte order mark may open a YAML stream (YAML 1.2 §5.2); it is no part of the first key.
+            return .success(try YAMLReader.read(bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(bytes.dropFirst(3)) : bytes))
         } catch {
             return .failure(Unreadable(description: error.description))
         }

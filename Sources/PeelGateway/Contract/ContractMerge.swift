@@ -2,13 +2,18 @@ import PeelEnvelope
 
 /// One document for every route: each group's document transformed under each route that leads to
 /// the group (its dialect and passthrough paths), its paths moved to where clients call them, and
-/// the results merged. Pure.
+/// the results merged. A path only routes with a `host` lead to is served for those hosts alone: its
+/// path item says so with `servers` (OpenAPI 3.1 §4.8.9: they override the document's) and
+/// `x-peel-hosts`. Pure.
 enum ContractMerge {
     /// The published document, or nil when no group's document has been read.
     static func published(_ config: GatewayConfig, documents: [String: ConfigJSON]) -> ConfigJSON? {
         guard let routing = config.routing else { return nil }
         var merged: ConfigJSON?
         var paths: [ConfigJSON.Member] = []
+        /// Each path's position in `paths`, and the hosts it is served for (nil among them: every host).
+        var pathAt: [String: Int] = [:]
+        var hosts: [[String?]] = []
         var schemas: [ConfigJSON.Member] = []
         var otherComponents: [ConfigJSON.Member] = []
         for group in routing.upstreams {
@@ -23,9 +28,15 @@ enum ContractMerge {
                 if merged == nil { merged = doc }
                 let base = group.endpoints.first?.url.basePath ?? ""
                 for item in doc["paths"]?.members ?? [] {
-                    guard let path = publicPath(item.name, route: route, basePath: base),
-                          !paths.contains(where: { $0.name == path }) else { continue }
+                    guard let path = publicPath(item.name, route: route, basePath: base) else { continue }
+                    if let k = pathAt[path] {
+                        // The same operations behind another route's host are served there too.
+                        if paths[k].value == item.value && !hosts[k].contains(route.host) { hosts[k].append(route.host) }
+                        continue
+                    }
+                    pathAt[path] = paths.count
                     paths.append(.init(name: path, value: item.value))
+                    hosts.append([route.host])
                 }
                 for s in doc["components"]?["schemas"]?.members ?? [] where !schemas.contains(where: { $0.name == s.name }) {
                     schemas.append(s)
@@ -38,6 +49,9 @@ enum ContractMerge {
             }
         }
         guard var doc = merged else { return nil }
+        for k in paths.indices {
+            paths[k].value = servedFor(paths[k].value, hosts: hosts[k], server: config.contract.server)
+        }
         if let reachability = config.reachability.path {
             paths.append(.init(name: reachability, value: OpenAPIContract.reachabilityItem))
         }
@@ -70,6 +84,33 @@ enum ContractMerge {
             return prefix + own
         }
         return own.hasPrefix(route.prefix) ? own : nil
+    }
+
+    /// A path item as served for `hosts` (nil among them: every host): for hosts alone, `servers`
+    /// names each exact one (a wildcard's names cannot be listed) and `x-peel-hosts` every one as
+    /// its route writes it; else it has neither. The upstream's own `servers` name the upstream,
+    /// where clients do not call.
+    static func servedFor(_ item: ConfigJSON, hosts: [String?], server: String?) -> ConfigJSON {
+        let item = item.removing("servers").removing("x-peel-hosts")
+        let named = hosts.compactMap { $0 }
+        guard named.count == hosts.count else { return item }
+        let exact = named.filter { !$0.hasPrefix("*.") }
+        var out = item
+        if !exact.isEmpty { out = out.setting("servers", .array(exact.map { .obj(["url": .string(serverURL(host: $0, configured: server))]) })) }
+        return out.setting("x-peel-hosts", .array(named.map { .string($0) }))
+    }
+
+    /// Where clients call `host`: the configured server with the host swapped (its scheme, port and
+    /// path kept), else a network-path reference (`//host`, RFC 3986 §4.2) read against the URL the
+    /// document was fetched from, so under its scheme.
+    static func serverURL(host: String, configured: String?) -> String {
+        guard let configured, let scheme = configured.range(of: "://") else { return "//" + host }
+        let rest = configured[scheme.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        var port = ""
+        if let colon = authority.lastIndex(of: ":"), !authority[colon...].contains("]") { port = String(authority[colon...]) }
+        return configured[..<scheme.upperBound] + host + port + rest[authorityEnd...]
     }
 
     /// `doc` with each schema whose name another group already took for a different schema renamed

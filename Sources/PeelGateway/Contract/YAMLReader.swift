@@ -3,6 +3,10 @@
 /// Anchors, aliases, tags and several documents in one stream are refused with their line: a
 /// document that needs them is not read rather than read wrong. Scalars resolve as YAML 1.2's core
 /// schema does (`null`, `~`, `true`, `false`, numbers); a number keeps the text it was written as.
+///
+/// It reads UTF-8 bytes: every character YAML's syntax gives a meaning to is ASCII, and no byte of
+/// a multi-byte UTF-8 sequence is, so a line is a pair of offsets and only a key or a scalar's
+/// value becomes a `String` (a 5 MB document is read in a pass over its bytes, not its Characters).
 struct YAMLReader {
     /// Why a text could not be read, with its 1-based line.
     struct Failure: Error, CustomStringConvertible {
@@ -11,37 +15,71 @@ struct YAMLReader {
         var description: String { "YAML line \(line): \(why)" }
     }
 
+    /// One line that holds content: where its text starts (after the indentation) and ends (before
+    /// a comment and trailing blanks) in `bytes`.
     private struct Line {
         let number: Int
         let indent: Int
-        /// The content after the indentation, comments removed.
-        let text: Substring
+        let start: Int
+        let end: Int
     }
 
+    private let bytes: [UInt8]
     private var lines: [Line] = []
     private var i = 0
     /// Block nodes open now; a text nested deeper than `maxDepth` is refused rather than recursed into.
     private var depth = 0
     static let maxDepth = 512
-    /// Every raw line, for block scalars (whose comments and blank lines are content).
-    private var raw: [Substring] = []
+    /// Every raw line's start and end (line feed and carriage return left out), for block scalars,
+    /// whose comments and blank lines are content.
+    private var raw: [(start: Int, end: Int)] = []
 
-    static func read(_ text: String) throws(Failure) -> ConfigJSON {
-        var r = YAMLReader()
-        r.raw = text.split(separator: "\n", omittingEmptySubsequences: false).map { $0.hasSuffix("\r") ? $0.dropLast() : $0 }
-        for (n, line) in r.raw.enumerated() {
-            let content = Self.strippingComment(line)
-            let trimmed = content.drop { $0 == " " }
-            if trimmed.allSatisfy({ $0 == " " || $0 == "\t" }) { continue }
-            if line.hasPrefix("\t") { throw Failure(line: n + 1, why: "indentation with a tab") }
-            if trimmed == "---" && r.lines.isEmpty { continue }
-            if trimmed == "---" || trimmed == "..." { throw Failure(line: n + 1, why: "a second document in one stream") }
-            r.lines.append(Line(number: n + 1, indent: content.count - trimmed.count, text: Substring(trimmed.trimmingTrailingSpaces)))
-        }
+    private init(bytes: [UInt8]) { self.bytes = bytes }
+
+    static func read(_ text: String) throws(Failure) -> ConfigJSON { try read(Array(text.utf8)) }
+
+    /// Reads UTF-8 `bytes` (validated by the caller).
+    static func read(_ bytes: [UInt8]) throws(Failure) -> ConfigJSON {
+        var r = YAMLReader(bytes: bytes)
+        try r.splitLines()
         guard !r.lines.isEmpty else { throw Failure(line: 1, why: "the text is empty") }
         let value = try r.block(indent: r.lines[0].indent)
         if r.i < r.lines.count { throw Failure(line: r.lines[r.i].number, why: "unexpected indentation") }
         return value
+    }
+
+    /// Fills `raw` and `lines`; blank and comment-only lines hold no content.
+    private mutating func splitLines() throws(Failure) {
+        let count = bytes.count
+        var start = 0
+        while start <= count {
+            var end = start
+            while end < count && bytes[end] != YAMLByte.lf { end += 1 }
+            let next = end + 1
+            if end > start && bytes[end - 1] == YAMLByte.cr { end -= 1 }
+            // A text ending in a line feed has no line after it (as a split keeps an empty last part,
+            // which holds no content either way).
+            raw.append((start, end))
+            let n = raw.count
+            let content = Self.commentStart(bytes, start, end)
+            var first = start
+            while first < content && bytes[first] == YAMLByte.space { first += 1 }
+            var last = content
+            while last > first && (bytes[last - 1] == YAMLByte.space || bytes[last - 1] == YAMLByte.tab) { last -= 1 }
+            if last > first {
+                if bytes[start] == YAMLByte.tab { throw Failure(line: n, why: "indentation with a tab") }
+                let marker = last - first == 3 ? bytes[first] : 0
+                let three = marker != 0 && bytes[first + 1] == marker && bytes[first + 2] == marker
+                if three && marker == YAMLByte.dash && lines.isEmpty {
+                    // The first document's start marker.
+                } else if three && (marker == YAMLByte.dash || marker == YAMLByte.dot) {
+                    throw Failure(line: n, why: "a second document in one stream")
+                } else {
+                    lines.append(Line(number: n, indent: first - start, start: first, end: last))
+                }
+            }
+            start = next
+        }
     }
 
     /// The block node whose lines start at `indent`.
@@ -50,27 +88,23 @@ struct YAMLReader {
         depth += 1
         defer { depth -= 1 }
         if depth > Self.maxDepth { throw Failure(line: first.number, why: "nested deeper than \(Self.maxDepth) levels") }
-        if first.text.hasPrefix("- ") || first.text == "-" { return try sequence(indent: indent) }
-        if Self.keyColon(first.text) != nil { return try mapping(indent: indent) }
+        if opensSequenceEntry(first) { return try sequence(indent: indent) }
+        if keyColon(first.start, first.end) != nil { return try mapping(indent: indent) }
         // A scalar or flow collection alone on its lines.
         i += 1
-        var text = String(first.text)
-        while i < lines.count && lines[i].indent > indent - 1 && lines[i].indent >= indent && Self.keyColon(lines[i].text) == nil {
-            text += " " + lines[i].text
-            i += 1
-        }
-        return try scalarOrFlow(Substring(text), line: first.number)
+        return try scalarOrFlow(first.start, first.end, line: first.number, continued: .alone(indent: indent))
     }
 
     private mutating func mapping(indent: Int) throws(Failure) -> ConfigJSON {
         var members: [ConfigJSON.Member] = []
+        var names = UniqueNames()
         while i < lines.count && lines[i].indent == indent {
             let line = lines[i]
-            guard let (key, rest) = Self.keyColon(line.text) else { throw Failure(line: line.number, why: "expected `key: value`") }
-            let name = try Self.keyText(key, line: line.number)
-            if members.contains(where: { $0.name == name }) { throw Failure(line: line.number, why: "the key \(name) appears twice") }
+            guard let (keyEnd, rest) = keyColon(line.start, line.end) else { throw Failure(line: line.number, why: "expected `key: value`") }
+            let name = try keyText(line.start, keyEnd, line: line.number)
+            if !names.insert(name, among: members) { throw Failure(line: line.number, why: "the key \(name) appears twice") }
             i += 1
-            members.append(.init(name: name, value: try value(after: rest, parentIndent: indent, line: line.number)))
+            members.append(.init(name: name, value: try value(after: rest, end: line.end, parentIndent: indent, line: line.number)))
         }
         if i < lines.count && lines[i].indent > indent { throw Failure(line: lines[i].number, why: "unexpected indentation") }
         return .object(members)
@@ -78,301 +112,267 @@ struct YAMLReader {
 
     private mutating func sequence(indent: Int) throws(Failure) -> ConfigJSON {
         var items: [ConfigJSON] = []
-        while i < lines.count && lines[i].indent == indent && (lines[i].text.hasPrefix("- ") || lines[i].text == "-") {
+        while i < lines.count && lines[i].indent == indent && opensSequenceEntry(lines[i]) {
             let line = lines[i]
-            let rest = line.text.dropFirst(1).drop { $0 == " " }
-            if rest.isEmpty {
+            var rest = line.start + 1
+            while rest < line.end && bytes[rest] == YAMLByte.space { rest += 1 }
+            if rest == line.end {
                 i += 1
-                items.append(try value(after: "", parentIndent: indent, line: line.number))
-            } else if Self.keyColon(rest) != nil || rest.hasPrefix("- ") {
+                items.append(try value(after: rest, end: rest, parentIndent: indent, line: line.number))
+            } else if keyColon(rest, line.end) != nil || startsWithDashSpace(rest, line.end) {
                 // `- key: value` opens a mapping (or a sequence) whose lines are indented as its first key.
-                let inner = line.indent + (line.text.count - rest.count)
-                lines[i] = Line(number: line.number, indent: inner, text: rest)
+                let inner = line.indent + (rest - line.start)
+                lines[i] = Line(number: line.number, indent: inner, start: rest, end: line.end)
                 items.append(try block(indent: inner))
             } else {
                 i += 1
-                items.append(try value(after: rest, parentIndent: indent, line: line.number))
+                items.append(try value(after: rest, end: line.end, parentIndent: indent, line: line.number))
             }
         }
         return .array(items)
     }
 
-    /// The value after `key:` or `- `: inline, a block scalar, or the more indented lines below.
-    private mutating func value(after rest: Substring, parentIndent: Int, line: Int) throws(Failure) -> ConfigJSON {
-        if rest.hasPrefix("|") || rest.hasPrefix(">") { return try blockScalar(rest, parentIndent: parentIndent, line: line) }
-        if rest.hasPrefix("&") || rest.hasPrefix("*") { throw Failure(line: line, why: "anchors and aliases are not read") }
-        if rest.hasPrefix("!") { throw Failure(line: line, why: "tags are not read") }
-        if !rest.isEmpty {
-            var text = String(rest)
-            // A plain or quoted scalar may go on over more indented lines.
-            while i < lines.count && lines[i].indent > parentIndent && Self.keyColon(lines[i].text) == nil && !lines[i].text.hasPrefix("- ") {
-                text += " " + lines[i].text
-                i += 1
+    /// The value after `key:` or `- ` (the text from `rest` to `end`): inline, a block scalar, or
+    /// the more indented lines below.
+    private mutating func value(after rest: Int, end: Int, parentIndent: Int, line: Int) throws(Failure) -> ConfigJSON {
+        if rest < end {
+            switch bytes[rest] {
+            case YAMLByte.pipe, YAMLByte.greater: return try blockScalar(rest, end, parentIndent: parentIndent, line: line)
+            case YAMLByte.ampersand, YAMLByte.star: throw Failure(line: line, why: "anchors and aliases are not read")
+            case YAMLByte.bang: throw Failure(line: line, why: "tags are not read")
+            default: break
             }
-            return try scalarOrFlow(Substring(text), line: line)
+            // A plain or quoted scalar may go on over more indented lines.
+            return try scalarOrFlow(rest, end, line: line, continued: .after(parentIndent: parentIndent))
         }
-        guard i < lines.count, lines[i].indent > parentIndent || (lines[i].indent == parentIndent && lines[i].text.hasPrefix("- ")) else {
+        guard i < lines.count, lines[i].indent > parentIndent || (lines[i].indent == parentIndent && startsWithDashSpace(lines[i])) else {
             return .null
         }
         return try block(indent: lines[i].indent)
     }
 
-    /// `|` (lines kept) or `>` (lines folded), with `-` to drop the final newline.
-    private mutating func blockScalar(_ header: Substring, parentIndent: Int, line: Int) throws(Failure) -> ConfigJSON {
-        let folded = header.hasPrefix(">")
-        let strip = header.contains("-")
-        let keep = header.contains("+")
-        var body: [Substring] = []
-        // Raw lines after the header up to the first non-blank line indented no deeper than the parent.
+    /// `|` (lines kept) or `>` (lines folded), with `-` to drop the final newline and `+` to keep
+    /// the trailing empty lines; `header` to `headerEnd` is the indicator and what follows it.
+    private mutating func blockScalar(_ header: Int, _ headerEnd: Int, parentIndent: Int, line: Int) throws(Failure) -> ConfigJSON {
+        let folded = bytes[header] == YAMLByte.greater
+        let indicators = bytes[header..<headerEnd]
+        let strip = indicators.contains(YAMLByte.dash)
+        let keep = indicators.contains(YAMLByte.plus)
+        // An indentation indicator (`|2`) says how much deeper than the parent the content is,
+        // where its first line starts with spaces of its own (YAML 1.2 §8.1.1.1).
+        let stated = indicators.first { $0 >= 0x31 && $0 <= 0x39 }.map { parentIndent + Int($0 - 0x30) }
+        // The raw lines after the header up to the first non-blank line indented no deeper than
+        // the parent, each without the block's indentation (an empty range for a blank one).
+        var body: [(start: Int, end: Int)] = []
         var n = line
-        var contentIndent: Int?
+        var contentIndent = stated
         while n < raw.count {
-            let l = raw[n]
-            let spaces = l.prefix { $0 == " " }.count
-            if l.allSatisfy({ $0 == " " }) {
-                body.append("")
+            let (s, e) = raw[n]
+            var spaces = s
+            while spaces < e && bytes[spaces] == YAMLByte.space { spaces += 1 }
+            if spaces == e {
+                body.append((e, e))
                 n += 1
                 continue
             }
-            if spaces <= parentIndent { break }
-            if contentIndent == nil { contentIndent = spaces }
-            guard spaces >= contentIndent! else { break }
-            body.append(l.dropFirst(contentIndent!))
+            let indent = spaces - s
+            if indent <= parentIndent { break }
+            if contentIndent == nil { contentIndent = indent }
+            guard let contentIndent, indent >= contentIndent else { break }
+            body.append((s + contentIndent, e))
             n += 1
         }
         while i < lines.count && lines[i].number <= n { i += 1 }
         var trailing = 0
-        while let last = body.last, last.isEmpty { body.removeLast(); trailing += 1 }
-        var text = ""
-        if folded {
-            // Two lines of text fold into one with a space; each empty line between them is a
-            // newline; more indented lines keep theirs.
-            for (k, l) in body.enumerated() {
-                if k > 0 {
-                    let previous = body[k - 1]
-                    if l.isEmpty {
-                        text += "\n"
-                    } else if !previous.isEmpty {
-                        text += l.hasPrefix(" ") || previous.hasPrefix(" ") ? "\n" : " "
-                    }
+        while let last = body.last, last.start == last.end { body.removeLast(); trailing += 1 }
+        var text: [UInt8] = []
+        for (k, l) in body.enumerated() {
+            if k > 0 {
+                let previous = body[k - 1]
+                if !folded {
+                    text.append(YAMLByte.lf)
+                } else if l.start == l.end {
+                    // Folded: two lines of text become one with a space; each empty line between
+                    // them is a newline; more indented lines keep theirs.
+                    text.append(YAMLByte.lf)
+                } else if previous.start != previous.end {
+                    text.append(bytes[l.start] == YAMLByte.space || bytes[previous.start] == YAMLByte.space ? YAMLByte.lf : YAMLByte.space)
                 }
-                text += l
             }
-        } else {
-            text = body.joined(separator: "\n")
+            text += bytes[l.start..<l.end]
         }
-        if !strip && !body.isEmpty { text += "\n" }
-        if keep { text += String(repeating: "\n", count: trailing) }
-        return .string(text)
+        if !strip && !body.isEmpty { text.append(YAMLByte.lf) }
+        if keep { text += repeatElement(YAMLByte.lf, count: trailing) }
+        return .string(String(decoding: text, as: UTF8.self))
     }
 
-    /// A scalar, or a flow collection (`[a, b]`, `{a: 1}`), from one logical line.
-    private func scalarOrFlow(_ text: Substring, line: Int) throws(Failure) -> ConfigJSON {
-        var flow = FlowParser(chars: Array(text), line: line)
+    /// Which lines go on a scalar or flow collection.
+    private enum Continuation {
+        /// One alone on its lines at `indent`: the next lines at least as indented that are not
+        /// mapping entries.
+        case alone(indent: Int)
+        /// One after `key:` or `- `: the next lines indented deeper than the entry that are neither
+        /// mapping nor sequence entries.
+        case after(parentIndent: Int)
+    }
+
+    /// Whether the line at `i` goes on the scalar or flow collection before it.
+    private func continues(_ c: Continuation) -> Bool {
+        guard i < lines.count else { return false }
+        let l = lines[i]
+        switch c {
+        case .alone(let indent): return l.indent >= indent && keyColon(l.start, l.end) == nil
+        case .after(let parentIndent): return l.indent > parentIndent && keyColon(l.start, l.end) == nil && !startsWithDashSpace(l)
+        }
+    }
+
+    /// A scalar, or a flow collection (`[a, b]`, `{a: 1}`), from one logical line: the text from
+    /// `start` to `end`, then each following line that `continued` takes, joined by a space.
+    private mutating func scalarOrFlow(_ start: Int, _ end: Int, line: Int, continued: Continuation) throws(Failure) -> ConfigJSON {
+        guard continues(continued) else { return try Self.scalarOrFlow(bytes[start..<end], line: line) }
+        var text = Array(bytes[start..<end])
+        let doubleQuoted = bytes[start] == YAMLByte.quote
+        var previous = line
+        while continues(continued) {
+            // A line break folds into a space, but each empty line after it is a newline (YAML 1.2
+            // §6.5: PyYAML writes a string's "\n" so), and in a double-quoted scalar a break
+            // escaped by a backslash joins the lines with nothing (§7.3.1: PyYAML breaks long ones so).
+            let empty = emptyLines(after: previous, before: lines[i].number)
+            if empty > 0 {
+                text += repeatElement(YAMLByte.lf, count: empty)
+            } else if doubleQuoted && Self.endsInEscape(text) {
+                text.removeLast()
+            } else {
+                text.append(YAMLByte.space)
+            }
+            text += bytes[lines[i].start..<lines[i].end]
+            previous = lines[i].number
+            i += 1
+        }
+        return try Self.scalarOrFlow(text[...], line: line)
+    }
+
+    /// How many lines lie between the 1-based lines `a` and `b`, when all of them are empty (blank
+    /// but for spaces and tabs); 0 when one holds anything, a comment too.
+    private func emptyLines(after a: Int, before b: Int) -> Int {
+        for n in a..<(b - 1) {
+            let (s, e) = raw[n]
+            if bytes[s..<e].contains(where: { $0 != YAMLByte.space && $0 != YAMLByte.tab }) { return 0 }
+        }
+        return b - 1 - a
+    }
+
+    /// Whether the text ends in a backslash that is not itself escaped.
+    private static func endsInEscape(_ text: [UInt8]) -> Bool {
+        var k = text.count
+        while k > 0 && text[k - 1] == YAMLByte.backslash { k -= 1 }
+        return (text.count - k) % 2 == 1
+    }
+
+    private static func scalarOrFlow(_ text: ArraySlice<UInt8>, line: Int) throws(Failure) -> ConfigJSON {
+        var flow = YAMLFlow(chars: text, line: line)
         let v = try flow.value()
         flow.space()
-        guard flow.at == flow.chars.count else { throw Failure(line: line, why: "unexpected text after a value: \(String(flow.chars[flow.at...]))") }
+        guard flow.at == text.endIndex else {
+            throw Failure(line: line, why: "unexpected text after a value: \(String(decoding: text[flow.at...], as: UTF8.self))")
+        }
         return v
     }
 
-    /// `key` and what follows `key: ` when the line is a mapping entry.
-    static func keyColon(_ text: Substring) -> (Substring, Substring)? {
-        var quote: Character?
-        var k = text.startIndex
-        while k < text.endIndex {
-            let c = text[k]
-            if let q = quote {
-                if c == q { quote = nil }
-            } else if (c == "\"" || c == "'") && k == text.startIndex {
-                quote = c
-            } else if c == "[" || c == "{" {
-                if k == text.startIndex { return nil }
-            } else if c == ":" {
-                let next = text.index(after: k)
-                if next == text.endIndex || text[next] == " " {
-                    return (text[..<k], next == text.endIndex ? "" : text[next...].drop { $0 == " " })
-                }
+    /// Whether the line is `-` alone or starts with `- `: it opens a sequence entry.
+    private func opensSequenceEntry(_ line: Line) -> Bool {
+        bytes[line.start] == YAMLByte.dash && (line.start + 1 == line.end || bytes[line.start + 1] == YAMLByte.space)
+    }
+
+    /// Whether the line starts with `- `: an entry with a value on its line, which ends a scalar
+    /// and follows a key at the key's own indentation.
+    private func startsWithDashSpace(_ line: Line) -> Bool { startsWithDashSpace(line.start, line.end) }
+
+    private func startsWithDashSpace(_ start: Int, _ end: Int) -> Bool {
+        start + 1 < end && bytes[start] == YAMLByte.dash && bytes[start + 1] == YAMLByte.space
+    }
+
+    /// Where the key ends and what follows `key: ` starts, when the text is a mapping entry: at the
+    /// first `:` followed by a blank or the end, outside a quoted key; never for a flow collection.
+    private func keyColon(_ start: Int, _ end: Int) -> (keyEnd: Int, rest: Int)? {
+        guard start < end else { return nil }
+        var k = start
+        let first = bytes[start]
+        if first == YAMLByte.bracket || first == YAMLByte.brace { return nil }
+        if first == YAMLByte.quote || first == YAMLByte.apostrophe {
+            k = Self.closingQuote(bytes, start, end) ?? end
+        }
+        while k < end {
+            if bytes[k] == YAMLByte.colon && (k + 1 == end || bytes[k + 1] == YAMLByte.space) {
+                var rest = k + 1
+                while rest < end && bytes[rest] == YAMLByte.space { rest += 1 }
+                return (k, rest)
             }
-            k = text.index(after: k)
+            k += 1
         }
         return nil
     }
 
-    private static func keyText(_ key: Substring, line: Int) throws(Failure) -> String {
-        let k = key.trimmingTrailingSpaces
-        if k.hasPrefix("\"") || k.hasPrefix("'") {
-            var flow = FlowParser(chars: Array(k), line: line)
-            guard case .string(let s) = try flow.quotedValue() else { return String(k) }
-            return s
+    private func keyText(_ start: Int, _ end: Int, line: Int) throws(Failure) -> String {
+        var e = end
+        while e > start && (bytes[e - 1] == YAMLByte.space || bytes[e - 1] == YAMLByte.tab) { e -= 1 }
+        if bytes[start] == YAMLByte.quote || bytes[start] == YAMLByte.apostrophe {
+            var flow = YAMLFlow(chars: bytes[start..<e], line: line)
+            if case .string(let s) = try flow.quotedValue() { return s }
         }
-        return String(k)
+        return String(decoding: bytes[start..<e], as: UTF8.self)
     }
 
-    /// The line without a comment: a `#` at its start or after a space, outside quotes.
-    static func strippingComment(_ line: Substring) -> Substring {
-        var quote: Character?
-        var previous: Character = " "
-        for k in line.indices {
-            let c = line[k]
-            if let q = quote {
-                if c == q { quote = nil }
-            } else if c == "\"" || c == "'" {
-                if previous == " " || previous == "[" || previous == "{" || previous == "," || previous == ":" { quote = c }
-            } else if c == "#" && (previous == " " || previous == "\t") {
-                return line[..<k]
-            } else if c == "#" && k == line.startIndex {
-                return line[..<k]
-            }
-            previous = c
-        }
-        return line
-    }
-}
-
-/// One line of flow YAML: `[…]`, `{…}`, quoted and plain scalars.
-private struct FlowParser {
-    let chars: [Character]
-    let line: Int
-    var at = 0
-
-    mutating func space() { while at < chars.count && chars[at] == " " { at += 1 } }
-
-    mutating func value() throws(YAMLReader.Failure) -> ConfigJSON {
-        space()
-        guard at < chars.count else { return .null }
-        switch chars[at] {
-        case "[":
-            at += 1
-            var items: [ConfigJSON] = []
-            space()
-            if at < chars.count && chars[at] == "]" { at += 1; return .array(items) }
-            while true {
-                items.append(try value())
-                space()
-                guard at < chars.count else { throw YAMLReader.Failure(line: line, why: "an unclosed [") }
-                if chars[at] == "," { at += 1; continue }
-                if chars[at] == "]" { at += 1; return .array(items) }
-                throw YAMLReader.Failure(line: line, why: "expected , or ] in a flow sequence")
-            }
-        case "{":
-            at += 1
-            var members: [ConfigJSON.Member] = []
-            space()
-            if at < chars.count && chars[at] == "}" { at += 1; return .object(members) }
-            while true {
-                space()
-                let key: String
-                if at < chars.count && (chars[at] == "\"" || chars[at] == "'") {
-                    guard case .string(let s) = try quotedValue() else { throw YAMLReader.Failure(line: line, why: "a key") }
-                    key = s
-                } else {
-                    let start = at
-                    while at < chars.count && chars[at] != ":" && chars[at] != "," && chars[at] != "}" { at += 1 }
-                    key = String(chars[start..<at]).trimmingTrailingSpaces
-                }
-                space()
-                var v = ConfigJSON.null
-                if at < chars.count && chars[at] == ":" {
-                    at += 1
-                    v = try value()
-                }
-                members.append(.init(name: key, value: v))
-                space()
-                guard at < chars.count else { throw YAMLReader.Failure(line: line, why: "an unclosed {") }
-                if chars[at] == "," { at += 1; continue }
-                if chars[at] == "}" { at += 1; return .object(members) }
-                throw YAMLReader.Failure(line: line, why: "expected , or } in a flow mapping")
-            }
-        case "\"", "'":
-            return try quotedValue()
-        case "&", "*":
-            throw YAMLReader.Failure(line: line, why: "anchors and aliases are not read")
-        case "!":
-            throw YAMLReader.Failure(line: line, why: "tags are not read")
-        default:
-            // Inside a flow collection a plain scalar ends at , ] or }; outside it, at the line's end.
-            let nested = chars[..<at].contains { $0 == "[" || $0 == "{" }
-            let start = at
-            while at < chars.count && !(nested && (chars[at] == "," || chars[at] == "]" || chars[at] == "}")) { at += 1 }
-            return Self.plain(String(chars[start..<at]).trimmingTrailingSpaces)
-        }
-    }
-
-    mutating func quotedValue() throws(YAMLReader.Failure) -> ConfigJSON {
-        let q = chars[at]
-        at += 1
-        var out = ""
-        while at < chars.count {
-            let c = chars[at]
-            at += 1
-            if q == "'" {
-                if c == "'" {
-                    if at < chars.count && chars[at] == "'" { out.append("'"); at += 1; continue }
-                    return .string(out)
-                }
-                out.append(c)
+    /// Just past the quote that closes the one at `start`: `''` inside single quotes and a
+    /// backslash's escape inside double quotes do not close them. Nil when none does.
+    static func closingQuote(_ bytes: [UInt8], _ start: Int, _ end: Int) -> Int? {
+        let q = bytes[start]
+        var k = start + 1
+        while k < end {
+            let c = bytes[k]
+            if q == YAMLByte.quote && c == YAMLByte.backslash {
+                k += 2
                 continue
             }
-            if c == "\"" { return .string(out) }
-            guard c == "\\" else { out.append(c); continue }
-            guard at < chars.count else { break }
-            let e = chars[at]
-            at += 1
-            switch e {
-            case "n": out.append("\n")
-            case "t": out.append("\t")
-            case "r": out.append("\r")
-            case "0": out.append("\0")
-            case "/", "\\", "\"", " ": out.append(e)
-            case "u", "x", "U":
-                let count = e == "x" ? 2 : (e == "u" ? 4 : 8)
-                guard at + count <= chars.count, let v = UInt32(String(chars[at..<at + count]), radix: 16), let scalar = Unicode.Scalar(v)
-                else { throw YAMLReader.Failure(line: line, why: "a bad \\\(e) escape") }
-                out.unicodeScalars.append(scalar)
-                at += count
-            default: throw YAMLReader.Failure(line: line, why: "an unknown escape \\\(e)")
+            if c == q {
+                if q == YAMLByte.apostrophe && k + 1 < end && bytes[k + 1] == YAMLByte.apostrophe {
+                    k += 2
+                    continue
+                }
+                return k + 1
             }
+            k += 1
         }
-        throw YAMLReader.Failure(line: line, why: "an unclosed quote")
+        return nil
     }
 
-    /// A plain scalar as YAML 1.2's core schema resolves it.
-    static func plain(_ s: String) -> ConfigJSON {
-        switch s {
-        case "", "~", "null", "Null", "NULL": return .null
-        case "true", "True", "TRUE": return .bool(true)
-        case "false", "False", "FALSE": return .bool(false)
-        default: break
-        }
-        if isJSONNumber(s) { return .number(s) }
-        if s.hasPrefix("+"), isJSONNumber(String(s.dropFirst())) { return .number(String(s.dropFirst())) }
-        return .string(s)
-    }
-
-    /// Whether `s` is a number JSON can carry as written (RFC 8259 §6).
-    static func isJSONNumber(_ s: String) -> Bool {
-        var c = Array(s.utf8)[...]
-        if c.first == 0x2D { c = c.dropFirst() }
-        guard let f = c.first, f >= 0x30 && f <= 0x39 else { return false }
-        if f == 0x30 && c.count > 1 && c[c.startIndex + 1] >= 0x30 && c[c.startIndex + 1] <= 0x39 { return false }
-        var sawDot = false, sawExp = false, digitAfter = true
-        for b in c {
-            switch b {
-            case 0x30...0x39: digitAfter = true
-            case 0x2E where !sawDot && !sawExp: sawDot = true; digitAfter = false
-            case 0x65, 0x45: guard !sawExp, digitAfter else { return false }; sawExp = true; digitAfter = false
-            case 0x2B, 0x2D: guard sawExp, !digitAfter else { return false }
-            default: return false
+    /// Where the line's comment starts (or `end`): a `#` at its start or after a blank, outside
+    /// quotes; a quote opens at the line's start or after a blank, `[`, `{`, `,` or `:`.
+    static func commentStart(_ bytes: [UInt8], _ start: Int, _ end: Int) -> Int {
+        var previous = YAMLByte.space
+        var k = start
+        while k < end {
+            let c = bytes[k]
+            if c == YAMLByte.hash && (previous == YAMLByte.space || previous == YAMLByte.tab) { return k }
+            if (c == YAMLByte.quote || c == YAMLByte.apostrophe) && (previous == YAMLByte.space || previous == YAMLByte.bracket
+                || previous == YAMLByte.brace || previous == YAMLByte.comma || previous == YAMLByte.colon) {
+                guard let closed = closingQuote(bytes, k, end) else { return end }
+                previous = c
+                k = closed
+                continue
             }
+            previous = c
+            k += 1
         }
-        return digitAfter
+        return end
     }
 }
 
-private extension StringProtocol {
-    var trimmingTrailingSpaces: String {
-        var s = String(self)
-        while s.last == " " || s.last == "\t" { s.removeLast() }
-        return s
-    }
+/// The ASCII bytes YAML's syntax reads.
+enum YAMLByte {
+    static let tab: UInt8 = 0x09, lf: UInt8 = 0x0A, cr: UInt8 = 0x0D, space: UInt8 = 0x20, bang: UInt8 = 0x21
+    static let quote: UInt8 = 0x22, hash: UInt8 = 0x23, ampersand: UInt8 = 0x26, apostrophe: UInt8 = 0x27
+    static let star: UInt8 = 0x2A, plus: UInt8 = 0x2B, comma: UInt8 = 0x2C, dash: UInt8 = 0x2D, dot: UInt8 = 0x2E
+    static let colon: UInt8 = 0x3A, greater: UInt8 = 0x3E, bracket: UInt8 = 0x5B, backslash: UInt8 = 0x5C
+    static let closeBracket: UInt8 = 0x5D, brace: UInt8 = 0x7B, pipe: UInt8 = 0x7C, closeBrace: UInt8 = 0x7D
 }

@@ -75,9 +75,7 @@ final class Route {
         metricsPosition = name.flatMap { n in labels?.position(route: n, upstream: picker.group.name) }
         self.picker = picker
         let group: UpstreamGroup? = config.routing?.upstreams.first { $0.name == picker.group.name }
-        limits = TransferLimits(timeout: group?.timeout ?? config.calls.timeout, connectTimeout: group?.connectTimeout ?? config.calls.connectTimeout,
-                                caFile: group?.caFile ?? config.calls.caFile, maxResponseBody: config.calls.maxResponseBody,
-                                idleTimeout: config.calls.idleTimeout)
+        limits = TransferLimits(config.calls, group: group)
         stripping = rule?.stripPrefix == true ? rule : nil
         keyGroup = config.routing == nil ? "" : picker.group.name
         let interval: Double = group?.probe.interval ?? config.probe.interval

@@ -285,8 +285,9 @@ struct ProbeSettings: Equatable {
         self.url = url.origin + url.basePath + (own?.path ?? probe.path)
         interval = own?.interval ?? probe.interval
         timeout = own?.timeout ?? probe.timeout
-        connectTimeout = min(group?.connectTimeout ?? calls.connectTimeout, timeout)
-        caFile = group?.caFile ?? calls.caFile
+        let asCalls = TransferLimits(calls, group: group)
+        connectTimeout = min(asCalls.connectTimeout, timeout)
+        caFile = asCalls.caFile
         fall = own?.fall ?? probe.fall
         rise = own?.rise ?? probe.rise
     }
