@@ -39,6 +39,10 @@ public final class TunnelDial {
     private var completion: ((TunnelOpening) -> Void)?
     /// Keeps the dial alive while curl and libevent hold unretained pointers to it.
     private var keepAlive: TunnelDial?
+    /// Set once the connection went to a tunnel: curl's multi is the tunnel's from then on.
+    private var handedOver = false
+    /// curl callbacks that reached the dial after the hand-over (none may: the dial may be gone).
+    private(set) var strayCallbacks = 0
 
     /// Starts opening a tunnel for `request` (an origin-form target) asking for `upgrade`; the
     /// completion runs once, on the loop, unless `cancel` ran first.
@@ -98,14 +102,15 @@ public final class TunnelDial {
         set(CURLOPT_TCP_NODELAY, 1)
         if let caFile { set(CURLOPT_CAINFO, caFile) }
         if rc != CURLE_OK { return .other("curl_easy_setopt: " + String(cString: curl_easy_strerror(rc))) }
+        // A nil userp: the dial handed the multi over (`detachFromCurl`) and is no longer curl's to call.
         var mrc = peel_multi_setopt_socket_cb(m, { _, s, what, userp, _ in
-            Unmanaged<TunnelDial>.fromOpaque(userp!).takeUnretainedValue().curlWatch(s, what)
+            if let userp { Unmanaged<TunnelDial>.fromOpaque(userp).takeUnretainedValue().curlWatch(s, what) }
             return 0
         })
         if mrc == CURLM_OK { mrc = peel_multi_setopt_ptr(m, CURLMOPT_SOCKETDATA, me) }
         if mrc == CURLM_OK {
             mrc = peel_multi_setopt_timer_cb(m, { _, ms, userp in
-                Unmanaged<TunnelDial>.fromOpaque(userp!).takeUnretainedValue().curlTimerSet(ms)
+                if let userp { Unmanaged<TunnelDial>.fromOpaque(userp).takeUnretainedValue().curlTimerSet(ms) }
                 return 0
             })
         }
@@ -117,6 +122,7 @@ public final class TunnelDial {
 
     /// CURLMOPT_SOCKETFUNCTION: watch `s` as curl asks (never calls curl).
     private func curlWatch(_ s: Int32, _ what: Int32) {
+        guard !handedOver else { strayCallbacks += 1; return }
         if let old = curlWatches.removeValue(forKey: s) {
             event_del(old)
             retiredWatches.append(old)
@@ -138,6 +144,7 @@ public final class TunnelDial {
 
     /// CURLMOPT_TIMERFUNCTION: arm (or disarm) the one timer; curl is called from the timer, not here.
     private func curlTimerSet(_ ms: Int) {
+        guard !handedOver else { strayCallbacks += 1; return }
         if ms < 0 { curlTimer?.cancel(); return }
         if curlTimer == nil { curlTimer = LoopTimer(loop: loop) { [weak self] in self?.curlAction(CURL_SOCKET_TIMEOUT, 0) } }
         curlTimer?.arm(seconds: Double(ms) / 1000)
@@ -249,6 +256,7 @@ public final class TunnelDial {
     /// The 101 came: the connection (and the bytes after the head) go to the tunnel.
     private func switched() {
         guard let p = reading.head, let multi, let easy else { return }
+        if let failure = detachFromCurl(multi) { return fail(failure, wentOut: true) }
         let done = completion
         completion = nil
         let upstream = TunnelUpstream(multi: multi, easy: easy, fd: fd, tls: tls, early: Array(reading.early), fields: p.fields)
@@ -256,6 +264,22 @@ public final class TunnelDial {
         self.easy = nil
         finish()
         done?(.switched(upstream))
+    }
+
+    /// Leaves curl's multi with nothing of the dial's before the tunnel takes it: the multi lives on
+    /// in the tunnel, and removing the handle at the tunnel's end reports the socket and the timer
+    /// (CURLMOPT_SOCKETFUNCTION, CURLMOPT_TIMERFUNCTION) to whatever they name then; the socket's
+    /// curl_multi_assign data is cleared too, and the loop's events for the socket are gone (`connected`).
+    private func detachFromCurl(_ multi: UnsafeMutableRawPointer) -> UpstreamFailure? {
+        handedOver = true
+        var rc = curl_multi_assign(multi, fd, nil)
+        // CURLM_BAD_SOCKET: curl no longer tracks the socket (the connect finished), so it holds nothing for it.
+        if rc == CURLM_BAD_SOCKET { rc = CURLM_OK }
+        if rc == CURLM_OK { rc = peel_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, nil) }
+        if rc == CURLM_OK { rc = peel_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, nil) }
+        if rc == CURLM_OK { rc = peel_multi_setopt_socket_cb(multi, nil) }
+        if rc == CURLM_OK { rc = peel_multi_setopt_timer_cb(multi, nil) }
+        return rc == CURLM_OK ? nil : .localResources("handing the connection to the tunnel: " + String(cString: curl_multi_strerror(rc)))
     }
 
     private func timedOut() {

@@ -8,7 +8,7 @@ import Glibc
 /// removing it would close the connection, and the worker's shared multi would count the idle
 /// connection as its own (and close it as too old or as having unread input).
 public final class TunnelUpstream {
-    private var multi: UnsafeMutableRawPointer?
+    private(set) var multi: UnsafeMutableRawPointer?
     private var easy: UnsafeMutableRawPointer?
     /// The connection's socket (CURLINFO_ACTIVESOCKET), watched by the loop.
     let fd: Int32
