@@ -57,7 +57,8 @@ private final class CannedUpstream: @unchecked Sendable {
     }
 }
 
-/// The dial's life against a real socket: the hand-over to the tunnel.
+/// The dial's life against a real socket: the hand-over to the tunnel, and the memory budget a
+/// non-101 answer is held under.
 final class TunnelDialLiveTests: XCTestCase {
     private var loop: EventLoop!
 
@@ -72,17 +73,20 @@ final class TunnelDialLiveTests: XCTestCase {
     }
 
     /// Dials `upstream` on the loop; `then` runs on the loop with the opening and the dial.
-    private func dial(_ upstream: CannedUpstream, then: @escaping (TunnelOpening, TunnelDial) -> Void) throws {
+    private func dial(_ upstream: CannedUpstream, budget: MemoryBudget? = nil, client: String? = nil,
+                      then: @escaping (TunnelOpening, TunnelDial) -> Void) throws {
         let endpoint = try UpstreamEndpoint(origin: "http://127.0.0.1:\(upstream.port)")
         nonisolated(unsafe) let request = UpstreamRequest(method: "GET", target: .origin(endpoint, path: "/ws", query: nil),
                                       relayed: ResponseHeaders([("Sec-WebSocket-Version", "13")]))
-        let options = UpstreamOptions()
+        var defaults = UpstreamOptions()
+        defaults.budget = budget
+        let options = defaults
         let finished = expectation(description: "the dial reports")
         let loop = loop!
         nonisolated(unsafe) let run = then
         loop.execute {
             nonisolated(unsafe) var held: TunnelDial?
-            held = TunnelDial(loop: loop, request: request, upgrade: "websocket", defaults: options) { opening in
+            held = TunnelDial(loop: loop, request: request, upgrade: "websocket", defaults: options, clientAddress: client) { opening in
                 // Reported on a later pass than the dial's creation: `held` is set.
                 loop.defer {
                     run(opening, held!)
@@ -111,5 +115,40 @@ final class TunnelDialLiveTests: XCTestCase {
         }
         XCTAssertEqual(String(decoding: early, as: UTF8.self), "early", "the bytes after the 101 go to the tunnel")
         XCTAssertEqual(stray, 0, "curl called back into the dial after the hand-over")
+    }
+
+    func testANon101Answer_isHeldUnderTheMemoryBudget_untilItsAnswerGoes() throws {
+        let body = [UInt8](repeating: 0x61, count: 100_000)
+        let upstream = try CannedUpstream(answer: Array("HTTP/1.1 403 Forbidden\r\nContent-Length: 100000\r\n\r\n".utf8) + body)
+        let budget = MemoryBudget(limit: 1 << 20, perClient: 512 << 10)
+        nonisolated(unsafe) var heldWhileAnswered = 0
+        nonisolated(unsafe) var clientWhileAnswered = 0
+        nonisolated(unsafe) var status = 0
+        try dial(upstream, budget: budget, client: "192.0.2.9") { opening, _ in
+            guard case .answered(let response) = opening else { return }
+            status = response.status
+            heldWhileAnswered = budget.bytes
+            clientWhileAnswered = budget.held(by: "192.0.2.9")
+        }
+        XCTAssertEqual(status, 403)
+        XCTAssertGreaterThanOrEqual(heldWhileAnswered, 100_000, "the body counts while its answer is held")
+        XCTAssertEqual(clientWhileAnswered, heldWhileAnswered, "past the allowance it is its client's")
+        // The loop lets go of the answer just after the report; polled, not slept.
+        let deadline = Date().addingTimeInterval(2)
+        while budget.bytes > 0 && Date() < deadline { usleep(1000) }
+        XCTAssertEqual(budget.bytes, 0, "given back once the answer went")
+        XCTAssertEqual(budget.held(by: "192.0.2.9"), 0)
+    }
+
+    func testANon101AnswerOverTheBudget_isRefused_withNothingHeld() throws {
+        let body = [UInt8](repeating: 0x61, count: 200_000)
+        let upstream = try CannedUpstream(answer: Array("HTTP/1.1 404 Not Found\r\nContent-Length: 200000\r\n\r\n".utf8) + body)
+        let budget = MemoryBudget(limit: 64 << 10)
+        nonisolated(unsafe) var failure: UpstreamFailure?
+        try dial(upstream, budget: budget) { opening, _ in
+            if case .failed(let f, _) = opening { failure = f }
+        }
+        XCTAssertEqual(failure, .overBudget)
+        XCTAssertEqual(budget.bytes, 0)
     }
 }

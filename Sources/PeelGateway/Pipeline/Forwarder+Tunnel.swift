@@ -44,7 +44,11 @@ extension Forwarder {
         call.attempts.start(on: call.route.group.endpoints[i], at: i)
         let key = ObjectIdentifier(call)
         let sent = i == 0 ? request : request.retargeted(to: picker.endpoints[i])
-        let d = TunnelDial(loop: upstream.loop, request: sent, upgrade: name, defaults: UpstreamOptions()) { [self] opening in
+        // A non-101 answer is held under the memory budget, as a call's answer is.
+        var defaults = UpstreamOptions()
+        defaults.budget = upstream.budget
+        let d = TunnelDial(loop: upstream.loop, request: sent, upgrade: name, defaults: defaults,
+                           clientAddress: call.plan.clientAddress) { [self] opening in
             tunnels.dialing[key] = nil
             opened(call, opening, request, protocol: name, client: client)
         }
@@ -63,6 +67,10 @@ extension Forwarder {
             return
         }
         switch opening {
+        case .failed(let failure, _) where failure == .overBudget || failure == .overClientShare:
+            // Peel's own bound, not the upstream's failure: refused as a call's answer would be.
+            tunnels.budget.give(client: client)
+            upstreamFinished(call, .failure(failure))
         case .failed(let failure, let wentOut):
             metrics.recordUpstreamError(failure.reason)
             if failure.isTransportFailure { call.attempts.endpoint?.liveFailed(failure) }

@@ -35,6 +35,12 @@ public final class TunnelDial {
     private var sent = 0
     private var reading: UpgradeAnswer
     private let tls: Bool
+    /// The memory budget a non-101 answer is held under while it is read (and until the answer
+    /// made from it is written), charged to its client past `MemoryBudget.answerAllowance`.
+    private let budget: MemoryBudget?
+    private let client: String?
+    private var charged = 0
+    private var chargedToClient = false
     private let started: Double
     private var completion: ((TunnelOpening) -> Void)?
     /// Keeps the dial alive while curl and libevent hold unretained pointers to it.
@@ -45,13 +51,16 @@ public final class TunnelDial {
     private(set) var strayCallbacks = 0
 
     /// Starts opening a tunnel for `request` (an origin-form target) asking for `upgrade`; the
-    /// completion runs once, on the loop, unless `cancel` ran first.
+    /// completion runs once, on the loop, unless `cancel` ran first. A non-101 answer's bytes are
+    /// charged to `defaults.budget`, and to `clientAddress`'s share past the allowance.
     public init(loop: EventLoop, request: UpstreamRequest, upgrade: String, defaults: UpstreamOptions,
-                completion: @escaping (TunnelOpening) -> Void) {
+                clientAddress: String? = nil, completion: @escaping (TunnelOpening) -> Void) {
         self.loop = loop
         errorBuffer.pointee = 0
         started = loop.now
         reading = UpgradeAnswer(maxBody: request.limits?.maxResponseBody ?? defaults.maxResponseBody)
+        budget = defaults.budget
+        client = clientAddress.map(IPNetwork.clientGroup)
         let (origin, text) = Self.requestHead(request, upgrade: upgrade)
         tls = origin.lowercased().hasPrefix("https:")
         head = Array(text.utf8)
@@ -220,6 +229,7 @@ public final class TunnelDial {
                 return fail(reading.input.isEmpty ? .reset(why) : .protocolError(why), wentOut: true)
             }
             let progress = n == 0 ? reading.ended() : chunk.withUnsafeBytes { reading.take(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            if progress != .switched, let refusal = chargeBudget() { return fail(refusal, wentOut: true) }
             switch progress {
             case .needMore: if n == 0 { return }
             case .switched: return switched()
@@ -227,6 +237,31 @@ public final class TunnelDial {
             case .whole(let body): return succeed(answer(body: body))
             }
         }
+    }
+
+    /// Charges what the answer's bytes hold beyond what is charged already (a 101's head is not
+    /// held: it goes to the client at once); the budget's refusal, with nothing more taken.
+    private func chargeBudget() -> UpstreamFailure? {
+        guard let budget else { return nil }
+        let n = reading.input.count - charged
+        guard n > 0 else { return nil }
+        if chargedToClient || (charged + n > MemoryBudget.answerAllowance && client != nil), let client {
+            if let refusal = budget.reserveAnswer(n, client: client, held: charged, charged: chargedToClient) {
+                return refusal == .full ? .overBudget : .overClientShare
+            }
+            chargedToClient = true
+        } else if !budget.reserve(n) {
+            return .overBudget
+        }
+        charged += n
+        return nil
+    }
+
+    /// Gives back what the answer holds of the budget, or hands it on with the answer.
+    private func takeHold() -> BudgetHold? {
+        defer { charged = 0; chargedToClient = false }
+        guard let budget, charged > 0 else { return nil }
+        return BudgetHold(budget, charged, client: chargedToClient ? client : nil)
     }
 
     private func answer(body: [UInt8]) -> TunnelOpening {
@@ -241,8 +276,10 @@ public final class TunnelDial {
             }
         }
         let facts = collector.facts ?? ResponseFacts(status: p.status, headers: collector.snapshot())
-        return .answered(UpstreamResponse(status: p.status, headers: collector.take(), facts: facts, body: body,
-                                          duration: loop.now - started))
+        var response = UpstreamResponse(status: p.status, headers: collector.take(), facts: facts, body: body,
+                                        duration: loop.now - started)
+        response.hold = takeHold()
+        return .answered(response)
     }
 
     private func succeed(_ opening: TunnelOpening) {
@@ -296,6 +333,7 @@ public final class TunnelDial {
 
     /// Lets go of everything; the events on the socket go before curl closes it.
     private func finish() {
+        _ = takeHold()
         deadline?.cancel()
         curlTimer?.cancel()
         readWatch?.disarm()
