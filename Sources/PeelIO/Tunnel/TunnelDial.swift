@@ -109,6 +109,8 @@ public final class TunnelDial {
         // ALPN offers http/1.1 only: the upgrade is an HTTP/1.1 mechanism (RFC 9113 §8.6 forbids it).
         set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
         set(CURLOPT_TCP_NODELAY, 1)
+        // The tunnel takes a read shorter than this as the socket's last bytes (`Tunnel.pump`).
+        set(CURLOPT_BUFFERSIZE, TunnelUpstream.readCap)
         if let caFile { set(CURLOPT_CAINFO, caFile) }
         if rc != CURLE_OK { return .other("curl_easy_setopt: " + String(cString: curl_easy_strerror(rc))) }
         // A nil userp: the dial handed the multi over (`detachFromCurl`) and is no longer curl's to call.

@@ -16,6 +16,10 @@ public final class TunnelUpstream {
     let tls: Bool
     /// Bytes that came after the 101 head (the upstream's first frames), sent to the client first.
     var early: [UInt8]
+    /// The most one curl_easy_recv returns: curl reads at most its CURLOPT_BUFFERSIZE from the
+    /// socket per call (the dial sets it to this, curl's default), so a read this long may have
+    /// left bytes behind.
+    static let readCap = 16_384
     /// The 101's fields, in order, as the upstream sent them.
     public let fields: [(name: String, value: String)]
 
