@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e routes frameworks openapi websockets http1 proxy browser reliability store spool fuzz bench bench-scanner sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e routes frameworks openapi websockets http1 proxy browser reliability store spool fuzz bench bench-websocket bench-scanner sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -79,6 +79,10 @@ bench: release
 	Benchmarks/run.sh
 	COMPRESS=gzip PATHS=big Benchmarks/run.sh
 	STORE=redis PATHS=small TARGETS="direct peel2 peelS" Benchmarks/run.sh
+	Benchmarks/run-websocket.sh
+
+bench-websocket: release
+	Benchmarks/run-websocket.sh
 
 sanitize: deps
 	scripts/install-deps.sh redis-server
