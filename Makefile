@@ -4,7 +4,7 @@ SWIFT ?= swift
 SWIFT_FLAGS ?= -Xswiftc -warnings-as-errors
 RELEASE_FLAGS ?= -c release $(SWIFT_FLAGS)
 
-.PHONY: deps build release demo test unit e2e routes frameworks openapi websockets http1 proxy browser reliability store spool fuzz bench bench-big bench-scanner bench-openapi sanitize container-test soak clean
+.PHONY: deps build release demo test unit e2e routes frameworks openapi websockets http1 proxy browser reliability store spool fuzz bench bench-big bench-websocket bench-scanner bench-openapi sanitize container-test soak clean
 
 deps:
 	@scripts/install-deps.sh
@@ -90,6 +90,10 @@ bench: release
 	COMPRESS=gzip PATHS=big Benchmarks/run.sh
 	$(MAKE) bench-big
 	STORE=redis PATHS=small TARGETS="direct peel2 peelS" Benchmarks/run.sh
+	Benchmarks/run-websocket.sh
+
+bench-websocket: release
+	Benchmarks/run-websocket.sh
 
 sanitize: deps
 	scripts/install-deps.sh redis-server

@@ -5,7 +5,7 @@
 # the bounds and endings (scripts/websockets/bounds.py): clients that stop reading while the backend
 # floods (Peel's VmRSS), 1,000 tunnels at once, max_tunnels_per_client (429) and max_tunnels (503),
 # an upstream killed mid-tunnel, a wss:// backend (trusted through --ca-file, and not), SIGTERM with
-# tunnels open. Loopback only; every wait is bounded.
+# tunnels open and one still dialing. Loopback only; every wait is bounded.
 set -uo pipefail
 PEEL=${1:?usage: websockets.sh PATH/TO/peel}
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -44,9 +44,18 @@ final class UpgradePlanTests: XCTestCase {
 
     func testTheTokens_matchWhateverTheirCase_amongOtherOptionsAndProtocols() {
         let pairs = [("Host", "peel"), ("Connection", "keep-alive, UPGRADE"), ("Upgrade", "foo/2, WebSocket")]
-        XCTAssertEqual(decide(pairs), .tunnel("websocket"))
+        XCTAssertEqual(decide(pairs), .tunnel("WebSocket"), "matched without case, offered upstream as sent, alone")
         let split = [("Host", "peel"), ("Connection", "keep-alive"), ("connection", "Upgrade"), ("Upgrade", "websocket")]
         XCTAssertEqual(decide(split), .tunnel("websocket"), "Connection over two lines is one list (RFC 9110 §5.3)")
+    }
+
+    func testAProtocolVersion_isMatchedByName_andForwardedAsSent() {
+        // RFC 9110 §7.8: protocol = protocol-name ["/" protocol-version].
+        XCTAssertEqual(decide([("Host", "peel"), ("Connection", "Upgrade"), ("Upgrade", "websocket/13")]), .tunnel("websocket/13"))
+        let both = [("Host", "peel"), ("Connection", "Upgrade"), ("Upgrade", "h2c/2, WebSocket/13, websocket")]
+        XCTAssertEqual(decide(both, protocols: ["websocket", "h2c"]), .tunnel("h2c/2, WebSocket/13, websocket"))
+        XCTAssertNil(decide([("Host", "peel"), ("Connection", "Upgrade"), ("Upgrade", "websocketx/13")]),
+                     "the name is the whole part before the slash")
     }
 
     func testUpgradeWithoutConnectionUpgrade_isAnsweredOverHTTP11() {

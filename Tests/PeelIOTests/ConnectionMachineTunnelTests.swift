@@ -79,6 +79,23 @@ final class TunnelFlowTests: XCTestCase {
         XCTAssertEqual(f.closedBy, .client)
     }
 
+    func testEndOfInput_towardATLSUpstream_firstWritesWhatTheUpstreamSentToTheClient() {
+        var f = flow(halfCloses: false)
+        f.read(10, from: .client, now: 1)
+        f.read(50, from: .upstream, now: 1)
+        XCTAssertEqual(f.endOfInput(.client), .none)
+        XCTAssertEqual(f.wrote(10, to: .upstream, now: 2), .none, "the upstream's 50 bytes are still queued")
+        XCTAssertFalse(f.wantsRead(from: .upstream), "closing: nothing more is read")
+        XCTAssertFalse(f.wantsRead(from: .client))
+        XCTAssertEqual(f.wrote(20, to: .client, now: 3), .none)
+        XCTAssertEqual(f.wrote(30, to: .client, now: 3), .close)
+        XCTAssertEqual(f.closedBy, .client)
+        var g = flow(halfCloses: false)
+        g.read(5, from: .upstream, now: 1)
+        XCTAssertEqual(g.endOfInput(.client), .none, "nothing queued upstream, but 5 bytes for the client")
+        XCTAssertEqual(g.wrote(5, to: .client, now: 2), .close)
+    }
+
     func testUpstreamEnd_halfClosesTheClient() {
         var f = flow()
         XCTAssertEqual(f.endOfInput(.upstream), .shutdownWrite(.client))

@@ -1,6 +1,6 @@
 """A WebSocket backend for scripts/websockets.sh: echoes every message on /echo, closes with code
 4001 after one message on /bye, sends 64 KiB binary messages for as long as it is let on /flood,
-and refuses the upgrade with a 403 JSON body on /refuse. Usage: backend.py PORT [CERT KEY] (with a
+refuses the upgrade with a 403 JSON body on /refuse, and answers no upgrade on /stall for a minute. Usage: backend.py PORT [CERT KEY] (with a
 certificate and key it serves wss://)."""
 import asyncio
 import http
@@ -26,7 +26,9 @@ async def handler(ws):
         await ws.send(message)
 
 
-def process_request(connection, request):
+async def process_request(connection, request):
+    if request.path.startswith("/stall"):
+        await asyncio.sleep(60)
     if request.path.startswith("/refuse"):
         body = b'{"code":403,"message":"sockets are closed today"}'
         return Response(403, "Forbidden", Headers([("Content-Type", "application/json"),

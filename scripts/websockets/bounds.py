@@ -4,7 +4,8 @@
   bounds.py flood GW ADMIN PEEL_PID N     N clients stop reading while the backend floods them
   bounds.py many GW ADMIN N               N tunnels open at once
   bounds.py limits GW ADMIN               max_tunnels_per_client 2 and max_tunnels 3 (Peel started so)
-  bounds.py drain GW ADMIN PEEL_PID T     SIGTERM with tunnels open (Peel's drain_delay 1, shutdown_timeout T)
+  bounds.py drain GW ADMIN PEEL_PID T     SIGTERM with tunnels open and one whose backend never answers the
+                                          upgrade (Peel's drain_delay 1, shutdown_timeout T)
   bounds.py wss GW                        a wss:// backend (Peel trusts its certificate through --ca-file)
   bounds.py untrusted GW                  a wss:// backend whose certificate Peel does not trust
 """
@@ -90,6 +91,25 @@ def raw_upgrade(gw, path):
     while b"\r\n\r\n" not in head:
         head += s.recv(1)
     return s, head.split(b" ", 2)[1].decode()
+
+
+def upgrade_answer(gw, path):
+    """The status line and the rest of what Peel sends an upgrade before it closes; "closed" when it sends nothing."""
+    s = socket.socket()
+    s.settimeout(15)
+    s.connect(("127.0.0.1", gw))
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{gw}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"
+               "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n").encode())
+    got = b""
+    try:
+        while chunk := s.recv(65536):
+            got += chunk
+    except OSError:
+        pass
+    s.close()
+    if not got:
+        return "closed", ""
+    return got.split(b" ", 2)[1].decode(), got.decode(errors="replace")
 
 
 async def flood(gw, adm, peel_pid, n):
@@ -178,6 +198,9 @@ async def limits(gw, adm):
 
 async def drain(gw, adm, peel_pid, timeout):
     open_ws = [await connect(f"ws://127.0.0.1:{gw}/echo", open_timeout=10) for _ in range(2)]
+    # An upgrade whose backend never answers (Peel's timeout, 30 s, is past shutdown_timeout).
+    stalled = asyncio.ensure_future(asyncio.to_thread(upgrade_answer, gw, "/stall"))
+    await asyncio.sleep(0.3)
     os.kill(peel_pid, signal.SIGTERM)
     term = time.monotonic()
     await asyncio.sleep(0.3)
@@ -197,6 +220,9 @@ async def drain(gw, adm, peel_pid, timeout):
             return None
 
     times = await asyncio.gather(*(closed(ws) for ws in open_ws))
+    status, text = await stalled
+    eq("an upgrade still dialing at shutdown_timeout gets the drain's answer", "503", status)
+    eq("with the drain's problem kind", "True", str("server-busy" in text))
     eq("open tunnels are closed at shutdown_timeout", "2", str(sum(1 for t in times if t is not None)))
     if all(t is not None for t in times):
         # drain_delay (1 s) then shutdown_timeout: the calls' deadline, and the tunnels'.

@@ -74,7 +74,7 @@ final class CallPlan {
 enum Planned {
     case early(CallPlan, EarlyAnswer)
     case forward(CallPlan, UpstreamRequest)
-    /// An upgrade to tunnel (`protocol`, as the client named it) to the route's group.
+    /// An upgrade to tunnel to the route's group; `protocol` is the Upgrade value that goes upstream.
     case tunnel(CallPlan, UpstreamRequest, protocol: String)
 }
 
@@ -196,7 +196,8 @@ extension CallPlan {
 
     /// What a request asking to upgrade becomes.
     enum Upgrade: Equatable {
-        /// Tunneled to the route's group, asking for this protocol (lowercased).
+        /// Tunneled to the route's group, asking upstream with this Upgrade value: the request's
+        /// tokens the route tunnels, as the client sent them (versions included).
         case tunnel(String)
         /// Refused 403: `cors_origins` does not allow its Origin.
         case forbiddenOrigin
@@ -208,12 +209,22 @@ extension CallPlan {
     static func upgrade(method: MethodToken, http11: Bool, bodyBytes: Int, _ facts: borrowing RequestFacts,
                         protocols: [String], cors: CORSPolicy?) -> Upgrade? {
         guard !facts.upgrade.isEmpty, method == .get, http11, bodyBytes == 0,
-              facts.connectionOptions.contains("upgrade"),
-              let name = facts.upgrade.first(where: { protocols.contains($0) }) else { return nil }
+              facts.connectionOptions.contains("upgrade") else { return nil }
+        // RFC 9110 §7.8: a token is protocol-name ["/" protocol-version]; the route's list names
+        // protocols, so a token is matched by its name, and goes upstream as sent (`websocket/13`
+        // stays whole). Tokens the route does not tunnel are not offered to the backend: it could
+        // switch to one of them.
+        let offered = facts.upgrade.filter { protocols.contains(Self.protocolName($0)) }
+        guard !offered.isEmpty else { return nil }
         // RFC 6455 §10.2: a browser's WebSocket is not held to CORS; with an allow-list, an Origin it
         // does not name is refused (cross-site WebSocket hijacking). No Origin (a native app) passes;
         // without a list the backend judges.
         if let cors, let origin = facts.origin, !cors.allows(origin) { return .forbiddenOrigin }
-        return .tunnel(name)
+        return .tunnel(offered.joined(separator: ", "))
+    }
+
+    /// An Upgrade token's protocol-name, lowercased (RFC 9110 §7.8; names compare without case).
+    static func protocolName(_ token: String) -> String {
+        String(token.lowercased().split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
     }
 }

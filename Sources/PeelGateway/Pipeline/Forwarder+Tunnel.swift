@@ -6,14 +6,30 @@ import PeelIO
 final class TunnelTable {
     /// The places, shared by every worker; the worker sets it once at start.
     var budget = StreamBudget(limit: 10_000, perClient: 256)
-    var dialing: [ObjectIdentifier: TunnelDial] = [:]
+    var dialing: [ObjectIdentifier: Dialing] = [:]
     var open: [ObjectIdentifier: Tunnel] = [:]
     /// Set from SIGTERM on, before the listeners close (`drain_delay`): no new tunnel opens.
     var refusing = false
 
-    /// Shutdown past `shutdown_timeout`: every tunnel closes (each reports, and is logged, as it goes).
-    func closeAll() {
+    /// A tunnel still dialing its upstream: the client waits for an answer.
+    struct Dialing {
+        let dial: TunnelDial
+        let call: Call
+        /// The client's place in `budget`.
+        let client: String
+    }
+
+    /// Shutdown past `shutdown_timeout`: every open tunnel closes (each reports, and is logged, as
+    /// it goes); the dials stop, and are handed back for their clients to be answered.
+    func closeAll() -> [Dialing] {
         for t in Array(open.values) { t.end(.shutdown) }
+        let stopped = Array(dialing.values)
+        dialing = [:]
+        for d in stopped {
+            d.dial.cancel()
+            budget.give(client: d.client)
+        }
+        return stopped
     }
 }
 
@@ -23,16 +39,28 @@ final class TunnelTable {
 extension Forwarder {
     func openTunnel(_ call: Call, _ request: UpstreamRequest, protocol name: String) {
         // From the start of a drain, no new tunnel: it would only be cut at shutdown_timeout.
-        if draining || tunnels.refusing {
-            metrics.recordRefusal("tunnel_draining")
-            return answer(call, .serverBusy("Peel is shutting down; open the WebSocket again"))
-        }
+        if draining || tunnels.refusing { return refuseDraining(call) }
         let client = streamClient(call.exchange.clientAddress)
         if case .failure(let refusal) = tunnels.budget.take(client: client) {
             metrics.recordRefusal(refusal == .clientFull ? "max_tunnels_per_client" : "max_tunnels")
             return answer(call, .tooManyTunnels(perClient: refusal == .clientFull))
         }
         dial(call, request, protocol: name, client: client)
+    }
+
+    /// The drain's answer to an upgrade: 503 `server-busy`, counted as `tunnel_draining`.
+    func refuseDraining(_ call: Call) {
+        metrics.recordRefusal("tunnel_draining")
+        answer(call, .serverBusy("Peel is shutting down; open the WebSocket again"))
+    }
+
+    /// Shutdown past `shutdown_timeout`: open tunnels close; those still dialing get the drain's
+    /// 503 (the client is waiting for an answer to its upgrade, as a call waits for its answer).
+    func endTunnels() {
+        for d in tunnels.closeAll() where !d.call.done {
+            d.call.exchange.onClientGone = nil
+            refuseDraining(d.call)
+        }
     }
 
     private func dial(_ call: Call, _ request: UpstreamRequest, protocol name: String, client: String) {
@@ -44,13 +72,17 @@ extension Forwarder {
         call.attempts.start(on: call.route.group.endpoints[i], at: i)
         let key = ObjectIdentifier(call)
         let sent = i == 0 ? request : request.retargeted(to: picker.endpoints[i])
-        let d = TunnelDial(loop: upstream.loop, request: sent, upgrade: name, defaults: UpstreamOptions()) { [self] opening in
+        // A non-101 answer is held under the memory budget, as a call's answer is.
+        var defaults = UpstreamOptions()
+        defaults.budget = upstream.budget
+        let d = TunnelDial(loop: upstream.loop, request: sent, upgrade: name, defaults: defaults,
+                           clientAddress: call.plan.clientAddress) { [self] opening in
             tunnels.dialing[key] = nil
             opened(call, opening, request, protocol: name, client: client)
         }
-        tunnels.dialing[key] = d
+        tunnels.dialing[key] = TunnelTable.Dialing(dial: d, call: call, client: client)
         call.exchange.onClientGone = { [self] in
-            tunnels.dialing.removeValue(forKey: key)?.cancel()
+            tunnels.dialing.removeValue(forKey: key)?.dial.cancel()
             tunnels.budget.give(client: client)
             record(call, status: 499, kind: "client-closed", bytes: 0, code: nil)
         }
@@ -63,6 +95,10 @@ extension Forwarder {
             return
         }
         switch opening {
+        case .failed(let failure, _) where failure == .overBudget || failure == .overClientShare:
+            // Peel's own bound, not the upstream's failure: refused as a call's answer would be.
+            tunnels.budget.give(client: client)
+            upstreamFinished(call, .failure(failure))
         case .failed(let failure, let wentOut):
             metrics.recordUpstreamError(failure.reason)
             if failure.isTransportFailure { call.attempts.endpoint?.liveFailed(failure) }

@@ -65,7 +65,7 @@ final class Forwarder {
     /// Shutdown past `shutdown_timeout`: every call still waiting for the upstream is cancelled and
     /// answered 503 (with `Connection: close`, as while draining) instead of being cut off bare.
     func cutWaitingCalls() {
-        tunnels.closeAll()
+        endTunnels()
         let calls = waiting.values
         waiting = [:]
         for call in calls {

@@ -13,7 +13,8 @@ struct RequestFacts {
     /// Options the Connection fields name besides `keep-alive` and `close`, lowercased.
     var connectionOptions: [String] = []
     var origin: String?
-    /// The Upgrade field's protocols, lowercased and without versions (RFC 9110 §7.8).
+    /// The Upgrade field's protocols as sent, versions and case kept (RFC 9110 §7.8:
+    /// protocol-name ["/" protocol-version]).
     var upgrade: [String] = []
     var accessControlRequestMethod: String?
     var accessControlRequestHeaders: String?
@@ -66,9 +67,7 @@ struct RequestFacts {
             for t in f.valueString.split(separator: ",") { connectionOptions.append(trimOWS(t).lowercased()) }
         case .origin: origin = f.valueString
         case .upgrade:
-            for t in f.valueString.split(separator: ",") {
-                upgrade.append(String(trimOWS(t).lowercased().split(separator: "/", maxSplits: 1).first ?? ""))
-            }
+            for t in f.valueString.split(separator: ",") where !trimOWS(t).isEmpty { upgrade.append(String(trimOWS(t))) }
         case .accessControlRequestMethod: accessControlRequestMethod = f.valueString
         case .accessControlRequestHeaders: Self.join(&accessControlRequestHeaders, f.valueString)
         case .xForwardedProto: xForwardedProto = f.valueString

@@ -81,6 +81,18 @@ public final class Tunnel {
     private var closeClient: (() -> Void)?
     private var onEnd: ((TunnelReport) -> Void)?
     private var pumping = false
+    /// Whether a side may have bytes to read: set when its read watch fires (and at the start),
+    /// cleared when a read finds the socket empty. A side is read only when set, so an event on
+    /// one side does not cost a read that finds nothing on the other, and with edge watches no
+    /// epoll_ctl is made per read (nginx reads the same way).
+    private var clientReadable = true
+    private var upstreamReadable = true
+    /// The same for writing: cleared when a write would block, set when the write watch fires.
+    private var clientWritable = true
+    private var upstreamWritable = true
+    /// Whether the watches are edge-triggered (armed once; libevent cannot mix both kinds on one
+    /// descriptor) rather than one-shot.
+    private var edges = false
     private let meter: TunnelMeter?
     private var counted = false
 
@@ -112,16 +124,38 @@ public final class Tunnel {
 
     /// Creates the events and moves what can move now; false when libevent could not (the caller closes).
     func start() -> Bool {
-        clientRead = ReadyWatch(loop: loop, fd: fd, flags: Int16(EV_READ)) { [unowned self] in pump() }
-        clientWrite = ReadyWatch(loop: loop, fd: fd, flags: Int16(EV_WRITE)) { [unowned self] in pump() }
-        upstreamRead = ReadyWatch(loop: loop, fd: upstream.fd, flags: Int16(EV_READ)) { [unowned self] in pump() }
-        upstreamWrite = ReadyWatch(loop: loop, fd: upstream.fd, flags: Int16(EV_WRITE)) { [unowned self] in pump() }
+        edges = ReadyWatch.edgesWork(on: loop)
+        clientRead = ReadyWatch(loop: loop, fd: fd, flags: Int16(EV_READ), edge: edges) { [unowned self] in
+            clientReadable = true
+            pump()
+        }
+        clientWrite = ReadyWatch(loop: loop, fd: fd, flags: Int16(EV_WRITE), edge: edges) { [unowned self] in
+            clientWritable = true
+            pump()
+        }
+        upstreamRead = ReadyWatch(loop: loop, fd: upstream.fd, flags: Int16(EV_READ), edge: edges) { [unowned self] in
+            upstreamReadable = true
+            pump()
+        }
+        upstreamWrite = ReadyWatch(loop: loop, fd: upstream.fd, flags: Int16(EV_WRITE), edge: edges) { [unowned self] in
+            upstreamWritable = true
+            pump()
+        }
         timer = LoopTimer(loop: loop) { [unowned self] in timerFired() }
         guard let a = clientRead, let b = clientWrite, let c = upstreamRead, let d = upstreamWrite else {
             upstream.close()
             return false
         }
         watches = [a, b, c, d]
+        if edges {
+            for w in watches { w.arm() }
+            // An edge watch that could not be added would never fire: close rather than stall.
+            guard watches.allSatisfy(\.armed) else {
+                for w in watches { w.disarm() }
+                upstream.close()
+                return false
+            }
+        }
         meter?.open.add(1, ordering: .relaxed)
         counted = true
         pump()
@@ -148,43 +182,52 @@ public final class Tunnel {
             let now = monotonicSeconds()
             // Client → buffer.
             let clientRoom = flow.readRoom(from: .client)
-            if clientRoom > 0, let p = toUpstream.space(clientRoom) {
+            if clientRoom > 0, clientReadable, let p = toUpstream.space(clientRoom) {
                 let n = recv(fd, p, clientRoom, 0)
                 if n > 0 {
                     toUpstream.filled(n)
                     flow.read(n, from: .client, now: now)
                     meter?.bytesFromClient.add(n, ordering: .relaxed)
                     moved = true
+                    // A short read took all the socket had (but a FIN the watch saw): the next read
+                    // waits for the watch, which fires for any byte that came since.
+                    if n < clientRoom && !(clientRead?.peerClosed ?? false) { waitToRead(.client) }
                 } else if n == 0 {
                     act(flow.endOfInput(.client))
                     moved = true
                 } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
-                    clientRead?.arm()
+                    waitToRead(.client)
                 } else {
                     act(flow.failed(.client))
                 }
             }
             // Buffer → upstream.
-            if !flow.closed, toUpstream.count > 0, let base = toUpstream.base {
+            if !flow.closed, toUpstream.count > 0, upstreamWritable, let base = toUpstream.base {
                 switch upstream.send(from: base + toUpstream.start, count: toUpstream.count) {
                 case .moved(let n):
                     toUpstream.consume(n)
                     act(flow.wrote(n, to: .upstream, now: now))
                     moved = moved || n > 0
-                case .again: upstreamWrite?.arm()
+                case .again: waitToWrite(.upstream)
                 case .ended, .failed: act(flow.failed(.upstream))
                 }
             }
             // Upstream → buffer.
             let upstreamRoom = flow.readRoom(from: .upstream)
-            if !flow.closed, upstreamRoom > 0, let p = toClient.space(upstreamRoom) {
+            if !flow.closed, upstreamRoom > 0, upstreamReadable, let p = toClient.space(upstreamRoom) {
                 switch upstream.recv(into: p, count: upstreamRoom) {
                 case .moved(let n):
                     toClient.filled(n)
                     flow.read(n, from: .upstream, now: now)
                     meter?.bytesFromUpstream.add(n, ordering: .relaxed)
                     moved = true
-                case .again: upstreamRead?.arm()
+                    // Short of what was asked, and of what curl reads at once. Not over TLS: a short
+                    // read there is one record, and curl may hold decrypted bytes the socket no
+                    // longer shows.
+                    if n < min(upstreamRoom, TunnelUpstream.readCap) && !upstream.tls && !(upstreamRead?.peerClosed ?? false) {
+                        waitToRead(.upstream)
+                    }
+                case .again: waitToRead(.upstream)
                 case .ended:
                     act(flow.endOfInput(.upstream))
                     moved = true
@@ -192,20 +235,43 @@ public final class Tunnel {
                 }
             }
             // Buffer → client.
-            if !flow.closed, toClient.count > 0, let base = toClient.base {
+            if !flow.closed, toClient.count > 0, clientWritable, let base = toClient.base {
                 let n = send(fd, base + toClient.start, toClient.count, Int32(MSG_NOSIGNAL))
                 if n >= 0 {
                     toClient.consume(n)
                     act(flow.wrote(n, to: .client, now: now))
                     moved = moved || n > 0
                 } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
-                    clientWrite?.arm()
+                    waitToWrite(.client)
                 } else {
                     act(flow.failed(.client))
                 }
             }
         }
         syncTimer()
+    }
+
+    /// `side`'s socket is empty: no read until its watch fires (an edge watch is armed already).
+    private func waitToRead(_ side: TunnelFlow.Side) {
+        if side == .client {
+            clientReadable = false
+            if !edges { clientRead?.arm() }
+        } else {
+            upstreamReadable = false
+            if !edges { upstreamRead?.arm() }
+        }
+    }
+
+    /// A write to `side` would block: no write until its watch fires. Only a blocked write clears
+    /// the flag (a short one may just be a TLS record's end): an edge comes only after a full buffer.
+    private func waitToWrite(_ side: TunnelFlow.Side) {
+        if side == .client {
+            clientWritable = false
+            if !edges { clientWrite?.arm() }
+        } else {
+            upstreamWritable = false
+            if !edges { upstreamWrite?.arm() }
+        }
     }
 
     private func act(_ action: TunnelFlow.Action) {

@@ -33,24 +33,34 @@ public final class TunnelDial {
     private var writeWatch: ReadyWatch?
     private let head: [UInt8]
     private var sent = 0
-    private var input: [UInt8] = []
+    private var reading: UpgradeAnswer
     private let tls: Bool
-    private let maxBody: Int
+    /// The memory budget a non-101 answer is held under while it is read (and until the answer
+    /// made from it is written), charged to its client past `MemoryBudget.answerAllowance`.
+    private let budget: MemoryBudget?
+    private let client: String?
+    private var charged = 0
+    private var chargedToClient = false
     private let started: Double
     private var completion: ((TunnelOpening) -> Void)?
     /// Keeps the dial alive while curl and libevent hold unretained pointers to it.
     private var keepAlive: TunnelDial?
-    /// Largest upstream answer head, as for calls.
-    static let maxHead = 64 * 1024
+    /// Set once the connection went to a tunnel: curl's multi is the tunnel's from then on.
+    private var handedOver = false
+    /// curl callbacks that reached the dial after the hand-over (none may: the dial may be gone).
+    private(set) var strayCallbacks = 0
 
     /// Starts opening a tunnel for `request` (an origin-form target) asking for `upgrade`; the
-    /// completion runs once, on the loop, unless `cancel` ran first.
+    /// completion runs once, on the loop, unless `cancel` ran first. A non-101 answer's bytes are
+    /// charged to `defaults.budget`, and to `clientAddress`'s share past the allowance.
     public init(loop: EventLoop, request: UpstreamRequest, upgrade: String, defaults: UpstreamOptions,
-                completion: @escaping (TunnelOpening) -> Void) {
+                clientAddress: String? = nil, completion: @escaping (TunnelOpening) -> Void) {
         self.loop = loop
         errorBuffer.pointee = 0
         started = loop.now
-        maxBody = request.limits?.maxResponseBody ?? defaults.maxResponseBody
+        reading = UpgradeAnswer(maxBody: request.limits?.maxResponseBody ?? defaults.maxResponseBody)
+        budget = defaults.budget
+        client = clientAddress.map(IPNetwork.clientGroup)
         let (origin, text) = Self.requestHead(request, upgrade: upgrade)
         tls = origin.lowercased().hasPrefix("https:")
         head = Array(text.utf8)
@@ -99,16 +109,19 @@ public final class TunnelDial {
         // ALPN offers http/1.1 only: the upgrade is an HTTP/1.1 mechanism (RFC 9113 §8.6 forbids it).
         set(CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))
         set(CURLOPT_TCP_NODELAY, 1)
+        // The tunnel takes a read shorter than this as the socket's last bytes (`Tunnel.pump`).
+        set(CURLOPT_BUFFERSIZE, TunnelUpstream.readCap)
         if let caFile { set(CURLOPT_CAINFO, caFile) }
         if rc != CURLE_OK { return .other("curl_easy_setopt: " + String(cString: curl_easy_strerror(rc))) }
+        // A nil userp: the dial handed the multi over (`detachFromCurl`) and is no longer curl's to call.
         var mrc = peel_multi_setopt_socket_cb(m, { _, s, what, userp, _ in
-            Unmanaged<TunnelDial>.fromOpaque(userp!).takeUnretainedValue().curlWatch(s, what)
+            if let userp { Unmanaged<TunnelDial>.fromOpaque(userp).takeUnretainedValue().curlWatch(s, what) }
             return 0
         })
         if mrc == CURLM_OK { mrc = peel_multi_setopt_ptr(m, CURLMOPT_SOCKETDATA, me) }
         if mrc == CURLM_OK {
             mrc = peel_multi_setopt_timer_cb(m, { _, ms, userp in
-                Unmanaged<TunnelDial>.fromOpaque(userp!).takeUnretainedValue().curlTimerSet(ms)
+                if let userp { Unmanaged<TunnelDial>.fromOpaque(userp).takeUnretainedValue().curlTimerSet(ms) }
                 return 0
             })
         }
@@ -120,6 +133,7 @@ public final class TunnelDial {
 
     /// CURLMOPT_SOCKETFUNCTION: watch `s` as curl asks (never calls curl).
     private func curlWatch(_ s: Int32, _ what: Int32) {
+        guard !handedOver else { strayCallbacks += 1; return }
         if let old = curlWatches.removeValue(forKey: s) {
             event_del(old)
             retiredWatches.append(old)
@@ -141,6 +155,7 @@ public final class TunnelDial {
 
     /// CURLMOPT_TIMERFUNCTION: arm (or disarm) the one timer; curl is called from the timer, not here.
     private func curlTimerSet(_ ms: Int) {
+        guard !handedOver else { strayCallbacks += 1; return }
         if ms < 0 { curlTimer?.cancel(); return }
         if curlTimer == nil { curlTimer = LoopTimer(loop: loop) { [weak self] in self?.curlAction(CURL_SOCKET_TIMEOUT, 0) } }
         curlTimer?.arm(seconds: Double(ms) / 1000)
@@ -213,62 +228,46 @@ public final class TunnelDial {
             if rc == CURLE_AGAIN { readWatch?.arm(); return }
             if rc != CURLE_OK {
                 let why = String(cString: curl_easy_strerror(rc))
-                return fail(input.isEmpty ? .reset(why) : .protocolError(why), wentOut: true)
+                return fail(reading.input.isEmpty ? .reset(why) : .protocolError(why), wentOut: true)
             }
-            if n == 0 { return answerEnded() }
-            input.append(contentsOf: chunk[0..<n])
-            if let opening = progress() { return succeed(opening) }
-            if parsed?.status == 101 { return switched() }
-            if let failure = refusal { return fail(failure, wentOut: true) }
+            let progress = n == 0 ? reading.ended() : chunk.withUnsafeBytes { reading.take(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            if progress != .switched, let refusal = chargeBudget() { return fail(refusal, wentOut: true) }
+            switch progress {
+            case .needMore: if n == 0 { return }
+            case .switched: return switched()
+            case .broken(let failure): return fail(failure, wentOut: true)
+            case .whole(let body): return succeed(answer(body: body))
+            }
         }
     }
 
-    private var refusal: UpstreamFailure?
-    private var parsed: (status: Int, fields: [(name: String, value: String)], headEnd: Int)?
-
-    /// What the bytes so far make: nil while more are needed (`refusal` set when they never will).
-    private func progress() -> TunnelOpening? {
-        if parsed == nil {
-            guard let end = Self.headEnd(input) else {
-                if input.count > Self.maxHead { refusal = .protocolError("the upstream's head is over 64 KiB") }
-                return nil
+    /// Charges what the answer's bytes hold beyond what is charged already (a 101's head is not
+    /// held: it goes to the client at once); the budget's refusal, with nothing more taken.
+    private func chargeBudget() -> UpstreamFailure? {
+        guard let budget else { return nil }
+        let n = reading.input.count - charged
+        guard n > 0 else { return nil }
+        if chargedToClient || (charged + n > MemoryBudget.answerAllowance && client != nil), let client {
+            if let refusal = budget.reserveAnswer(n, client: client, held: charged, charged: chargedToClient) {
+                return refusal == .full ? .overBudget : .overClientShare
             }
-            guard let head = Self.parseHead(input[0..<end]) else {
-                refusal = .protocolError("the upstream's answer to the upgrade is not an HTTP/1.1 head")
-                return nil
-            }
-            // An interim answer other than 101 (RFC 9110 §15.2) is dropped; the next head is the answer.
-            if head.status >= 100 && head.status < 200 && head.status != 101 {
-                input.removeFirst(end)
-                return progress()
-            }
-            parsed = (head.status, head.fields, end)
-            if head.status == 101 { return nil }
+            chargedToClient = true
+        } else if !budget.reserve(n) {
+            return .overBudget
         }
-        guard let p = parsed else { return nil }
-        if p.status == 101 { return nil }
-        switch Self.body(of: p.status, p.fields, input[p.headEnd...]) {
-        case .needMore:
-            if input.count - p.headEnd > maxBody { refusal = .tooLarge }
-            return nil
-        case .broken(let why):
-            refusal = .protocolError(why)
-            return nil
-        case .whole(let body):
-            return answer(p, body: body)
-        }
+        charged += n
+        return nil
     }
 
-    /// The upstream closed: the end of a body that runs to the close, else an answer cut short.
-    private func answerEnded() {
-        if let p = parsed, p.status != 101, Self.runsToClose(p.status, p.fields) {
-            return succeed(answer(p, body: Array(input[p.headEnd...])))
-        }
-        fail(parsed == nil && input.isEmpty ? .reset("the upstream closed the connection before answering the upgrade")
-                                            : .protocolError("the upstream's answer to the upgrade was cut short"), wentOut: true)
+    /// Gives back what the answer holds of the budget, or hands it on with the answer.
+    private func takeHold() -> BudgetHold? {
+        defer { charged = 0; chargedToClient = false }
+        guard let budget, charged > 0 else { return nil }
+        return BudgetHold(budget, charged, client: chargedToClient ? client : nil)
     }
 
-    private func answer(_ p: (status: Int, fields: [(name: String, value: String)], headEnd: Int), body: [UInt8]) -> TunnelOpening {
+    private func answer(body: [UInt8]) -> TunnelOpening {
+        guard let p = reading.head else { return .failed(.protocolError("the upstream's answer has no head"), wentOut: true) }
         let collector = HeaderCollector()
         var lines: [[UInt8]] = [Array("HTTP/1.1 \(p.status) \r\n".utf8)]
         for f in p.fields { lines.append(Array("\(f.name): \(f.value)\r\n".utf8)) }
@@ -279,8 +278,10 @@ public final class TunnelDial {
             }
         }
         let facts = collector.facts ?? ResponseFacts(status: p.status, headers: collector.snapshot())
-        return .answered(UpstreamResponse(status: p.status, headers: collector.take(), facts: facts, body: body,
-                                          duration: loop.now - started))
+        var response = UpstreamResponse(status: p.status, headers: collector.take(), facts: facts, body: body,
+                                        duration: loop.now - started)
+        response.hold = takeHold()
+        return .answered(response)
     }
 
     private func succeed(_ opening: TunnelOpening) {
@@ -293,14 +294,31 @@ public final class TunnelDial {
 
     /// The 101 came: the connection (and the bytes after the head) go to the tunnel.
     private func switched() {
-        guard let p = parsed, let multi, let easy else { return }
+        guard let p = reading.head, let multi, let easy else { return }
+        if let failure = detachFromCurl(multi) { return fail(failure, wentOut: true) }
         let done = completion
         completion = nil
-        let upstream = TunnelUpstream(multi: multi, easy: easy, fd: fd, tls: tls, early: Array(input[p.headEnd...]), fields: p.fields)
+        let upstream = TunnelUpstream(multi: multi, easy: easy, fd: fd, tls: tls, early: Array(reading.early), fields: p.fields)
         self.multi = nil
         self.easy = nil
         finish()
         done?(.switched(upstream))
+    }
+
+    /// Leaves curl's multi with nothing of the dial's before the tunnel takes it: the multi lives on
+    /// in the tunnel, and removing the handle at the tunnel's end reports the socket and the timer
+    /// (CURLMOPT_SOCKETFUNCTION, CURLMOPT_TIMERFUNCTION) to whatever they name then; the socket's
+    /// curl_multi_assign data is cleared too, and the loop's events for the socket are gone (`connected`).
+    private func detachFromCurl(_ multi: UnsafeMutableRawPointer) -> UpstreamFailure? {
+        handedOver = true
+        var rc = curl_multi_assign(multi, fd, nil)
+        // CURLM_BAD_SOCKET: curl no longer tracks the socket (the connect finished), so it holds nothing for it.
+        if rc == CURLM_BAD_SOCKET { rc = CURLM_OK }
+        if rc == CURLM_OK { rc = peel_multi_setopt_ptr(multi, CURLMOPT_SOCKETDATA, nil) }
+        if rc == CURLM_OK { rc = peel_multi_setopt_ptr(multi, CURLMOPT_TIMERDATA, nil) }
+        if rc == CURLM_OK { rc = peel_multi_setopt_socket_cb(multi, nil) }
+        if rc == CURLM_OK { rc = peel_multi_setopt_timer_cb(multi, nil) }
+        return rc == CURLM_OK ? nil : .localResources("handing the connection to the tunnel: " + String(cString: curl_multi_strerror(rc)))
     }
 
     private func timedOut() {
@@ -317,6 +335,7 @@ public final class TunnelDial {
 
     /// Lets go of everything; the events on the socket go before curl closes it.
     private func finish() {
+        _ = takeHold()
         deadline?.cancel()
         curlTimer?.cancel()
         readWatch?.disarm()
@@ -341,108 +360,6 @@ public final class TunnelDial {
         }
     }
 
-    // MARK: reading an HTTP/1.1 answer (RFC 9112)
-
-    /// The end of the head (after its empty line), if it has arrived.
-    static func headEnd(_ b: [UInt8]) -> Int? {
-        guard b.count >= 4 else { return nil }
-        var i = 3
-        while i < b.count {
-            if b[i] == 0x0A && b[i - 1] == 0x0D && b[i - 2] == 0x0A && b[i - 3] == 0x0D { return i + 1 }
-            i += 1
-        }
-        return nil
-    }
-
-    /// The status and fields of a head (status line, field lines, empty line); nil when it is not one.
-    static func parseHead(_ bytes: ArraySlice<UInt8>) -> (status: Int, fields: [(name: String, value: String)])? {
-        let text = String(decoding: bytes, as: UTF8.self)
-        // CR LF is one Character to Swift.
-        var lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
-        guard !lines.isEmpty else { return nil }
-        let statusLine = lines.removeFirst()
-        let parts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[0] == "HTTP/1.1" || parts[0] == "HTTP/1.0", parts[1].count == 3,
-              let status = Int(parts[1]), status >= 100 else { return nil }
-        var fields: [(name: String, value: String)] = []
-        for line in lines where !line.isEmpty {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return nil }
-            let name = String(line[..<colon])
-            guard !name.contains(" "), !name.contains("\t") else { return nil }
-            fields.append((name, trimmedOWS(line[line.index(after: colon)...])))
-        }
-        return (status, fields)
-    }
-
-    enum Body: Equatable {
-        case needMore
-        case whole([UInt8])
-        case broken(String)
-    }
-
-    /// A non-101 answer's body from the bytes after its head (RFC 9112 §6.3).
-    static func body(of status: Int, _ fields: [(name: String, value: String)], _ rest: ArraySlice<UInt8>) -> Body {
-        if status == 204 || status == 304 { return .whole([]) }
-        if fields.contains(where: { $0.name.lowercased() == "transfer-encoding" && $0.value.lowercased().contains("chunked") }) {
-            return dechunk(rest)
-        }
-        if let length = fields.first(where: { $0.name.lowercased() == "content-length" }) {
-            guard let n = Int(length.value), n >= 0 else { return .broken("the upstream's Content-Length is not a number") }
-            return rest.count >= n ? .whole(Array(rest.prefix(n))) : .needMore
-        }
-        return .needMore
-    }
-
-    /// Whether the body ends with the connection (no length, not chunked).
-    static func runsToClose(_ status: Int, _ fields: [(name: String, value: String)]) -> Bool {
-        !fields.contains { let n = $0.name.lowercased(); return n == "content-length" || n == "transfer-encoding" }
-            && status != 204 && status != 304
-    }
-
-    /// A chunked body's data (RFC 9112 §7.1), once its last chunk and trailer section are in.
-    static func dechunk(_ b: ArraySlice<UInt8>) -> Body {
-        var out: [UInt8] = []
-        var i = b.startIndex
-        func line() -> ArraySlice<UInt8>? {
-            var j = i
-            while j + 1 < b.endIndex {
-                if b[j] == 0x0D && b[j + 1] == 0x0A {
-                    let l = b[i..<j]
-                    i = j + 2
-                    return l
-                }
-                j += 1
-            }
-            return nil
-        }
-        while true {
-            guard let sizeLine = line() else { return .needMore }
-            let digits = sizeLine.prefix { $0 != 0x3B && $0 != 0x20 && $0 != 0x09 }
-            // chunk-size = 1*HEXDIG: no sign, and few enough digits that the size fits an Int.
-            guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(Self.isHexDigit),
-                  let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else {
-                return .broken("the upstream's chunked framing is broken")
-            }
-            if size == 0 {
-                // Trailer fields up to the empty line.
-                while true {
-                    guard let t = line() else { return .needMore }
-                    if t.isEmpty { return .whole(out) }
-                }
-            }
-            guard b.endIndex - i >= size + 2 else { return .needMore }
-            out.append(contentsOf: b[i..<(i + size)])
-            i += size
-            guard b[i] == 0x0D && b[i + 1] == 0x0A else { return .broken("the upstream's chunked framing is broken") }
-            i += 2
-        }
-    }
-
-    private static func isHexDigit(_ b: UInt8) -> Bool {
-        (0x30...0x39).contains(b) || (0x41...0x46).contains(b) || (0x61...0x66).contains(b)
-    }
-
-    /// `path` with bytes above 0x7F percent-encoded, as calls' targets are.
     /// The upgrade request's head as it goes upstream, and the origin it goes to.
     static func requestHead(_ request: UpstreamRequest, upgrade: String) -> (origin: String, head: String) {
         var origin = ""
@@ -467,6 +384,7 @@ public final class TunnelDial {
         line.utf8.count >= 5 && line.prefix(5).lowercased() == "host:"
     }
 
+    /// `path` with bytes above 0x7F percent-encoded, as calls' targets are.
     static func encoded(_ path: String) -> String {
         var out = ""
         for b in path.utf8 {
@@ -478,12 +396,4 @@ public final class TunnelDial {
         }
         return out
     }
-}
-
-/// `s` without optional whitespace at either end (RFC 9110 §5.6.3).
-private func trimmedOWS(_ s: Substring) -> String {
-    var v = s[...]
-    while let f = v.first, f == " " || f == "\t" { v = v.dropFirst() }
-    while let l = v.last, l == " " || l == "\t" { v = v.dropLast() }
-    return String(v)
 }

@@ -53,6 +53,9 @@ struct TunnelFlow {
     private(set) var upstreamEnded = false
     private var clientShut = false
     private var upstreamShut = false
+    /// Set when the tunnel must close but bytes are still queued: nothing more is read, and it
+    /// closes once both directions are written out.
+    private(set) var flushingToClose = false
     /// Set once the tunnel is over; says who ended it.
     private(set) var closedBy: TunnelEnd?
     /// The end that closed first, before the tunnel itself closed.
@@ -81,7 +84,7 @@ struct TunnelFlow {
     /// Whether to read from `side` now: it has not ended, and what it sent before is under the
     /// high-water mark (a side that does not read costs no more than that).
     func wantsRead(from side: Side) -> Bool {
-        !closed && !ended(side) && pending(from: side) < limits.highWater
+        !closed && !flushingToClose && !ended(side) && pending(from: side) < limits.highWater
     }
 
     /// Room to read from `side` now.
@@ -110,6 +113,7 @@ struct TunnelFlow {
         guard n > 0 else { return .none }
         if side == .client { toClient -= n } else { toUpstream -= n }
         lastActivity = now
+        if flushingToClose { return toClient == 0 && toUpstream == 0 ? close(by: firstEnd ?? .client) : .none }
         let source = side.other
         return ended(source) && pending(from: source) == 0 ? passEnd(from: source) : .none
     }
@@ -145,7 +149,13 @@ struct TunnelFlow {
     private mutating func passEnd(from side: Side) -> Action {
         let other = side.other
         if ended(other) && pending(from: other) == 0 { return close(by: firstEnd ?? .client) }
-        if other == .upstream && !upstreamHalfCloses { return close(by: firstEnd ?? .client) }
+        if other == .upstream && !upstreamHalfCloses {
+            // The TLS session cannot be half-closed: the tunnel closes, but only after what the
+            // upstream sent before is written to the client (a close frame, the last message).
+            if pending(from: .upstream) == 0 { return close(by: firstEnd ?? .client) }
+            flushingToClose = true
+            return .none
+        }
         if other == .client ? clientShut : upstreamShut { return .none }
         if other == .client { clientShut = true } else { upstreamShut = true }
         return .shutdownWrite(other)

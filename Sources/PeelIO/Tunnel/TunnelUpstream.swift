@@ -8,7 +8,7 @@ import Glibc
 /// removing it would close the connection, and the worker's shared multi would count the idle
 /// connection as its own (and close it as too old or as having unread input).
 public final class TunnelUpstream {
-    private var multi: UnsafeMutableRawPointer?
+    private(set) var multi: UnsafeMutableRawPointer?
     private var easy: UnsafeMutableRawPointer?
     /// The connection's socket (CURLINFO_ACTIVESOCKET), watched by the loop.
     let fd: Int32
@@ -16,6 +16,10 @@ public final class TunnelUpstream {
     let tls: Bool
     /// Bytes that came after the 101 head (the upstream's first frames), sent to the client first.
     var early: [UInt8]
+    /// The most one curl_easy_recv returns: curl reads at most its CURLOPT_BUFFERSIZE from the
+    /// socket per call (the dial sets it to this, curl's default), so a read this long may have
+    /// left bytes behind.
+    static let readCap = 16_384
     /// The 101's fields, in order, as the upstream sent them.
     public let fields: [(name: String, value: String)]
 

@@ -3,21 +3,21 @@ import XCTest
 
 /// How a tunnel's dial reads the upstream's answer to the upgrade (RFC 9112): where its head ends,
 /// its status and fields, and the body of an answer other than 101.
-final class TunnelDialFramingTests: XCTestCase {
+final class UpgradeAnswerFramingTests: XCTestCase {
     private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
 
     func testHeadEnd_isAfterTheEmptyLine_andNilUntilItCame() {
-        XCTAssertNil(TunnelDial.headEnd(bytes("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n")))
-        XCTAssertNil(TunnelDial.headEnd(bytes("\r\n\r")))
-        XCTAssertNil(TunnelDial.headEnd([]))
+        XCTAssertNil(UpgradeAnswer.headEnd(bytes("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n")))
+        XCTAssertNil(UpgradeAnswer.headEnd(bytes("\r\n\r")))
+        XCTAssertNil(UpgradeAnswer.headEnd([]))
         let head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"
-        XCTAssertEqual(TunnelDial.headEnd(bytes(head + "\u{81}\u{05}hello")), head.utf8.count,
+        XCTAssertEqual(UpgradeAnswer.headEnd(bytes(head + "\u{81}\u{05}hello")), head.utf8.count,
                        "the bytes after the head are the tunnel's, not the head's")
-        XCTAssertNil(TunnelDial.headEnd(bytes("HTTP/1.1 101 x\n\n")), "bare line feeds do not end a head")
+        XCTAssertNil(UpgradeAnswer.headEnd(bytes("HTTP/1.1 101 x\n\n")), "bare line feeds do not end a head")
     }
 
     func testParseHead_readsTheStatusAndFields_trimmingWhitespace() throws {
-        let head = try XCTUnwrap(TunnelDial.parseHead(bytes(
+        let head = try XCTUnwrap(UpgradeAnswer.parseHead(bytes(
             "HTTP/1.1 101 Switching Protocols\r\nUpgrade:  websocket \r\nConnection: Upgrade\r\nSec-WebSocket-Accept:\tabc=\r\n\r\n")[...]))
         XCTAssertEqual(head.status, 101)
         XCTAssertEqual(head.fields.map(\.name), ["Upgrade", "Connection", "Sec-WebSocket-Accept"])
@@ -25,8 +25,8 @@ final class TunnelDialFramingTests: XCTestCase {
     }
 
     func testParseHead_takesAStatusLineWithoutReason_andHTTP10() {
-        XCTAssertEqual(TunnelDial.parseHead(bytes("HTTP/1.1 101\r\n\r\n")[...])?.status, 101)
-        XCTAssertEqual(TunnelDial.parseHead(bytes("HTTP/1.0 403 Forbidden\r\n\r\n")[...])?.status, 403)
+        XCTAssertEqual(UpgradeAnswer.parseHead(bytes("HTTP/1.1 101\r\n\r\n")[...])?.status, 101)
+        XCTAssertEqual(UpgradeAnswer.parseHead(bytes("HTTP/1.0 403 Forbidden\r\n\r\n")[...])?.status, 403)
     }
 
     func testParseHead_refusesWhatIsNotAnHTTP1Head() {
@@ -34,69 +34,69 @@ final class TunnelDialFramingTests: XCTestCase {
                      "SSH-2.0-OpenSSH\r\n\r\n", "HTTP/1.1 101 x\r\nno colon here\r\n\r\n",
                      "HTTP/1.1 101 x\r\n: empty name\r\n\r\n", "HTTP/1.1 101 x\r\nUpgrade : websocket\r\n\r\n",
                      "HTTP/1.1 101 x\r\n folded: line\r\n\r\n"] {
-            XCTAssertNil(TunnelDial.parseHead(bytes(text)[...]), text)
+            XCTAssertNil(UpgradeAnswer.parseHead(bytes(text)[...]), text)
         }
     }
 
     func testBody_byContentLength_waitsForAllOfIt_andLeavesWhatFollows() {
         let fields = [(name: "Content-Length", value: "5")]
-        XCTAssertEqual(TunnelDial.body(of: 403, fields, bytes("hel")[...]), .needMore)
-        XCTAssertEqual(TunnelDial.body(of: 403, fields, bytes("hello")[...]), .whole(bytes("hello")))
-        XCTAssertEqual(TunnelDial.body(of: 403, fields, bytes("helloEXTRA")[...]), .whole(bytes("hello")))
-        XCTAssertEqual(TunnelDial.body(of: 403, [(name: "content-length", value: "0")], []), .whole([]))
+        XCTAssertEqual(UpgradeAnswer.body(of: 403, fields, bytes("hel")[...]), .needMore)
+        XCTAssertEqual(UpgradeAnswer.body(of: 403, fields, bytes("hello")[...]), .whole(bytes("hello")))
+        XCTAssertEqual(UpgradeAnswer.body(of: 403, fields, bytes("helloEXTRA")[...]), .whole(bytes("hello")))
+        XCTAssertEqual(UpgradeAnswer.body(of: 403, [(name: "content-length", value: "0")], []), .whole([]))
     }
 
     func testBody_refusesALengthThatIsNotANumber() {
         for v in ["five", "-1", "1e3", ""] {
-            guard case .broken = TunnelDial.body(of: 400, [(name: "Content-Length", value: v)], bytes("x")[...]) else {
+            guard case .broken = UpgradeAnswer.body(of: 400, [(name: "Content-Length", value: v)], bytes("x")[...]) else {
                 return XCTFail("Content-Length: \(v) was taken")
             }
         }
     }
 
     func testBody_of204And304_isEmpty_whateverTheFieldsSay() {
-        XCTAssertEqual(TunnelDial.body(of: 204, [(name: "Content-Length", value: "10")], []), .whole([]))
-        XCTAssertEqual(TunnelDial.body(of: 304, [], bytes("junk")[...]), .whole([]))
-        XCTAssertFalse(TunnelDial.runsToClose(204, []))
-        XCTAssertFalse(TunnelDial.runsToClose(304, []))
+        XCTAssertEqual(UpgradeAnswer.body(of: 204, [(name: "Content-Length", value: "10")], []), .whole([]))
+        XCTAssertEqual(UpgradeAnswer.body(of: 304, [], bytes("junk")[...]), .whole([]))
+        XCTAssertFalse(UpgradeAnswer.runsToClose(204, []))
+        XCTAssertFalse(UpgradeAnswer.runsToClose(304, []))
     }
 
     func testBody_withoutLengthOrChunking_runsToTheClose() {
-        XCTAssertEqual(TunnelDial.body(of: 400, [], bytes("so far")[...]), .needMore)
-        XCTAssertTrue(TunnelDial.runsToClose(400, [(name: "Content-Type", value: "text/plain")]))
-        XCTAssertFalse(TunnelDial.runsToClose(400, [(name: "Content-Length", value: "3")]))
-        XCTAssertFalse(TunnelDial.runsToClose(400, [(name: "Transfer-Encoding", value: "chunked")]))
+        XCTAssertEqual(UpgradeAnswer.body(of: 400, [], bytes("so far")[...]), .needMore)
+        XCTAssertTrue(UpgradeAnswer.runsToClose(400, [(name: "Content-Type", value: "text/plain")]))
+        XCTAssertFalse(UpgradeAnswer.runsToClose(400, [(name: "Content-Length", value: "3")]))
+        XCTAssertFalse(UpgradeAnswer.runsToClose(400, [(name: "Transfer-Encoding", value: "chunked")]))
     }
 
     func testChunked_isDechunked_onceItsLastChunkAndTrailersCame() {
         let te = [(name: "Transfer-Encoding", value: "chunked")]
-        XCTAssertEqual(TunnelDial.body(of: 403, te, bytes("5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n")[...]),
+        XCTAssertEqual(UpgradeAnswer.body(of: 403, te, bytes("5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n")[...]),
                        .whole(bytes("hello world")))
-        XCTAssertEqual(TunnelDial.body(of: 403, te, bytes("5\r\nhello\r\n0\r\nX-Trailer: 1\r\n\r\n")[...]), .whole(bytes("hello")))
+        XCTAssertEqual(UpgradeAnswer.body(of: 403, te, bytes("5\r\nhello\r\n0\r\nX-Trailer: 1\r\n\r\n")[...]), .whole(bytes("hello")))
         for partial in ["", "5", "5\r\nhel", "5\r\nhello", "5\r\nhello\r\n", "5\r\nhello\r\n0\r\n", "5\r\nhello\r\n0\r\nX: 1\r\n"] {
-            XCTAssertEqual(TunnelDial.body(of: 403, te, bytes(partial)[...]), .needMore, partial)
+            XCTAssertEqual(UpgradeAnswer.body(of: 403, te, bytes(partial)[...]), .needMore, partial)
         }
     }
 
     func testChunked_refusesBrokenFraming() {
         for text in ["zz\r\nhello\r\n0\r\n\r\n", "5\r\nhelloXX0\r\n\r\n", "\r\nhello\r\n"] {
-            guard case .broken = TunnelDial.dechunk(bytes(text)[...]) else { return XCTFail(text) }
+            guard case .broken = UpgradeAnswer.dechunk(bytes(text)[...]) else { return XCTFail(text) }
         }
     }
 
     func testChunked_aSizeTooBigForAnInt_orWithASign_isRefused_notACrash() {
         // The upstream is a peer: a size near Int.max overflowed the arithmetic (a trap).
         for size in ["7fffffffffffffff", "7ffffffffffffffe", "ffffffffffffffffff", "+5", "-5", "0x5"] {
-            guard case .broken = TunnelDial.dechunk(bytes("\(size)\r\nhello\r\n0\r\n\r\n")[...]) else { return XCTFail(size) }
+            guard case .broken = UpgradeAnswer.dechunk(bytes("\(size)\r\nhello\r\n0\r\n\r\n")[...]) else { return XCTFail(size) }
         }
-        XCTAssertEqual(TunnelDial.dechunk(bytes("fffffffffffffff\r\nhello")[...]), .needMore,
+        XCTAssertEqual(UpgradeAnswer.dechunk(bytes("fffffffffffffff\r\nhello")[...]), .needMore,
                        "a big chunk waits for its bytes (the dial's body bound ends the wait)")
-        XCTAssertEqual(TunnelDial.dechunk(bytes("A\r\n0123456789\r\n0\r\n\r\n")[...]), .whole(bytes("0123456789")))
+        XCTAssertEqual(UpgradeAnswer.dechunk(bytes("A\r\n0123456789\r\n0\r\n\r\n")[...]), .whole(bytes("0123456789")))
     }
 
     func testChunked_worksOnASliceThatDoesNotStartAtZero() {
         let all = bytes("HEAD3\r\nabc\r\n0\r\n\r\n")
-        XCTAssertEqual(TunnelDial.dechunk(all[4...]), .whole(bytes("abc")))
+        XCTAssertEqual(UpgradeAnswer.dechunk(all[4...]), .whole(bytes("abc")))
     }
 
     func testEncoded_percentEncodesBytesAbove0x7F_only() {
