@@ -76,6 +76,10 @@ sleep 0.5
 check "... and its access-log line counts the compressed bytes" "$(stat -c %s "$WORK/table.gzraw")" \
   "$(grep '"path":"/system/api/table"' "$WORK/main.log" | tail -1 | sed 's/.*"bytes":\([0-9]*\).*/\1/')"
 
+hgz=$(curl -s -I -H 'Accept-Encoding: gzip' "http://127.0.0.1:$GW$BIG" | tr -d '\r' | tr 'A-Z' 'a-z')
+check "HEAD of a spooled answer that GET sends gzipped: 200, gzip, chunked, nothing compressed for it" "200 gzip chunked" \
+  "$(echo "$hgz" | awk '/^http/ { s = $2 } /^content-encoding:/ { e = $2 } /^transfer-encoding:/ { t = $2 } END { print s, e, t }')"
+
 # 1a. Eight concurrent 20 MB RuoYi lists to one address: the rest of the object is sent from the
 # spool file (its kept members' ranges), never built in memory, so all are served.
 cpids=()
@@ -88,6 +92,13 @@ same=0; for i in 1 2 3 4 5 6 7 8; do cmp -s "$WORK/tout$i" "$WORK/table.data" &&
 check "each of them byte for byte the rest of the object" 8 "$same"
 check_le "peak resident memory (VmHWM, KiB) still under 96 MiB" 98303 "$(hwm_kb $PEEL_PID)"
 check "spooled bytes back to 0" 0 "$(metric peel_spooled_bytes)"
+
+# 1a'. A memory budget with no room for a Brotli encoder (3 MiB at quality 3): the answer goes as
+# it is, from its file, and still says it varies by Accept-Encoding (others get it compressed).
+start_peel tight --spool-dir "$WORK/spool" --max-buffered 2097152 --max-body 1048576
+tight=$(curl -s -D "$WORK/tight.head" -o "$WORK/tight.out" -w '%{http_code}' -H 'Accept-Encoding: br' "http://127.0.0.1:$GW$BIG")
+check "no memory for the encoder: 200 as it is, byte for byte, Vary: Accept-Encoding, no Content-Encoding" "200 same vary none" \
+  "$tight $(cmp -s "$WORK/tight.out" "$WORK/big.data" && echo same) $(grep -qi '^vary:.*accept-encoding' "$WORK/tight.head" && echo vary) $(grep -qi '^content-encoding' "$WORK/tight.head" && echo coded || echo none)"
 
 # 1b. Fifty concurrent 9 MB uploads (PUT) from one address, default limits, on a fresh gateway:
 # each body goes to a spool file as it arrives and upstream from it (curl's read callback), all

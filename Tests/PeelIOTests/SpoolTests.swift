@@ -40,7 +40,7 @@ final class SpoolTests: XCTestCase {
         let writer = try XCTUnwrap(t.spoolWriter)
         XCTAssertEqual(writer.count, 17)
         XCTAssertTrue(t.body.isEmpty, "what memory held went to the file")
-        XCTAssertEqual(memory.bytes, 0, "the memory budget gave its bytes back")
+        XCTAssertEqual(memory.bytes, SpoolWriter.stagingSize, "the memory budget holds the gathering buffer instead of the bytes")
         XCTAssertEqual(s.bytes, 17, "and the disk budget holds them")
         XCTAssertEqual(s.budget.held(by: "192.0.2.7"), 17)
         XCTAssertTrue(keep(t, bytes(100, from: 17)))
@@ -51,6 +51,15 @@ final class SpoolTests: XCTestCase {
         XCTAssertEqual(try file.withBytes { Array($0) }.get(), bytes(117))
         XCTAssertEqual(file.read(100..<500), bytes(17, from: 100), "a read past the end stops at it")
         XCTAssertEqual(s.files, 1)
+    }
+
+    func testSpooledAnswer_givesTheGatheringBuffersMemoryBack_whenItIsWhole() throws {
+        let memory = MemoryBudget(limit: 1 << 20)
+        let t = transfer(spool(threshold: 16), memory: memory)
+        XCTAssertTrue(keep(t, bytes(100)))
+        XCTAssertEqual(memory.bytes, SpoolWriter.stagingSize)
+        t.releaseBudget()
+        XCTAssertEqual(memory.bytes, 0)
     }
 
     func testSpooledBodyLetGo_closesTheFileAndGivesTheDiskBudgetBack() throws {
@@ -119,14 +128,19 @@ final class SpoolTests: XCTestCase {
     }
 
     func testMemoryBudget_boundsOnlyWhatStaysInMemory() {
-        // A memory budget smaller than the answer: once spooled, the answer holds none of it.
-        let memory = MemoryBudget(limit: 32)
+        // A memory budget smaller than the answer: once spooled, the answer holds only the
+        // gathering buffer of it, and one too small for that buffer refuses the answer.
+        let memory = MemoryBudget(limit: SpoolWriter.stagingSize + 32)
         let s = spool(threshold: 16)
         let t = transfer(s, memory: memory)
         XCTAssertTrue(keep(t, bytes(16)))
         XCTAssertTrue(keep(t, bytes(1000, from: 16)))
-        XCTAssertEqual(memory.bytes, 0)
+        XCTAssertEqual(memory.bytes, SpoolWriter.stagingSize)
         XCTAssertEqual(t.spoolWriter?.count, 1016)
+        let small = transfer(spool(threshold: 16), memory: MemoryBudget(limit: 32))
+        XCTAssertTrue(keep(small, bytes(16)))
+        XCTAssertFalse(keep(small, bytes(1000, from: 16)))
+        XCTAssertEqual(small.state, .stopped(.overBudget))
     }
 
     func testWriteOnAFullDevice_failsTheWriteOrTheFinish_andGivesEverythingBack() throws {
@@ -134,7 +148,7 @@ final class SpoolTests: XCTestCase {
         let fd = open("/dev/full", O_WRONLY | O_CLOEXEC)
         XCTAssertGreaterThanOrEqual(fd, 0, "/dev/full (Linux's always-full device) could not be opened")
         guard fd >= 0 else { return }
-        var writer: SpoolWriter? = SpoolWriter.adopting(fd, spool: s, client: "192.0.2.7")
+        var writer: SpoolWriter? = SpoolWriter.adopting(fd, spool: s, client: "192.0.2.7", gathers: true)
         // A piece smaller than the staging buffer is gathered; the failure comes with its write, at the end.
         XCTAssertNil(bytes(4096).withUnsafeBytes { writer!.append($0) })
         guard case .failure(.write(let e))? = writer?.finish() else { return XCTFail("the last write did not fail") }
@@ -157,7 +171,7 @@ final class SpoolTests: XCTestCase {
 
     func testGatheredPieces_reachTheFileExactly_acrossTheStagingBuffersEdges() throws {
         let s = spool(threshold: 1)
-        let writer = try SpoolWriter.open(s, client: nil).get()
+        let writer = try SpoolWriter.open(s, client: nil, gathers: true).get()
         let all = bytes(3 * SpoolWriter.stagingSize + 12_345)
         var i = 0
         var step = 1

@@ -31,7 +31,7 @@ public enum DialectCatalog {
         case .unwrapRest(let status, let bytes):
             return "\(status) " + String(decoding: bytes, as: UTF8.self)
         case .unwrapRuns(let status, let rest):
-            return "\(status) " + String(decoding: body.withUnsafeBufferPointer { rest.bytes(in: $0) }, as: UTF8.self)
+            return "\(status) " + String(decoding: rest.bytes(in: body), as: UTF8.self)
         case .passthrough:
             return "\(sample.status) " + sample.body
         case .problem(let p):

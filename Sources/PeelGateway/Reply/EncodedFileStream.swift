@@ -1,13 +1,12 @@
 import PeelIO
 
 /// A spooled answer compressed while it is sent, as nginx's gzip filter compresses what passes it:
-/// read from its file a piece at a time, encoded, and written as the client takes it (chunked, its
-/// length unknown until the end). Neither the answer nor its compressed copy is ever whole in
-/// memory, and no loop pass compresses more than one piece.
+/// read from its file a piece at a time (`ContentStreamEncoder.stepSize`), encoded, and written as
+/// the client takes it (chunked, its length unknown until the end). Neither the answer nor its
+/// compressed copy is ever whole in memory, and each loop pass compresses one piece at most, then
+/// lets the loop wait for I/O, so other connections on the worker are not held up.
 final class EncodedFileStream {
-    /// Bytes of the file read and compressed per step (about a millisecond at gzip level 3).
-    static let step = 131_072
-    /// Unsent output at which the next step waits for the client.
+    /// Unsent output at which the next piece waits for the client.
     static let highWater = 262_144
 
     private let file: SpooledBody
@@ -19,75 +18,70 @@ final class EncodedFileStream {
     private let stream: ReplyStream
     /// The encoder's memory, charged to the budget until the stream ends.
     private let hold: BudgetHold?
-    private var input: [UInt8]
-    private var running = false
-    /// Compressed bytes written so far.
-    private(set) var sent = 0
+    private var next: LoopTimer?
     private let ended: (_ sent: Int, _ complete: Bool) -> Void
 
-    /// A stream of `pieces` of `file` through `encoder` into `stream`; `ended` runs once, with the
-    /// bytes written and whether the body was whole, unless the client leaves first (the stream's
-    /// `onClientGone`, which the caller sets).
+    /// A stream of `pieces` of `file` through `encoder` into `stream` on `loop`; `ended` runs once,
+    /// with the bytes written and whether the body was whole, unless the client leaves first (the
+    /// stream's `onClientGone`, which the caller sets).
     init(file: SpooledBody, pieces: [FilePiece], encoder: ContentStreamEncoder, stream: ReplyStream, hold: BudgetHold?,
-         ended: @escaping (_ sent: Int, _ complete: Bool) -> Void) {
+         loop: EventLoop, ended: @escaping (_ sent: Int, _ complete: Bool) -> Void) {
         self.file = file
         self.pieces = pieces
         self.encoder = encoder
         self.stream = stream
         self.hold = hold
         self.ended = ended
-        input = [UInt8](repeating: 0, count: Self.step)
+        next = LoopTimer(loop: loop) { [weak self] in self?.step() }
     }
+
+    /// Compressed bytes written so far.
+    var sent: Int { encoder.produced }
 
     /// Memory one stream in `coding` holds: the encoder's state, its input piece and the output it may queue.
-    static func memory(_ coding: ContentCoding) -> Int { ContentStreamEncoder.stateBytes(for: coding) + step + highWater }
+    static func memory(_ coding: ContentCoding, brotliQuality: Int32) -> Int {
+        ContentStreamEncoder.stateBytes(for: coding, brotliQuality: brotliQuality) + ContentStreamEncoder.stepSize + highWater
+    }
 
-    /// Writes until the client stops taking, then again each time it has taken everything.
+    /// Writes the first piece; the rest follow on later loop passes, or once the client has taken
+    /// what is queued.
     func start() {
-        stream.onDrained = { [self] in pump() }
-        pump()
+        stream.onDrained = { [self] in later() }
+        step()
     }
 
-    private func pump() {
-        // A write that drains at once calls back into `pump` from inside the loop: the loop goes on.
-        guard !running else { return }
-        running = true
-        defer { running = false }
-        while stream.isOpen && stream.bufferedBytes < Self.highWater {
-            guard index < pieces.count else {
-                let ok = encoder.encode(UnsafeRawBufferPointer(start: nil, count: 0), finish: true, emit: write)
-                return end(complete: ok)
+    /// The next piece after the loop has waited for I/O once (a zero timeout fires after the
+    /// poll; a deferred job would run before it).
+    private func later() {
+        guard stream.isOpen, let next, !next.isArmed else { return }
+        next.arm(seconds: 0)
+    }
+
+    private func step() {
+        guard stream.isOpen, stream.bufferedBytes < Self.highWater else { return }
+        guard index < pieces.count else { return end(complete: encoder.finish(into: stream)) }
+        switch pieces[index] {
+        case .bytes(let b):
+            guard encoder.encode(b, into: stream) else { return end(complete: false) }
+            index += 1
+        case .file(let range):
+            // A file that ends early or cannot be read, or a library failure: the body cannot be completed.
+            guard let n = encoder.encode(file, at: range.lowerBound + offset, upTo: range.count - offset, into: stream) else {
+                return end(complete: false)
             }
-            let ok: Bool
-            switch pieces[index] {
-            case .bytes(let b):
-                ok = b.withUnsafeBytes { encoder.encode($0, finish: false, emit: write) }
+            offset += n
+            if offset == range.count {
                 index += 1
-            case .file(let range):
-                let want = min(Self.step, range.count - offset)
-                let n = want == 0 ? 0 : input.withUnsafeMutableBytes {
-                    file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: range.lowerBound + offset)
-                }
-                // A file that ends early or cannot be read: the body cannot be completed.
-                guard n == want else { return end(complete: false) }
-                ok = input.withUnsafeBytes { encoder.encode(UnsafeRawBufferPointer(rebasing: $0[0..<n]), finish: false, emit: write) }
-                offset += n
-                if offset == range.count {
-                    index += 1
-                    offset = 0
-                }
+                offset = 0
             }
-            if !ok { return end(complete: false) }
         }
-    }
-
-    private func write(_ bytes: UnsafeRawBufferPointer) {
-        sent += bytes.count
-        stream.write(bytes)
+        // More now if the client keeps up; otherwise its draining asks for the next piece.
+        if stream.bufferedBytes < Self.highWater { later() }
     }
 
     private func end(complete: Bool) {
         guard stream.isOpen else { return }
+        next = nil
         // Counted before the end is written, as every answer is.
         ended(sent, complete)
         if complete { stream.finish() } else { stream.abort() }

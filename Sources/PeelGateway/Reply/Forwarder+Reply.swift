@@ -42,7 +42,7 @@ extension Forwarder {
             if sendEncoded(call, shaped, file: file, pieces: pieces, coding: coding, encoder: encoder, log: kind, code: code) { return }
             // No memory for the encoder now: the answer goes as it is, from the file.
             var plain = reply
-            plain.compressible = false
+            plain.encodesFile = false
             shaped = call.route.shaper.shape(plain, context(call, rewrite: rewrite), encode: { encoder.encode($0, as: $1) })
         }
         // Counted before the bytes leave: a client that has its answer finds it in /metrics (the
@@ -69,9 +69,21 @@ extension Forwarder {
     /// library could not start one.
     private func sendEncoded(_ call: Call, _ shaped: ShapedReply, file: SpooledBody, pieces: [FilePiece], coding: ContentCoding,
                              encoder: ContentEncoder, log kind: String, code: EnvelopeCode?) -> Bool {
+        if call.exchange.isHead {
+            // A HEAD's answer has no body: its fields say what GET's would (compressed, chunked, as
+            // RFC 9110 §9.3.2 allows a length only known once the content is made), and nothing is
+            // compressed to be thrown away.
+            guard let stream = call.exchange.startStream(status: shaped.status, fields: shaped.fields, contentLength: nil) else {
+                clientLeft(call, insideCurl: false)
+                return true
+            }
+            record(call, status: shaped.status, kind: kind, bytes: 0, code: code)
+            stream.finish()
+            return true
+        }
         var hold: BudgetHold?
         if let budget = upstream.budget {
-            guard case .success(let h) = BudgetHold.take(EncodedFileStream.memory(coding), from: budget,
+            guard case .success(let h) = BudgetHold.take(EncodedFileStream.memory(coding, brotliQuality: encoder.brotliQuality), from: budget,
                                                          client: IPNetwork.clientGroup(call.exchange.clientAddress)) else { return false }
             hold = h
         }
@@ -84,7 +96,8 @@ extension Forwarder {
             return true
         }
         let status = shaped.status
-        let pump = EncodedFileStream(file: file, pieces: pieces, encoder: streamEncoder, stream: stream, hold: hold) { [self] sent, complete in
+        let pump = EncodedFileStream(file: file, pieces: pieces, encoder: streamEncoder, stream: stream, hold: hold,
+                                     loop: upstream.loop) { [self] sent, complete in
             call.streamedBytes = sent
             record(call, status: status, kind: kind, bytes: sent, code: code, cut: complete ? nil : "compression")
         }

@@ -55,6 +55,9 @@ struct Reply {
     var body: Body
     /// Whether compression may apply (Peel's own documents other than problems are not compressed).
     var compressible = true
+    /// False when a spooled body that would be compressed goes as it is (no memory for the encoder
+    /// now): it still varies by Accept-Encoding, as other clients get it compressed.
+    var encodesFile = true
     /// The connection ends after this answer (a request Peel refused as malformed).
     var closing = false
 }
@@ -188,7 +191,7 @@ struct ReplyShaper {
             }
         case .file(let file, let pieces):
             // Compressed from the file as it is sent (EncodedFileStream), never whole in memory.
-            if let c = coding(count: pieces.reduce(0) { $0 + $1.count }) {
+            if let c = coding(count: pieces.reduce(0) { $0 + $1.count }), reply.encodesFile {
                 coded = c
                 body = .encodedFile(file, pieces: pieces, coding: c)
             }

@@ -108,6 +108,9 @@ final class SpoolWriter {
     /// at a time (CURL_MAX_WRITE_SIZE), and a write per piece cost 1,280 system calls per 20 MB.
     private var staging: UnsafeMutableRawPointer?
     private var staged = 0
+    /// Whether pieces are gathered (an upstream answer's) or written as they come (a request
+    /// body's, which arrives through a 64 KiB window already).
+    private let gathers: Bool
     static let stagingSize = 262_144
 
     /// What stopped a write.
@@ -120,20 +123,22 @@ final class SpoolWriter {
         case write(SpoolError)
     }
 
-    private init(spool: Spool, fd: Int32, client: String?) {
+    private init(spool: Spool, fd: Int32, client: String?, gathers: Bool) {
         self.spool = spool
         self.fd = fd
         self.client = client
+        self.gathers = gathers
     }
 
-    /// A new spool file for an answer to `client`.
-    static func open(_ spool: Spool, client: String?) -> Result<SpoolWriter, SpoolError> {
-        spool.create().map { SpoolWriter(spool: spool, fd: $0, client: client) }
+    /// A new spool file for a body of `client`'s; `gathers` pieces into `stagingSize` writes (the
+    /// caller charges that memory).
+    static func open(_ spool: Spool, client: String?, gathers: Bool = false) -> Result<SpoolWriter, SpoolError> {
+        spool.create().map { SpoolWriter(spool: spool, fd: $0, client: client, gathers: gathers) }
     }
 
     /// A writer over a descriptor opened elsewhere (tests inject failing ones: /dev/full).
-    static func adopting(_ fd: Int32, spool: Spool, client: String?) -> SpoolWriter {
-        SpoolWriter(spool: spool, fd: fd, client: client)
+    static func adopting(_ fd: Int32, spool: Spool, client: String?, gathers: Bool = false) -> SpoolWriter {
+        SpoolWriter(spool: spool, fd: fd, client: client, gathers: gathers)
     }
 
     /// Charges and appends `bytes` (gathered up to `stagingSize`, then written); on failure nothing
@@ -146,7 +151,7 @@ final class SpoolWriter {
         if let client { refusal = spool.budget.reserve(bytes.count, client: client) } else { refusal = spool.budget.reserve(bytes.count) ? nil : .full }
         if let refusal { return refusal == .full ? .full : .clientShare }
         count += bytes.count
-        if staged == 0 && bytes.count >= Self.stagingSize {
+        if !gathers || (staged == 0 && bytes.count >= Self.stagingSize) {
             return writeAll(UnsafeRawBufferPointer(start: base, count: bytes.count))
         }
         let buffer = staging ?? UnsafeMutableRawPointer.allocate(byteCount: Self.stagingSize, alignment: 64)
@@ -244,7 +249,7 @@ public final class SpooledBody: Sendable {
     /// Reads up to `buffer.count` bytes from `offset` into `buffer` (a request body sent upstream, an
     /// answer compressed as it is sent):
     /// how many, 0 at the end, -1 when the file cannot be read.
-    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
         let want = min(buffer.count, count - offset)
         guard want > 0, let base = buffer.baseAddress else { return 0 }
         while true {

@@ -330,7 +330,8 @@ public final class UpstreamClient {
                 // The body's share of the budget (and of its client's) goes with the body: it is
                 // held until the answer made from it is written, not only until the transfer ends,
                 // since a client that does not read keeps it in memory that long.
-                response.hold = t.takeHold()
+                // A spooled body holds only its gathering buffer, freed now with the writer.
+                if t.spoolWriter != nil { t.releaseBudget() } else { response.hold = t.takeHold() }
                 switch t.spoolWriter?.finish() {
                 case nil:
                     result = .success(response)

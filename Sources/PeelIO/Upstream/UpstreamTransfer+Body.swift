@@ -38,7 +38,7 @@ extension UpstreamTransfer {
     private func spill(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard let spool else { return false }
         let writer: SpoolWriter
-        switch SpoolWriter.open(spool, client: clientAddress.map(IPNetwork.clientGroup)) {
+        switch SpoolWriter.open(spool, client: clientAddress.map(IPNetwork.clientGroup), gathers: true) {
         case .success(let w): writer = w
         case .failure(let e): return stop(.spoolWrite(e))
         }
@@ -46,7 +46,12 @@ extension UpstreamTransfer {
         let held = body.withUnsafeBytes { writer.append($0) }
         if let held { return spooled(held) }
         body = []
+        // What memory still holds while the body arrives is the writer's gathering buffer: charged
+        // in place of the body, and given back when the body is whole.
         releaseBudget()
+        if let budget, let refusal = charge(SpoolWriter.stagingSize, to: budget) {
+            return stop(refusal == .full ? .overBudget : .overClientShare)
+        }
         return spooled(writer.append(bytes))
     }
 
