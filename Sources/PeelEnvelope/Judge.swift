@@ -11,10 +11,23 @@ public func judge(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, co
 /// `judge`, plus the code the upstream sent (nil when there was none), for the access log.
 /// `passesThrough` is `passesUnjudged`'s answer when the caller already has it (decided when the
 /// head arrived), so the passthrough rules are not matched twice per answer.
-/// `restAsRuns` asks for a rest-of-object success as `unwrapRuns` (the body's ranges) instead of
-/// `unwrapRest` (a copy), for a body sent from a file.
 public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig,
-                          passesThrough known: Bool? = nil, restAsRuns: Bool = false) -> (verdict: Verdict, upstreamCode: EnvelopeCode?)
+                          passesThrough known: Bool? = nil) -> (verdict: Verdict, upstreamCode: EnvelopeCode?)
+{
+    var runs: RestOfObject?
+    return judgeWithCode(answer, body: body, config: config, passesThrough: known, asRuns: false, runs: &runs)
+}
+
+/// `judgeWithCode` for a body sent from where it lies (a spool file): a rest-of-object success is
+/// `unwrapRest` with no bytes, and `restRuns` holds the body's ranges it is made of instead of a copy.
+public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig,
+                          passesThrough known: Bool? = nil, restRuns: inout RestOfObject?) -> (verdict: Verdict, upstreamCode: EnvelopeCode?)
+{
+    judgeWithCode(answer, body: body, config: config, passesThrough: known, asRuns: true, runs: &restRuns)
+}
+
+private func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UInt8>, config: EnvelopeConfig,
+                           passesThrough known: Bool?, asRuns: Bool, runs: inout RestOfObject?) -> (verdict: Verdict, upstreamCode: EnvelopeCode?)
 {
     if known ?? passesThrough(answer, config) { return (.passthrough, nil) }
     let status = answer.status
@@ -43,7 +56,9 @@ public func judgeWithCode(_ answer: UpstreamAnswer, body: UnsafeBufferPointer<UI
         // No payload means nothing to send: 204 whatever 2xx the upstream used (RFC 9110 §15.3.5).
         case .none: return (.unwrap(status: 204, data: nil), envelope.code)
         case .range(let r): return (.unwrap(status: status, data: r), envelope.code)
-        case .rest(let rest) where restAsRuns: return (.unwrapRuns(status: status, rest: rest), envelope.code)
+        case .rest(let rest) where asRuns:
+            runs = rest
+            return (.unwrapRest(status: status, body: []), envelope.code)
         case .rest(let rest): return (.unwrapRest(status: status, body: rest.bytes(in: body)), envelope.code)
         }
     case .failure, .error:

@@ -29,11 +29,9 @@ public struct UpstreamAnswer: Sendable {
 public enum Verdict: Sendable, Equatable {
     /// Answer `status` with the body's bytes in `data`; nil → 204 with no body (status is then 204).
     case unwrap(status: Int, data: Range<Int>?)
-    /// Answer `status` with these bytes: the rest of the envelope object, each member verbatim.
+    /// Answer `status` with these bytes: the rest of the envelope object, each member verbatim
+    /// (empty when the judge was asked for the body's ranges instead: `judgeWithCode(restRuns:)`).
     case unwrapRest(status: Int, body: [UInt8])
-    /// `unwrapRest` as the body's byte ranges it is made of, for a caller that sends them from where
-    /// the body lies (a spool file) instead of copying them: a judge asked for `RestOfObject`s.
-    case unwrapRuns(status: Int, rest: RestOfObject)
     /// Send the upstream's status, headers and body as they are.
     case passthrough
     /// Answer with this problem document.

@@ -33,15 +33,18 @@ final class SpooledJudgeTests: XCTestCase {
                     XCTAssertEqual(spooled.upstreamCode, inMemory.upstreamCode)
                     // Asked for runs (as the gateway asks for a spooled body), a rest-of-object is
                     // the same bytes read from the file, and every other verdict is unchanged.
-                    let runs = try file.withBytes { judgeWithCode(answer, body: $0, config: config, restAsRuns: true) }.get()
+                    var restRuns: RestOfObject?
+                    let runs = try file.withBytes { judgeWithCode(answer, body: $0, config: config, restRuns: &restRuns) }.get()
                     XCTAssertEqual(runs.upstreamCode, inMemory.upstreamCode)
                     if case .unwrapRest(let s, let built) = inMemory.verdict {
-                        guard case .unwrapRuns(s, let rest) = runs.verdict else { return XCTFail("\(runs.verdict)") }
+                        XCTAssertEqual(runs.verdict, .unwrapRest(status: s, body: []), "asked for runs, no bytes are copied")
+                        guard let rest = restRuns else { return XCTFail("no runs for a rest of the object") }
                         XCTAssertEqual(rest.count, built.count)
                         XCTAssertEqual(try file.withBytes { rest.bytes(in: $0) }.get(), built)
                         XCTAssertEqual(Self.fromFile(rest, file), built)
                     } else {
                         XCTAssertEqual(runs.verdict, inMemory.verdict)
+                        XCTAssertNil(restRuns)
                     }
                     verdicts.insert(Self.kind(inMemory.verdict))
                     compared += 1
@@ -116,7 +119,6 @@ final class SpooledJudgeTests: XCTestCase {
         switch v {
         case .unwrap: return "unwrap"
         case .unwrapRest: return "unwrapRest"
-        case .unwrapRuns: return "unwrapRuns"
         case .passthrough: return "passthrough"
         case .problem: return "problem"
         }

@@ -30,8 +30,6 @@ public enum DialectCatalog {
             return range.map { "\(status) " + String(decoding: body[$0], as: UTF8.self) } ?? "\(status) (no body)"
         case .unwrapRest(let status, let bytes):
             return "\(status) " + String(decoding: bytes, as: UTF8.self)
-        case .unwrapRuns(let status, let rest):
-            return "\(status) " + String(decoding: rest.bytes(in: body), as: UTF8.self)
         case .passthrough:
             return "\(sample.status) " + sample.body
         case .problem(let p):

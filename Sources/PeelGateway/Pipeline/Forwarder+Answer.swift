@@ -49,11 +49,12 @@ extension Forwarder {
             // was never handed over).
             let answer = call.head?.answer ?? judgedAnswer(call, response.facts)
             let judged: (verdict: Verdict, upstreamCode: EnvelopeCode?)
+            // The rest of a spooled object: the file's ranges it is made of, sent from the file.
+            var restRuns: RestOfObject?
             if let file = response.spooled {
-                // The same judge over the file's bytes, mapped only while it runs; the rest of an
-                // object comes back as the file's ranges, sent from it.
+                // The same judge over the file's bytes, mapped only while it runs.
                 switch file.withBytes({ judgeWithCode(answer, body: $0, config: call.route.envelope, passesThrough: call.head?.passesUnjudged,
-                                                      restAsRuns: true) }) {
+                                                      restRuns: &restRuns) }) {
                 case .success(let j): judged = (j.verdict, j.upstreamCode)
                 case .failure(let e): return refuseSpooling(call, .spoolWrite(e.description))
                 }
@@ -75,20 +76,21 @@ extension Forwarder {
                 pass(call, status: status, response, range: range ?? 0..<0, kind: "ok",
                      contentType: range == nil ? nil : "application/json")
             case .unwrapRest(let status, let body):
+                if let rest = restRuns, let file = response.spooled {
+                    // The rest of a spooled envelope object: its kept members sent from the file.
+                    if let key = call.plan.cacheKey, call.exchange.methodToken == .get {
+                        store(key, call, status: status, response, range: nil, rest: rest)
+                    }
+                    emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: "application/json",
+                                     body: .file(file, pieces: FilePiece.pieces(of: rest))), log: "ok")
+                    return
+                }
                 // The rest of the envelope object: built from the upstream's member bytes, verbatim.
                 if let key = call.plan.cacheKey, call.exchange.methodToken == .get {
                     store(key, call, status: status, response, range: nil, built: body)
                 }
                 emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: "application/json",
                                  body: .bytes(body, range: nil, hold: response.hold)), log: "ok")
-            case .unwrapRuns(let status, let rest):
-                // The rest of a spooled envelope object: its kept members sent from the file.
-                guard let file = response.spooled else { return self.answer(call, Outcome.brokenFraming(reason: "rest of object without its file")) }
-                if let key = call.plan.cacheKey, call.exchange.methodToken == .get {
-                    store(key, call, status: status, response, range: nil, rest: rest)
-                }
-                emit(call, Reply(status: status, kind: .relayed, upstream: response.headers, contentType: "application/json",
-                                 body: .file(file, pieces: FilePiece.pieces(of: rest))), log: "ok")
             case .passthrough:
                 // A newer answer that is not stored must not leave the older one servable (a 304
                 // refreshed it above; a 5xx is what stale-if-error keeps it for).
