@@ -113,6 +113,7 @@ final class EasyHandle {
                     return n
                 case .pause:
                     t.state = .streaming(paused: true)
+                    t.client?.pausedBySink[ObjectIdentifier(t)] = t
                     return 0x1000_0001  // CURL_WRITEFUNC_PAUSE
                 case .abort: return 0
                 }

@@ -32,6 +32,8 @@ public final class UpstreamClient {
     let scratch = LineScratch()
     /// Transfers in flight.
     public internal(set) var inFlight = 0
+    /// Transfers their sinks paused (back-pressure), until they resume or end.
+    var pausedBySink: [ObjectIdentifier: UpstreamTransfer] = [:]
     /// curl failures that had no transfer to fail (socket actions, removals, handle resets).
     public private(set) var driverErrors = 0
     /// The latest of those, naming the call and with curl's words.
@@ -170,6 +172,31 @@ public final class UpstreamClient {
         sockets.removeValue(forKey: fd)?.free()
     }
 
+    /// The transfer paused by its sink whose connection is `fd`, matched by local port (curl names
+    /// no socket for a transfer before it is done); nil when none is. Only when a parked socket
+    /// turns readable, so never on a call's path.
+    private func pausedTransfer(on fd: Int32) -> UpstreamTransfer? {
+        guard !pausedBySink.isEmpty else { return nil }
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else { return nil }
+        let port: Int
+        switch Int32(address.ss_family) {
+        case AF_INET: port = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) } }
+        case AF_INET6: port = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin6_port)) } }
+        default: return nil
+        }
+        for t in pausedBySink.values {
+            guard let h = t.handle else { continue }
+            var local = 0
+            if peel_easy_getinfo_long(h.easy, CURLINFO_LOCAL_PORT, &local) == CURLE_OK && local == port { return t }
+        }
+        return nil
+    }
+
     /// CURLMOPT_SOCKETFUNCTION: what curl wants to hear about `fd`.
     private func socketCallback(_ fd: Int32, _ what: Int32, easy: UnsafeMutableRawPointer?) {
         if what == CURL_POLL_REMOVE {
@@ -263,6 +290,15 @@ public final class UpstreamClient {
             // rest of that answer; they wait in the kernel until the transfer resumes and curl watches
             // the socket again. (Issue 19: a flag taken when curl stopped watching could be stale by
             // the time bytes came; the transfer's own state now is what counts.)
+            w.disarm()
+            return
+        }
+        if let w = sockets[fd], w.parked, let t = pausedTransfer(on: fd) {
+            // A reused connection whose answer came in the very call that sent the request, and
+            // whose transfer its sink paused there: curl never asked for the socket again, so it is
+            // still parked under the transfer before. The bytes are the rest of the paused answer
+            // (taken for an idle connection's, they cut a streamed 20 MB answer in 1 of 5 first calls).
+            w.owner = t
             w.disarm()
             return
         }

@@ -189,6 +189,7 @@ extension UpstreamClient {
 
     /// Frees what the transfer lent `h`, drops the reference CURLOPT_PRIVATE held, and pools `h`.
     private func unhook(_ t: UpstreamTransfer, handle h: EasyHandle, stillInMulti: Bool = false) {
+        if !pausedBySink.isEmpty { pausedBySink[ObjectIdentifier(t)] = nil }
         t.handle = nil
         t.sink = nil
         t.idleTimer?.cancel()

@@ -402,6 +402,7 @@ public final class UpstreamTransfer {
     public func resume() {
         guard paused, let h = handle else { return }
         state = .streaming(paused: false)
+        client?.pausedBySink[ObjectIdentifier(self)] = nil
         lastRead = monotonicSeconds()
         // CURLPAUSE_CONT is 0; curl may deliver the held bytes from inside this call.
         let rc = curl_easy_pause(h.easy, 0)
