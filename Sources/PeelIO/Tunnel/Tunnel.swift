@@ -119,8 +119,13 @@ public final class Tunnel {
         toUpstream.append(clientEarly)
         flow.read(clientEarly.count, from: .client, now: now)
         meter?.bytesFromClient.add(clientEarly.count, ordering: .relaxed)
-        if clientEnded { _ = flow.endOfInput(.client) }
+        // A client that half-closed before the 101: its end is passed on once the tunnel runs
+        // (the flow counts the upstream as shut from here, so it would never be asked again).
+        if clientEnded { endedEarly = flow.endOfInput(.client) }
     }
+
+    /// What the client's end of input before the 101 asks of the tunnel, done at `start`.
+    private var endedEarly = TunnelFlow.Action.none
 
     /// Creates the events and moves what can move now; false when libevent could not (the caller closes).
     func start() -> Bool {
@@ -159,6 +164,9 @@ public final class Tunnel {
         meter?.open.add(1, ordering: .relaxed)
         counted = true
         pump()
+        // Not once the first pump ended the tunnel: its descriptors are gone.
+        if onEnd != nil { act(endedEarly) }
+        endedEarly = .none
         return true
     }
 
