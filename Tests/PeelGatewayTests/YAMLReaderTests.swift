@@ -176,4 +176,70 @@ final class YAMLReaderTests: XCTestCase {
         let b = try ContractDocument.parse(yaml).get()
         XCTAssertEqual(a, b)
     }
+
+    func testAQuotedScalarOverLines_hasNoComments_whereverAHashFalls() throws {
+        // PyYAML reads each so. `c` is yaml.dump({"c": "café au lait, …"}, width=60): non-ASCII
+        // double-quoted and broken before an escaped space; `a` a single-quoted line wrapped before `#`.
+        let doc = try read("""
+            a: 'the first part of a long string that goes on and on and
+              # which is not a comment'   # but this is
+            c: "caf\\xE9 au lait, the first part of a long string which goes\\
+              \\ # on here"
+            d: {x: 1,
+              y: 'p # q'}
+            e: "one
+              # two"
+            f: "x\\\u{20}
+              y"
+            g: 'x
+              # y
+              z'
+            """)
+        XCTAssertEqual(doc["a"], .string("the first part of a long string that goes on and on and # which is not a comment"))
+        XCTAssertEqual(doc["c"], .string("café au lait, the first part of a long string which goes # on here"))
+        XCTAssertEqual(doc["d"], .obj(["x": .number("1"), "y": .string("p # q")]))
+        XCTAssertEqual(doc["e"], .string("one # two"))
+        XCTAssertEqual(doc["f"], .string("x  y"), "an escaped space ending a line, then the break folded to one")
+        XCTAssertEqual(doc["g"], .string("x # y z"), "not the line dropped")
+    }
+
+    func testAQuoteInsideAPlainScalar_isText() throws {
+        let doc = try read("""
+            description: rock 'n roll # a comment
+            say: say "hi # there
+            long: a plain scalar wrapped
+              'tis here # a comment
+            list:
+            - it's "x # y
+            - 'quoted # kept'
+            """)
+        XCTAssertEqual(doc["description"], .string("rock 'n roll"))
+        XCTAssertEqual(doc["say"], .string("say \"hi"))
+        XCTAssertEqual(doc["long"], .string("a plain scalar wrapped 'tis here"))
+        XCTAssertEqual(doc["list"], .array([.string("it's \"x"), .string("quoted # kept")]))
+    }
+
+    func testYAML12sDoubleQuotedEscapes_andSurrogatePairs() throws {
+        // PyYAML reads these alike but keeps a pair's halves apart (a str no UTF-8 can carry); as in
+        // JSON, the pair is one character here.
+        let doc = try read("a: \"\\_\\N\\L\\P|\\e\\a\\b\\f\\v\\\t\\/|\\ud83d\\ude00|\\U0001F600\"\n"
+            // yaml.safe_dump({"n": "no\u00a0break and a long tail of words to make it wrap around"}, width=40)
+            + "n: \"no\\_break and a long tail of words to\\\n  \\ make it wrap around\"\n")
+        XCTAssertEqual(doc["a"], .string("\u{A0}\u{85}\u{2028}\u{2029}|\u{1B}\u{07}\u{08}\u{0C}\u{0B}\t/|😀|😀"))
+        XCTAssertEqual(doc["n"], .string("no\u{A0}break and a long tail of words to make it wrap around"))
+        func failure(_ text: String) -> String? {
+            do { _ = try YAMLReader.read(text); return nil } catch { return error.description }
+        }
+        XCTAssertEqual(failure("a: \"\\ud83d\"\n"), "YAML line 1: a lone UTF-16 surrogate \\ud83d")
+        XCTAssertEqual(failure("a: \"\\ude00\\ud83d\"\n"), "YAML line 1: a lone UTF-16 surrogate \\ude00")
+        XCTAssertEqual(failure("a: \"\\ud83dx\"\n"), "YAML line 1: a lone UTF-16 surrogate \\ud83d")
+        XCTAssertEqual(failure("a: \"\\q\"\n"), "YAML line 1: an unknown escape \\q")
+    }
+
+    func testBlockScalars_keepABlankLinesDeeperSpaces_andFoldAroundMoreIndentedLinesAsPyYAML() throws {
+        let doc = try read("a: |\n  a\n     \n  b\nb: >\n  a\n\n    b\n\n  c\nc: >-\n  one\n  two\n\n  three\n")
+        XCTAssertEqual(doc["a"], .string("a\n   \nb\n"))
+        XCTAssertEqual(doc["b"], .string("a\n\n  b\n\nc\n"))
+        XCTAssertEqual(doc["c"], .string("one two\nthree"))
+    }
 }

@@ -2,23 +2,26 @@ import PeelEnvelope
 
 /// One document for every route: each group's document transformed under each route that leads to
 /// the group (its dialect and passthrough paths), its paths moved to where clients call them, and
-/// the results merged. A path only routes with a `host` lead to is served for those hosts alone: its
-/// path item says so with `servers` (OpenAPI 3.1 §4.8.9: they override the document's) and
-/// `x-peel-hosts`. Pure.
+/// the results merged. A path is described as the route that takes it serves it (as `RouteTable`
+/// chooses: the longest prefix, then the most specific host), for a client whose Host no route
+/// names when a route without a host takes it. A path only routes with a `host` take is served for
+/// those hosts alone: its path item says so with `servers` (OpenAPI 3.1 §4.8.9: they override the
+/// document's) and `x-peel-hosts`. Where hosts' routes serve one path differently (another dialect),
+/// the other ways are under the path item's `x-peel-host-variants`, each marked so. Pure.
 enum ContractMerge {
     /// The published document, or nil when no group's document has been read.
     static func published(_ config: GatewayConfig, documents: [String: ConfigJSON]) -> ConfigJSON? {
         guard let routing = config.routing else { return nil }
         var merged: ConfigJSON?
-        var paths: [ConfigJSON.Member] = []
-        /// Each path's position in `paths`, and the hosts it is served for (nil among them: every host).
-        var pathAt: [String: Int] = [:]
-        var hosts: [[String?]] = []
+        /// Each path, where it was first met, and each way it is served with the hosts served so
+        /// (nil among them: every host no route names).
+        var order: [String] = []
+        var variants: [String: [(item: ConfigJSON, hosts: [String?])]] = [:]
         var schemas: [ConfigJSON.Member] = []
         var otherComponents: [ConfigJSON.Member] = []
         for group in routing.upstreams {
             guard let document = documents[group.name] else { continue }
-            for route in routing.routes where route.upstream == group.name {
+            for (index, route) in routing.routes.enumerated() where route.upstream == group.name {
                 var envelope = config.envelope
                 if let d = route.dialect { envelope.dialect = d }
                 if let p = route.passthroughPaths { envelope.passthroughPaths = p }
@@ -28,15 +31,19 @@ enum ContractMerge {
                 if merged == nil { merged = doc }
                 let base = group.endpoints.first?.url.basePath ?? ""
                 for item in doc["paths"]?.members ?? [] {
-                    guard let path = publicPath(item.name, route: route, basePath: base) else { continue }
-                    if let k = pathAt[path] {
-                        // The same operations behind another route's host are served there too.
-                        if paths[k].value == item.value && !hosts[k].contains(route.host) { hosts[k].append(route.host) }
+                    guard let path = publicPath(item.name, route: route, basePath: base),
+                          takes(routing.routes, index, path: path) else { continue }
+                    guard var ways = variants[path] else {
+                        order.append(path)
+                        variants[path] = [(item: item.value, hosts: [route.host])]
                         continue
                     }
-                    pathAt[path] = paths.count
-                    paths.append(.init(name: path, value: item.value))
-                    hosts.append([route.host])
+                    if let k = ways.firstIndex(where: { $0.item == item.value }) {
+                        if !ways[k].hosts.contains(route.host) { ways[k].hosts.append(route.host) }
+                    } else {
+                        ways.append((item: item.value, hosts: [route.host]))
+                    }
+                    variants[path] = ways
                 }
                 for s in doc["components"]?["schemas"]?.members ?? [] where !schemas.contains(where: { $0.name == s.name }) {
                     schemas.append(s)
@@ -49,8 +56,14 @@ enum ContractMerge {
             }
         }
         guard var doc = merged else { return nil }
-        for k in paths.indices {
-            paths[k].value = servedFor(paths[k].value, hosts: hosts[k], server: config.contract.server)
+        var paths: [ConfigJSON.Member] = order.map { path in
+            var ways = variants[path] ?? []
+            let main = ways.remove(at: ways.firstIndex { $0.hosts.contains(nil) } ?? 0)
+            var item = servedFor(main.item, hosts: main.hosts, server: config.contract.server)
+            if !ways.isEmpty {
+                item = item.setting("x-peel-host-variants", .array(ways.map { servedFor($0.item, hosts: $0.hosts, server: config.contract.server) }))
+            }
+            return .init(name: path, value: item)
         }
         if let reachability = config.reachability.path {
             paths.append(.init(name: reachability, value: OpenAPIContract.reachabilityItem))
@@ -86,12 +99,28 @@ enum ContractMerge {
         return own.hasPrefix(route.prefix) ? own : nil
     }
 
+    /// Whether `routes[index]` takes a request for `path` for some of its hosts: no route tried
+    /// before it (a longer prefix, or the same with a more specific host, or listed first) takes
+    /// every host it names there.
+    static func takes(_ routes: [RouteRule], _ index: Int, path: String) -> Bool {
+        let route = routes[index]
+        let own = RouteTable<Int>.HostMatch(route.host)
+        let length = route.prefix.utf8.count
+        for (j, other) in routes.enumerated() where j != index && path.utf8.starts(with: other.prefix.utf8) {
+            let theirs = RouteTable<Int>.HostMatch(other.host)
+            let otherLength = other.prefix.utf8.count
+            let before = otherLength != length ? otherLength > length : (theirs.rank != own.rank ? theirs.rank > own.rank : j < index)
+            if before && theirs.covers(own) { return false }
+        }
+        return true
+    }
+
     /// A path item as served for `hosts` (nil among them: every host): for hosts alone, `servers`
     /// names each exact one (a wildcard's names cannot be listed) and `x-peel-hosts` every one as
     /// its route writes it; else it has neither. The upstream's own `servers` name the upstream,
     /// where clients do not call.
     static func servedFor(_ item: ConfigJSON, hosts: [String?], server: String?) -> ConfigJSON {
-        let item = item.removing("servers").removing("x-peel-hosts")
+        let item = item.removing("servers").removing("x-peel-hosts").removing("x-peel-host-variants")
         let named = hosts.compactMap { $0 }
         guard named.count == hosts.count else { return item }
         let exact = named.filter { !$0.hasPrefix("*.") }
@@ -130,5 +159,19 @@ enum ContractMerge {
         guard !renamed.isEmpty, let components = doc["components"] else { return doc }
         let doc = doc.setting("components", components.setting("schemas", .object(out)))
         return ComponentNames.rewritingRefs(doc) { renamed[$0] ?? $0 }
+    }
+}
+
+extension RouteTable.HostMatch {
+    /// Whether every host `other` matches, this matches too.
+    func covers(_ other: Self) -> Bool {
+        switch (self, other) {
+        case (.any, _): true
+        case (_, .any): false
+        case (.exact(let a), .exact(let b)): a == b
+        case (.exact, .wildcard): false
+        case (.wildcard, .exact(let name)): matches(name[...])
+        case (.wildcard(let s), .wildcard(let t)): t.count >= s.count && t.suffix(s.count).elementsEqual(s)
+        }
     }
 }

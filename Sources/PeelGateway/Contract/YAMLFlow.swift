@@ -112,19 +112,18 @@ struct YAMLFlow {
             guard at < end else { break }
             let e = chars[at]
             at += 1
-            switch e {
-            case UInt8(ascii: "n"): out.append(YAMLByte.lf)
-            case UInt8(ascii: "t"): out.append(YAMLByte.tab)
-            case UInt8(ascii: "r"): out.append(YAMLByte.cr)
-            case UInt8(ascii: "0"): out.append(0)
-            case UInt8(ascii: "/"), YAMLByte.backslash, YAMLByte.quote, YAMLByte.space: out.append(e)
-            case UInt8(ascii: "u"), UInt8(ascii: "x"), UInt8(ascii: "U"):
-                let count = e == UInt8(ascii: "x") ? 2 : (e == UInt8(ascii: "u") ? 4 : 8)
-                guard at + count <= end, let v = Self.hex(chars[at..<at + count]), let scalar = Unicode.Scalar(v) else {
-                    throw YAMLReader.Failure(line: line, why: "a bad \\\(Character(Unicode.Scalar(e))) escape")
-                }
+            if let byte = Self.escaped[e] {
+                out.append(byte)
+                continue
+            }
+            if let scalar = Self.escapedScalar[e] {
                 UTF8.encode(scalar) { out.append($0) }
-                at += count
+                continue
+            }
+            switch e {
+            case UInt8(ascii: "u"), UInt8(ascii: "x"), UInt8(ascii: "U"):
+                let scalar = try hexEscape(e)
+                UTF8.encode(scalar) { out.append($0) }
             default:
                 // The escaped character whole, all of its UTF-8 bytes.
                 var next = at
@@ -133,6 +132,39 @@ struct YAMLFlow {
             }
         }
         throw YAMLReader.Failure(line: line, why: "an unclosed quote")
+    }
+
+    /// YAML 1.2's one-character escapes (§5.7) that stand for one ASCII byte.
+    private static let escaped: [UInt8: UInt8] = [
+        UInt8(ascii: "0"): 0x00, UInt8(ascii: "a"): 0x07, UInt8(ascii: "b"): 0x08, UInt8(ascii: "t"): 0x09, YAMLByte.tab: 0x09,
+        UInt8(ascii: "n"): 0x0A, UInt8(ascii: "v"): 0x0B, UInt8(ascii: "f"): 0x0C, UInt8(ascii: "r"): 0x0D, UInt8(ascii: "e"): 0x1B,
+        YAMLByte.space: 0x20, YAMLByte.quote: 0x22, UInt8(ascii: "/"): 0x2F, YAMLByte.backslash: 0x5C,
+    ]
+    /// And those that stand for a character beyond ASCII: `\_` is how PyYAML writes a no-break space.
+    private static let escapedScalar: [UInt8: Unicode.Scalar] = [
+        UInt8(ascii: "N"): "\u{85}", UInt8(ascii: "_"): "\u{A0}", UInt8(ascii: "L"): "\u{2028}", UInt8(ascii: "P"): "\u{2029}",
+    ]
+
+    /// The character of a `\x`, `\u` or `\U` escape (`kind`), whose digits start at `at`. A UTF-16
+    /// surrogate pair written as two `\u` escapes (as JSON writes one) is one character; a lone
+    /// surrogate is none.
+    private mutating func hexEscape(_ kind: UInt8) throws(YAMLReader.Failure) -> Unicode.Scalar {
+        let count = kind == UInt8(ascii: "x") ? 2 : (kind == UInt8(ascii: "u") ? 4 : 8)
+        guard at + count <= end, let v = Self.hex(chars[at..<at + count]) else { throw badEscape(kind) }
+        at += count
+        if let scalar = Unicode.Scalar(v) { return scalar }
+        guard kind == UInt8(ascii: "u") else { throw badEscape(kind) }
+        guard v <= 0xDBFF, at + 6 <= end, chars[at] == YAMLByte.backslash, chars[at + 1] == UInt8(ascii: "u"),
+              let low = Self.hex(chars[at + 2..<at + 6]), (0xDC00...0xDFFF).contains(low),
+              let scalar = Unicode.Scalar(0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00)) else {
+            throw YAMLReader.Failure(line: line, why: "a lone UTF-16 surrogate \\u\(String(decoding: chars[at - 4..<at], as: UTF8.self))")
+        }
+        at += 6
+        return scalar
+    }
+
+    private func badEscape(_ kind: UInt8) -> YAMLReader.Failure {
+        YAMLReader.Failure(line: line, why: "a bad \\\(Character(Unicode.Scalar(kind))) escape")
     }
 
     /// The value of hex digits (nil for anything else).

@@ -22,6 +22,8 @@ struct YAMLReader {
         let indent: Int
         let start: Int
         let end: Int
+        /// Whether it goes on with a quoted scalar or flow collection a line above opened.
+        let continued: Bool
     }
 
     private let bytes: [UInt8]
@@ -52,6 +54,10 @@ struct YAMLReader {
     private mutating func splitLines() throws(Failure) {
         let count = bytes.count
         var start = 0
+        var state = YAMLLineScan.State()
+        // While set, the lines deeper than this column (and blank ones) are a block scalar's text:
+        // nothing in them opens a quote or a flow collection for the lines after.
+        var blockOwner: Int?
         while start <= count {
             var end = start
             while end < count && bytes[end] != YAMLByte.lf { end += 1 }
@@ -61,24 +67,45 @@ struct YAMLReader {
             // which holds no content either way).
             raw.append((start, end))
             let n = raw.count
-            let content = Self.commentStart(bytes, start, end)
             var first = start
-            while first < content && bytes[first] == YAMLByte.space { first += 1 }
-            var last = content
-            while last > first && (bytes[last - 1] == YAMLByte.space || bytes[last - 1] == YAMLByte.tab) { last -= 1 }
-            if last > first {
-                if bytes[start] == YAMLByte.tab { throw Failure(line: n, why: "indentation with a tab") }
-                let marker = last - first == 3 ? bytes[first] : 0
-                let three = marker != 0 && bytes[first + 1] == marker && bytes[first + 2] == marker
-                if three && marker == YAMLByte.dash && lines.isEmpty {
-                    // The first document's start marker.
-                } else if three && (marker == YAMLByte.dash || marker == YAMLByte.dot) {
-                    throw Failure(line: n, why: "a second document in one stream")
-                } else {
-                    lines.append(Line(number: n, indent: first - start, start: first, end: last))
-                }
+            while first < end && bytes[first] == YAMLByte.space { first += 1 }
+            if let owner = blockOwner, first == end || first - start > owner {
+                var alone = YAMLLineScan.State()
+                let content = YAMLLineScan.scan(bytes, start, end, &alone).content
+                try addLine(n, start, first, content, continued: false, inDoubleQuotes: false)
+            } else {
+                let continued = state.open
+                let scanned = YAMLLineScan.scan(bytes, start, end, &state)
+                blockOwner = scanned.blockOwner
+                try addLine(n, start, first, scanned.content, continued: continued, inDoubleQuotes: state.quote == YAMLByte.quote)
             }
             start = next
+        }
+    }
+
+    /// Adds the line `n` (its raw text from `start`, its content from `first` to `content`, which
+    /// ends `inDoubleQuotes` when a double-quoted scalar goes on after it) unless it holds nothing.
+    private mutating func addLine(_ n: Int, _ start: Int, _ first: Int, _ content: Int, continued: Bool, inDoubleQuotes: Bool) throws(Failure) {
+        var last = content
+        while last > first && (bytes[last - 1] == YAMLByte.space || bytes[last - 1] == YAMLByte.tab) { last -= 1 }
+        // An escaped blank that ends a line inside double quotes is text, not trailing space.
+        if inDoubleQuotes && last > first && last < content && Self.endsInEscape(bytes[first..<last]) { last += 1 }
+        guard last > first else { return }
+        if continued {
+            // Inside a quoted scalar or flow collection over several lines: no indentation and no
+            // document marker, whatever the text.
+            lines.append(Line(number: n, indent: first - start, start: first, end: last, continued: true))
+            return
+        }
+        if bytes[start] == YAMLByte.tab { throw Failure(line: n, why: "indentation with a tab") }
+        let marker = last - first == 3 ? bytes[first] : 0
+        let three = marker != 0 && bytes[first + 1] == marker && bytes[first + 2] == marker
+        if three && marker == YAMLByte.dash && lines.isEmpty {
+            // The first document's start marker.
+        } else if three && (marker == YAMLByte.dash || marker == YAMLByte.dot) {
+            throw Failure(line: n, why: "a second document in one stream")
+        } else {
+            lines.append(Line(number: n, indent: first - start, start: first, end: last, continued: false))
         }
     }
 
@@ -122,7 +149,7 @@ struct YAMLReader {
             } else if keyColon(rest, line.end) != nil || startsWithDashSpace(rest, line.end) {
                 // `- key: value` opens a mapping (or a sequence) whose lines are indented as its first key.
                 let inner = line.indent + (rest - line.start)
-                lines[i] = Line(number: line.number, indent: inner, start: rest, end: line.end)
+                lines[i] = Line(number: line.number, indent: inner, start: rest, end: line.end, continued: false)
                 items.append(try block(indent: inner))
             } else {
                 i += 1
@@ -171,7 +198,8 @@ struct YAMLReader {
             var spaces = s
             while spaces < e && bytes[spaces] == YAMLByte.space { spaces += 1 }
             if spaces == e {
-                body.append((e, e))
+                // A blank line deeper than the content keeps its spaces beyond the indentation.
+                if let contentIndent, spaces - s > contentIndent { body.append((s + contentIndent, e)) } else { body.append((e, e)) }
                 n += 1
                 continue
             }
@@ -186,24 +214,35 @@ struct YAMLReader {
         var trailing = 0
         while let last = body.last, last.start == last.end { body.removeLast(); trailing += 1 }
         var text: [UInt8] = []
-        for (k, l) in body.enumerated() {
-            if k > 0 {
-                let previous = body[k - 1]
-                if !folded {
+        // Between two lines of text, their line break and one per empty line between them; folded,
+        // two lines that neither start with a blank become one, with a space when nothing is between
+        // them (as PyYAML folds: a more indented line keeps its breaks, and the empty lines' too).
+        var empty = 0
+        var previous: (start: Int, end: Int)?
+        for l in body {
+            if l.start == l.end {
+                empty += 1
+                continue
+            }
+            if let p = previous {
+                if folded && !Self.startsWithBlank(bytes, p) && !Self.startsWithBlank(bytes, l) {
+                    if empty == 0 { text.append(YAMLByte.space) }
+                } else {
                     text.append(YAMLByte.lf)
-                } else if l.start == l.end {
-                    // Folded: two lines of text become one with a space; each empty line between
-                    // them is a newline; more indented lines keep theirs.
-                    text.append(YAMLByte.lf)
-                } else if previous.start != previous.end {
-                    text.append(bytes[l.start] == YAMLByte.space || bytes[previous.start] == YAMLByte.space ? YAMLByte.lf : YAMLByte.space)
                 }
             }
+            text += repeatElement(YAMLByte.lf, count: empty)
             text += bytes[l.start..<l.end]
+            empty = 0
+            previous = l
         }
         if !strip && !body.isEmpty { text.append(YAMLByte.lf) }
         if keep { text += repeatElement(YAMLByte.lf, count: trailing) }
         return .string(String(decoding: text, as: UTF8.self))
+    }
+
+    private static func startsWithBlank(_ bytes: [UInt8], _ line: (start: Int, end: Int)) -> Bool {
+        bytes[line.start] == YAMLByte.space || bytes[line.start] == YAMLByte.tab
     }
 
     /// Which lines go on a scalar or flow collection.
@@ -220,6 +259,7 @@ struct YAMLReader {
     private func continues(_ c: Continuation) -> Bool {
         guard i < lines.count else { return false }
         let l = lines[i]
+        if l.continued { return true }
         switch c {
         case .alone(let indent): return l.indent >= indent && keyColon(l.start, l.end) == nil
         case .after(let parentIndent): return l.indent > parentIndent && keyColon(l.start, l.end) == nil && !startsWithDashSpace(l)
@@ -263,10 +303,15 @@ struct YAMLReader {
     }
 
     /// Whether the text ends in a backslash that is not itself escaped.
-    private static func endsInEscape(_ text: [UInt8]) -> Bool {
-        var k = text.count
-        while k > 0 && text[k - 1] == YAMLByte.backslash { k -= 1 }
-        return (text.count - k) % 2 == 1
+    private static func endsInEscape<C: BidirectionalCollection<UInt8>>(_ text: C) -> Bool {
+        var run = 0
+        var k = text.endIndex
+        while k > text.startIndex {
+            k = text.index(before: k)
+            guard text[k] == YAMLByte.backslash else { break }
+            run += 1
+        }
+        return run % 2 == 1
     }
 
     private static func scalarOrFlow(_ text: ArraySlice<UInt8>, line: Int) throws(Failure) -> ConfigJSON {
@@ -300,7 +345,7 @@ struct YAMLReader {
         let first = bytes[start]
         if first == YAMLByte.bracket || first == YAMLByte.brace { return nil }
         if first == YAMLByte.quote || first == YAMLByte.apostrophe {
-            k = Self.closingQuote(bytes, start, end) ?? end
+            k = YAMLLineScan.closingQuote(bytes, start, end) ?? end
         }
         while k < end {
             if bytes[k] == YAMLByte.colon && (k + 1 == end || bytes[k + 1] == YAMLByte.space) {
@@ -321,50 +366,6 @@ struct YAMLReader {
             if case .string(let s) = try flow.quotedValue() { return s }
         }
         return String(decoding: bytes[start..<e], as: UTF8.self)
-    }
-
-    /// Just past the quote that closes the one at `start`: `''` inside single quotes and a
-    /// backslash's escape inside double quotes do not close them. Nil when none does.
-    static func closingQuote(_ bytes: [UInt8], _ start: Int, _ end: Int) -> Int? {
-        let q = bytes[start]
-        var k = start + 1
-        while k < end {
-            let c = bytes[k]
-            if q == YAMLByte.quote && c == YAMLByte.backslash {
-                k += 2
-                continue
-            }
-            if c == q {
-                if q == YAMLByte.apostrophe && k + 1 < end && bytes[k + 1] == YAMLByte.apostrophe {
-                    k += 2
-                    continue
-                }
-                return k + 1
-            }
-            k += 1
-        }
-        return nil
-    }
-
-    /// Where the line's comment starts (or `end`): a `#` at its start or after a blank, outside
-    /// quotes; a quote opens at the line's start or after a blank, `[`, `{`, `,` or `:`.
-    static func commentStart(_ bytes: [UInt8], _ start: Int, _ end: Int) -> Int {
-        var previous = YAMLByte.space
-        var k = start
-        while k < end {
-            let c = bytes[k]
-            if c == YAMLByte.hash && (previous == YAMLByte.space || previous == YAMLByte.tab) { return k }
-            if (c == YAMLByte.quote || c == YAMLByte.apostrophe) && (previous == YAMLByte.space || previous == YAMLByte.bracket
-                || previous == YAMLByte.brace || previous == YAMLByte.comma || previous == YAMLByte.colon) {
-                guard let closed = closingQuote(bytes, k, end) else { return end }
-                previous = c
-                k = closed
-                continue
-            }
-            previous = c
-            k += 1
-        }
-        return end
     }
 }
 
