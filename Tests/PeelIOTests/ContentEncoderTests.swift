@@ -5,22 +5,7 @@ import XCTest
 /// gzip output decodes with zlib back to the input, and the reused stream stays correct across answers.
 final class ContentEncoderTests: XCTestCase {
     private func gunzip(_ data: [UInt8], expected: Int) -> [UInt8]? {
-        var stream = z_stream()
-        guard inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
-        defer { inflateEnd(&stream) }
-        var out = [UInt8](repeating: 0, count: expected + 16)
-        var input = data
-        let rc = input.withUnsafeMutableBufferPointer { inp in
-            out.withUnsafeMutableBufferPointer { o in
-                stream.next_in = inp.baseAddress
-                stream.avail_in = uInt(inp.count)
-                stream.next_out = o.baseAddress
-                stream.avail_out = uInt(o.count)
-                return inflate(&stream, Z_FINISH)
-            }
-        }
-        guard rc == Z_STREAM_END else { return nil }
-        return Array(out[0..<Int(stream.total_out)])
+        PeelIOTests.gunzip(data, capacity: expected + 16)
     }
 
     func testGzip_roundTripsAndShrinksJSON_acrossReusedStreams() throws {

@@ -43,22 +43,7 @@ final class ContentStreamEncoderTests: XCTestCase {
         // Decoded end to end by curl in scripts/spool.sh (libbrotlidec is not linked into Peel).
     }
 
-    /// `bytes` gunzipped, nil when they are not one whole gzip member.
     private func gunzip(_ bytes: [UInt8]) -> [UInt8]? {
-        var stream = z_stream()
-        guard inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
-        defer { inflateEnd(&stream) }
-        var out = [UInt8](repeating: 0, count: 4 << 20)
-        var input = bytes
-        let rc = input.withUnsafeMutableBufferPointer { i in
-            out.withUnsafeMutableBufferPointer { o in
-                stream.next_in = i.baseAddress
-                stream.avail_in = uInt(i.count)
-                stream.next_out = o.baseAddress
-                stream.avail_out = uInt(o.count)
-                return inflate(&stream, Z_FINISH)
-            }
-        }
-        return rc == Z_STREAM_END ? Array(out[0..<Int(stream.total_out)]) : nil
+        PeelIOTests.gunzip(bytes, capacity: 4 << 20)
     }
 }
