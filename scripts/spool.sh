@@ -43,13 +43,19 @@ hwm_kb() { awk '/^VmHWM/ { print $2 }' "/proc/$1/status"; }
 # so what it leaves can be looked at).
 mkdir -p "$WORK/spool"
 start_peel main --spool-dir "$WORK/spool"
-cpids=()
-for i in 1 2 3 4 5 6 7 8; do
-  timeout 60 curl -s -o "$WORK/out$i" -w '%{http_code}\n' "http://127.0.0.1:$GW$BIG" >"$WORK/code$i" & cpids+=($!)
-done
-wait "${cpids[@]}"
-check "eight concurrent 20 MB answers, all 200" "200 200 200 200 200 200 200 200" "$(cat "$WORK"/code? | tr '\n' ' ' | sed 's/ $//')"
-same=0; for i in 1 2 3 4 5 6 7 8; do cmp -s "$WORK/out$i" "$WORK/big.data" && same=$((same+1)); done
+# eight_at_once NAME PATH EXPECTED: eight concurrent GETs of PATH; sets codes (their statuses) and
+# same (how many are byte for byte EXPECTED).
+eight_at_once() {
+  local cpids=() i
+  for i in 1 2 3 4 5 6 7 8; do
+    timeout 60 curl -s -o "$WORK/$1.out$i" -w '%{http_code}\n' "http://127.0.0.1:$GW$2" >"$WORK/$1.code$i" & cpids+=($!)
+  done
+  wait "${cpids[@]}"
+  codes=$(cat "$WORK/$1".code? | tr '\n' ' ' | sed 's/ $//')
+  same=0; for i in 1 2 3 4 5 6 7 8; do cmp -s "$WORK/$1.out$i" "$3" && same=$((same+1)); done
+}
+eight_at_once big "$BIG" "$WORK/big.data"
+check "eight concurrent 20 MB answers, all 200" "200 200 200 200 200 200 200 200" "$codes"
 check "each of them byte for byte the payload" 8 "$same"
 check_le "peak resident memory (VmHWM, KiB) under 96 MiB" 98303 "$(hwm_kb $PEEL_PID)"
 check "spooled bytes back to 0 once written" 0 "$(metric peel_spooled_bytes)"
@@ -82,13 +88,8 @@ check "HEAD of a spooled answer that GET sends gzipped: 200, gzip, chunked, noth
 
 # 1a. Eight concurrent 20 MB RuoYi lists to one address: the rest of the object is sent from the
 # spool file (its kept members' ranges), never built in memory, so all are served.
-cpids=()
-for i in 1 2 3 4 5 6 7 8; do
-  timeout 60 curl -s -o "$WORK/tout$i" -w '%{http_code}\n' "http://127.0.0.1:$GW$TABLE" >"$WORK/tcode$i" & cpids+=($!)
-done
-wait "${cpids[@]}"
-check "eight concurrent 20 MB RuoYi lists, all 200" "200 200 200 200 200 200 200 200" "$(cat "$WORK"/tcode? | tr '\n' ' ' | sed 's/ $//')"
-same=0; for i in 1 2 3 4 5 6 7 8; do cmp -s "$WORK/tout$i" "$WORK/table.data" && same=$((same+1)); done
+eight_at_once table "$TABLE" "$WORK/table.data"
+check "eight concurrent 20 MB RuoYi lists, all 200" "200 200 200 200 200 200 200 200" "$codes"
 check "each of them byte for byte the rest of the object" 8 "$same"
 check_le "peak resident memory (VmHWM, KiB) still under 96 MiB" 98303 "$(hwm_kb $PEEL_PID)"
 check "spooled bytes back to 0" 0 "$(metric peel_spooled_bytes)"

@@ -83,11 +83,6 @@ public struct RestOfObject: Sendable, Equatable {
         return n
     }
 
-    /// The answer's bytes, copied from `body` (the bytes the runs were read from).
-    public func bytes(in body: [UInt8]) -> [UInt8] {
-        body.withUnsafeBufferPointer { bytes(in: $0) }
-    }
-
     /// The answer's bytes, copied from `body` (the buffer the runs were read from).
     public func bytes(in body: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         var out: [UInt8] = []

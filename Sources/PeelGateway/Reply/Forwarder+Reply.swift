@@ -48,13 +48,12 @@ extension Forwarder {
         // Counted before the bytes leave: a client that has its answer finds it in /metrics (the
         // write may hand the whole answer over at once). Its access-log line is queued here too,
         // and reaches the sink with the worker's next flush.
+        record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
         switch shaped.body {
         case .bytes(let body, let range, let hold):
-            record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
             call.exchange.respond(status: shaped.status, fields: shaped.fields, body: body, range: range, keeping: hold,
                                   closing: shaped.closing)
         case .file(let file, let pieces):
-            record(call, status: shaped.status, kind: kind, bytes: shaped.bodyCount, code: code)
             call.exchange.respond(status: shaped.status, fields: shaped.fields, file: file, pieces: pieces, closing: shaped.closing)
         case .stream, .encodedFile:
             // Streams start in headArrived and answerReachability, never here; a compressed file

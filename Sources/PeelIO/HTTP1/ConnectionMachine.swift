@@ -545,27 +545,7 @@ struct ConnectionMachine {
             buffer.count = head
         }
         guard writer.count == parser.contentLength else { return .none }
-        spoolWriter = nil
-        let file: SpooledBody
-        switch writer.finish() {
-        case .success(let f): file = f
-        case .failure(let failure): return refuse(Self.refusal(failure))
-        }
-        let p = parser
-        if droppedBlank > 0 && droppedBlank + p.headEnd > limits.maxHead { return refuse(.headTooLarge) }
-        droppedBlank = 0
-        var request = ParsedRequest(
-            buffer: buffer, method: p.methodRange, target: p.targetRange, minorVersion: p.minorVersion,
-            fields: p.fields, body: head..<head, keepAlive: Self.keepAlive(p, buffer))
-        request.spooled = file
-        http10 = p.minorVersion == 0
-        if !request.keepAlive { closeAfterReply = true }
-        // Nothing past the body was read (the window stops at its end): the next request starts empty.
-        buffer = RequestBuffer()
-        parser.reset()
-        phase = .waiting
-        since = now
-        return .dispatch(request)
+        return dispatch(now)
     }
 
     /// The read window a spooled body passes through is memory like any body's: charged to the
@@ -624,11 +604,18 @@ struct ConnectionMachine {
         var request = ParsedRequest(
             buffer: buffer, method: p.methodRange, target: p.targetRange, minorVersion: p.minorVersion,
             fields: p.fields, body: p.headEnd..<p.bodyEnd, keepAlive: Self.keepAlive(p, buffer))
+        // Where what was read past this request starts. A declared length's spooled body passed
+        // through a window that stops at its end, so nothing of it is in the buffer.
+        var end = p.messageEnd
         if let writer = spoolWriter {
-            // A spooled chunked body's last bytes (before its last chunk and trailers) join the file.
             spoolWriter = nil
-            if let failure = writer.append(UnsafeRawBufferPointer(start: buffer.base + p.headEnd, count: p.bodyEnd - p.headEnd)) {
-                return refuse(Self.refusal(failure))
+            if p.chunked {
+                // A spooled chunked body's last bytes (before its last chunk and trailers) join the file.
+                if let failure = writer.append(UnsafeRawBufferPointer(start: buffer.base + p.headEnd, count: p.bodyEnd - p.headEnd)) {
+                    return refuse(Self.refusal(failure))
+                }
+            } else {
+                end = buffer.count
             }
             switch writer.finish() {
             case .success(let file): request.spooled = file
@@ -639,11 +626,11 @@ struct ConnectionMachine {
         http10 = p.minorVersion == 0
         if !request.keepAlive { closeAfterReply = true }
         // The bytes after this request (pipelined ones) start the next buffer.
-        let next = RequestBuffer(capacity: max(RequestBuffer.initialCapacity, buffer.count - p.messageEnd))
-        if buffer.count > p.messageEnd {
-            next.append(UnsafeRawBufferPointer(start: buffer.base + p.messageEnd, count: buffer.count - p.messageEnd))
+        let next = RequestBuffer(capacity: max(RequestBuffer.initialCapacity, buffer.count - end))
+        if buffer.count > end {
+            next.append(UnsafeRawBufferPointer(start: buffer.base + end, count: buffer.count - end))
         }
-        buffer.count = p.messageEnd
+        buffer.count = end
         buffer = next
         parser.reset()
         phase = .waiting
