@@ -2,7 +2,10 @@
 // Peel: listener (Peel's HTTP/1.1 server on libevent) → upstream client (libcurl multi) → envelope → response.
 import PackageDescription
 
-let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+// Release builds drop the runtime exclusivity checks (swift_beginAccess, ~3k instructions per
+// /small call, Benchmarks/RESULTS.md); debug builds, and so every test and sanitizer run, keep them.
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6),
+                              .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
 // Debian 12's valgrind 3.19 gives up on clang's DWARF 5 in C objects ("Possibly corrupted
 // debuginfo file"), and make sanitize runs the release binary under valgrind memcheck.
 let dwarf4: [CSetting] = [.unsafeFlags(["-gdwarf-4"])]
