@@ -20,10 +20,24 @@ final class SocketWatch {
     var inode: UInt = 0
     /// True once curl asked to read from it: a socket still connecting has only been asked for writes.
     var connected = false
-    /// The transfer that last told curl to watch (or stop watching) this owned socket. While it
-    /// runs, the connection is its own and not idle, whatever curl's watch says (a paused transfer,
-    /// back-pressure); once it has finished (or gone), a parked socket is an idle pooled connection.
-    weak var owner: UpstreamTransfer?
+    /// The handle and serial of the transfer that last told curl to watch (or stop watching) this
+    /// owned socket. While it runs, the connection is its own and not idle, whatever curl's watch
+    /// says (a paused transfer, back-pressure); once it has finished, a parked socket is an idle
+    /// pooled connection. The pooled handle and a number, not a weak reference to the transfer: a
+    /// weakly referenced object takes the runtime's slow path on every retain and release
+    /// (~2.5k instructions per /small call, Benchmarks/RESULTS.md).
+    var ownerHandle: EasyHandle?
+    var ownerSerial: UInt64 = 0
+
+    /// Whether the transfer that last owned this socket still runs.
+    var ownerRuns: Bool { ownerSerial != 0 && ownerHandle?.running == ownerSerial }
+
+    /// Notes `t` as the owner; a finished transfer owns nothing.
+    func own(_ t: UpstreamTransfer) {
+        guard let h = t.handle else { ownerSerial = 0; return }
+        if ownerHandle !== h { ownerHandle = h }
+        ownerSerial = t.serial
+    }
     /// The endpoint the latest transfer on this owned socket's connection went to (nil for a
     /// whole-URL target): an idle connection to one a reload removed is closed.
     var endpoint: UpstreamEndpoint?

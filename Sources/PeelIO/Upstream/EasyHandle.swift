@@ -18,6 +18,8 @@ final class EasyHandle {
     let head = HeaderCollector()
     /// The request's header lines (CURLOPT_HTTPHEADER), reused from transfer to transfer.
     let headers = HeaderBlock()
+    /// The serial of the transfer this handle runs; 0 while it is pooled.
+    var running: UInt64 = 0
     /// The client's `generation` when this handle was set up.
     var generation = 0
     /// errno of a socket() that failed for this transfer (EMFILE, ENFILE, ENOBUFS, ENOMEM), else 0.

@@ -32,6 +32,8 @@ public final class UpstreamClient {
     let scratch = LineScratch()
     /// Transfers in flight.
     public internal(set) var inFlight = 0
+    /// The latest transfer's serial (`UpstreamTransfer.serial`).
+    var lastSerial: UInt64 = 0
     /// Transfers their sinks paused (back-pressure), until they resume or end.
     var pausedBySink: [ObjectIdentifier: UpstreamTransfer] = [:]
     /// curl failures that had no transfer to fail (socket actions, removals, handle resets).
@@ -236,7 +238,7 @@ public final class UpstreamClient {
         var priv: UnsafeMutableRawPointer? = nil
         guard peel_easy_getinfo_ptr(easy, CURLINFO_PRIVATE, &priv) == CURLE_OK, let priv else { return }
         let t = Unmanaged<UpstreamTransfer>.fromOpaque(priv).takeUnretainedValue()
-        w.owner = t
+        w.own(t)
         // Compared first: a connection's endpoint changes only across reloads, so this stores (and
         // retains) once per connection and generation, not per call.
         if let e = t.handle?.endpoint, w.endpoint !== e { w.endpoint = e }
@@ -265,7 +267,7 @@ public final class UpstreamClient {
 
     /// Shuts down every idle pooled connection whose latest transfer went to a removed origin.
     func closeIdleToRemoved() {
-        for w in sockets.values where w.owned && w.parked && w.owner?.handle == nil && isRemoved(w.endpoint) {
+        for w in sockets.values where w.owned && w.parked && !w.ownerRuns && isRemoved(w.endpoint) {
             w.endpoint = nil
             w.disarm()
             // Closed by curl behind our back and the number reused: not ours to shut.
@@ -285,7 +287,7 @@ public final class UpstreamClient {
             w.free()
             return
         }
-        if let w = sockets[fd], w.parked, let owner = w.owner, owner.handle != nil {
+        if let w = sockets[fd], w.parked, w.ownerRuns {
             // Not idle: its transfer still runs (paused by its sink, back-pressure). The bytes are the
             // rest of that answer; they wait in the kernel until the transfer resumes and curl watches
             // the socket again. (Issue 19: a flag taken when curl stopped watching could be stale by
@@ -298,7 +300,7 @@ public final class UpstreamClient {
             // whose transfer its sink paused there: curl never asked for the socket again, so it is
             // still parked under the transfer before. The bytes are the rest of the paused answer
             // (taken for an idle connection's, they cut a streamed 20 MB answer in 1 of 5 first calls).
-            w.owner = t
+            w.own(t)
             w.disarm()
             return
         }

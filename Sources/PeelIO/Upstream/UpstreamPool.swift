@@ -29,6 +29,9 @@ extension UpstreamClient {
             return t
         }
         t.handle = h
+        lastSerial &+= 1
+        t.serial = lastSerial
+        h.running = lastSerial
         var list = UpstreamHeaderList(block: h.headers)
         request.writeFields(into: &list)
         h.errorBuffer.pointee = 0
@@ -190,6 +193,7 @@ extension UpstreamClient {
     /// Frees what the transfer lent `h`, drops the reference CURLOPT_PRIVATE held, and pools `h`.
     private func unhook(_ t: UpstreamTransfer, handle h: EasyHandle, stillInMulti: Bool = false) {
         if !pausedBySink.isEmpty { pausedBySink[ObjectIdentifier(t)] = nil }
+        h.running = 0
         t.handle = nil
         t.sink = nil
         t.idleTimer?.cancel()

@@ -280,6 +280,8 @@ enum TransferStop: Equatable {
 public final class UpstreamTransfer {
     /// The pooled handle while the transfer runs; nil once finished or cancelled.
     var handle: EasyHandle?
+    /// This transfer's number on its client, never 0: what a socket's owner is known by.
+    var serial: UInt64 = 0
     /// Response body bytes received so far.
     var body: [UInt8] = []
     /// The request body when the transfer owns it (`UpstreamBody.bytes`).
