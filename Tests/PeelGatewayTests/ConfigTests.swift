@@ -196,4 +196,23 @@ final class ConfigTests: XCTestCase {
         XCTAssertFalse(try ConfigLoader.load(arguments: [], environment: env).calls.preserveHost)
         XCTAssertThrowsError(try ConfigLoader.load(arguments: ["--cors-expose-headers", "bad name"], environment: env))
     }
+
+    func testForwardFields_fromFlagEnvironmentAndFile_andRefusedWhenUnknown() throws {
+        XCTAssertEqual(try ConfigLoader.load(arguments: [], environment: env).calls.forwardFields, .xForwarded)
+        XCTAssertEqual(try ConfigLoader.load(arguments: ["--forward-fields", "both"], environment: env).calls.forwardFields, .both)
+        var e = env
+        e["PEEL_FORWARD_FIELDS"] = "none"
+        XCTAssertEqual(try ConfigLoader.load(arguments: [], environment: e).calls.forwardFields, .none)
+        let file = NSTemporaryDirectory() + "peel-forward-fields-\(getpid()).json"
+        try Data(#"{"upstream": "http://127.0.0.1:1", "forward_fields": "forwarded"}"#.utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        XCTAssertEqual(try ConfigLoader.load(arguments: ["--config", file], environment: [:]).calls.forwardFields, .forwarded)
+        do {
+            _ = try ConfigLoader.load(arguments: ["--forward-fields", "x-real-ip"], environment: env)
+            XCTFail("an unknown choice is refused")
+        } catch {
+            XCTAssertEqual(error.option, "--forward-fields")
+            XCTAssertEqual(error.problem, "must be x-forwarded, forwarded, both or none")
+        }
+    }
 }

@@ -37,7 +37,9 @@ final class RequestTargetTests: XCTestCase {
             """)
         // A trusted peer: its X-Forwarded-Host would otherwise be believed.
         let loopback = try IPNetwork.parse("127.0.0.1/32").get()
-        let h = try Harness { c in c.routing = r; c.calls.preserveHost = true; c.clients.trustedProxies = [loopback] }
+        let h = try Harness { c in
+            c.routing = r; c.calls.preserveHost = true; c.clients.trustedProxies = [loopback]; c.calls.forwardFields = .both
+        }
         defer { h.stop() }
         h.upstream.resetCount()
         let authority = "127.0.0.1:\(h.port)"

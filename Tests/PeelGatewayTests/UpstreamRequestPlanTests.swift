@@ -6,11 +6,14 @@ import XCTest
 /// no loop (issue 26).
 final class UpstreamRequestPlanTests: XCTestCase {
     private func request(_ pairs: [(String, String)], method: String = "GET", preserveHost: Bool = false,
-                         peer: String = "10.0.0.9") throws -> UpstreamRequest {
+                         peer: String = "10.0.0.9", forwardFields: GatewayConfig.ForwardFields = .xForwarded,
+                         trusted: Bool = true) throws -> UpstreamRequest {
         let fields = ResponseHeaders(pairs)
-        let facts = RequestFacts(fields, keys: nil)
+        var facts = RequestFacts(fields, keys: nil)
+        if !trusted { facts.distrustForwardingFields() }
         var config = GatewayConfig()
         config.calls.preserveHost = preserveHost
+        config.calls.forwardFields = forwardFields
         let route = try RouteSet(config, groups: UpstreamGroups(config, onTransition: { _, _ in })).fallback
         return Forwarder.upstreamRequest(fields, method: method, MethodToken(method), facts, route: route, endpoint: route.picker.endpoints[0],
                                          target: (path: "/api/users", query: "page=2"), peer: peer, requestId: "req-1",
@@ -27,7 +30,7 @@ final class UpstreamRequestPlanTests: XCTestCase {
         XCTAssertEqual(query, "page=2")
         XCTAssertEqual(r.fieldLines, ["Authorization: Bearer t", "Accept: application/json",
                                       "X-Forwarded-For: 1.2.3.4, 10.0.0.9", "X-Forwarded-Proto: http", "X-Forwarded-Host: app.example",
-                                      "Forwarded: for=10.0.0.9;host=\"app.example\";proto=http", "X-Request-Id: req-1"])
+                                      "X-Request-Id: req-1", "Accept-Encoding: \(r.acceptEncoding)"])
         // The client's codings, limited to those curl decodes, highest q first.
         XCTAssertEqual(r.acceptEncoding, UpstreamClient.decodableCodings.contains("br") ? "br, gzip" : "gzip")
     }
@@ -43,7 +46,31 @@ final class UpstreamRequestPlanTests: XCTestCase {
     func testABrokenTraceparentTakesTracestateWithIt() throws {
         let r = try request([("traceparent", "not-a-trace"), ("tracestate", "a=1"), ("X-Other", "1")], method: "DELETE", peer: "::1")
         XCTAssertEqual(r.method, "DELETE")
-        XCTAssertEqual(r.fieldLines, ["X-Other: 1", "X-Forwarded-For: ::1", "X-Forwarded-Proto: http", "Forwarded: for=\"[::1]\";proto=http",
-                                      "X-Request-Id: req-1", "Accept:"])
+        XCTAssertEqual(r.fieldLines, ["X-Other: 1", "X-Forwarded-For: ::1", "X-Forwarded-Proto: http",
+                                      "X-Request-Id: req-1", "Accept-Encoding: identity", "Accept:"])
+    }
+
+    // `--forward-fields`: each family Peel writes on its own, both, or none.
+    func testForwardFields_eachChoiceWritesItsFamilies() throws {
+        let host = [("Host", "app.example")]
+        let element = "Forwarded: for=10.0.0.9;host=\"app.example\";proto=http"
+        let x = ["X-Forwarded-For: 10.0.0.9", "X-Forwarded-Proto: http", "X-Forwarded-Host: app.example"]
+        XCTAssertEqual(try request(host, forwardFields: .xForwarded).fieldLines, x + ["X-Request-Id: req-1", "Accept-Encoding: identity", "Accept:"])
+        XCTAssertEqual(try request(host, forwardFields: .forwarded).fieldLines, [element, "X-Request-Id: req-1", "Accept-Encoding: identity", "Accept:"])
+        XCTAssertEqual(try request(host, forwardFields: .both).fieldLines, x + [element, "X-Request-Id: req-1", "Accept-Encoding: identity", "Accept:"])
+        XCTAssertEqual(try request(host, forwardFields: .none).fieldLines, ["X-Request-Id: req-1", "Accept-Encoding: identity", "Accept:"])
+    }
+
+    // A family left out is still carried on when a trusted proxy sent it, with this hop appended;
+    // from an untrusted peer the client's are dropped whatever the choice (they could be forged).
+    func testForwardFields_aTrustedProxysFamilyIsCarriedOnWhenNotChosen() throws {
+        let sent = [("Host", "app.example"), ("Forwarded", "for=198.51.100.1"), ("X-Forwarded-For", "203.0.113.7")]
+        let none = try request(sent, forwardFields: .none).fieldLines
+        XCTAssertEqual(none, ["X-Forwarded-For: 203.0.113.7, 10.0.0.9", "X-Forwarded-Proto: http", "X-Forwarded-Host: app.example",
+                              "Forwarded: for=198.51.100.1, for=10.0.0.9;host=\"app.example\";proto=http", "X-Request-Id: req-1", "Accept-Encoding: identity", "Accept:"])
+        let onlyProto = try request([("Host", "app.example"), ("X-Forwarded-Proto", "https")], forwardFields: .forwarded).fieldLines
+        XCTAssertTrue(onlyProto.contains("X-Forwarded-Proto: http"), "\(onlyProto)")
+        XCTAssertEqual(try request(sent, forwardFields: .none, trusted: false).fieldLines, ["X-Request-Id: req-1", "Accept-Encoding: identity", "Accept:"])
+        XCTAssertFalse(try request(sent, trusted: false).fieldLines.contains { $0.hasPrefix("Forwarded") })
     }
 }

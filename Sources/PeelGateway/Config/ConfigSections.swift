@@ -32,6 +32,8 @@ extension GatewayConfig {
         public var caFile: String? = nil
         /// Forwards the client's Host instead of the upstream's (nginx `proxy_set_header Host $host`).
         public var preserveHost: Bool = false
+        /// Which forwarding fields Peel writes about the hop that reached it (`forward_fields`).
+        public var forwardFields: ForwardFields = .xForwarded
         /// Passthrough answers of unknown length or declared longer than this many bytes are streamed as
         /// they arrive, with back-pressure, instead of buffered (default 1 MiB); event streams always are.
         public var streamThreshold: Int = 1_048_576
@@ -40,6 +42,24 @@ extension GatewayConfig {
 
         /// Creates the defaults.
         public init() {}
+    }
+
+    /// The forwarding fields Peel writes: X-Forwarded-For, -Proto and -Host, RFC 7239's Forwarded,
+    /// both or none. The default is the set every framework in scope reads: Express (`trust proxy`),
+    /// uvicorn (`--proxy-headers`), Django (`USE_X_FORWARDED_HOST`, `SECURE_PROXY_SSL_HEADER`) and
+    /// RuoYi's `IpUtils` read only X-Forwarded-*; Spring's `ForwardedHeaderFilter` reads either. Each
+    /// field byte costs ~120 instructions in libcurl 7.88's printf, so the Forwarded element
+    /// (~60 bytes) is written only when asked for (Benchmarks/RESULTS.md).
+    public enum ForwardFields: String, Sendable, Equatable, CaseIterable {
+        case xForwarded = "x-forwarded"
+        case forwarded
+        case both
+        case none
+
+        /// Whether Peel writes X-Forwarded-For, -Proto and -Host.
+        public var writesXForwarded: Bool { self == .xForwarded || self == .both }
+        /// Whether Peel writes its Forwarded element.
+        public var writesForwarded: Bool { self == .forwarded || self == .both }
     }
 
     /// How the upstream's reachability is probed; a group of the config file may set its own.

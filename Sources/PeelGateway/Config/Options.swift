@@ -301,6 +301,13 @@ extension ConfigLoader {
         OptionSpec(name: "preserve-host", help: "on or off: forward the client's Host instead of the upstream's (nginx proxy_set_header Host $host)", value: "on|off", show: { c in q(c.calls.preserveHost ? "on" : "off") }) { c, v, o throws(ConfigError) in
             c.calls.preserveHost = try onOff(v, o)
         },
+        OptionSpec(name: "forward-fields", help: "forwarding fields Peel writes about the client: x-forwarded (X-Forwarded-For, -Proto, -Host), forwarded (RFC 7239), both or none; a trusted proxy's are carried on whatever this says", value: "x-forwarded|forwarded|both|none", show: { c in q(c.calls.forwardFields.rawValue) }) { c, v, o throws(ConfigError) in
+            let name = try text(v, o)
+            guard let f = GatewayConfig.ForwardFields(rawValue: name) else {
+                throw ConfigError(option: o, problem: "must be x-forwarded, forwarded, both or none")
+            }
+            c.calls.forwardFields = f
+        },
         OptionSpec(name: "rewrite-cookies", help: "on or off: Set-Cookie Path loses the base path, Domain naming the upstream is dropped", value: "on|off", show: { c in q(c.rewrite.cookies ? "on" : "off") }) { c, v, o throws(ConfigError) in
             c.rewrite.cookies = try onOff(v, o)
         },

@@ -23,11 +23,18 @@ extension Forwarder {
         // The hop that connected to Peel is appended; from a trusted proxy the chain it sent is kept
         // before it. Proto and host are always this hop's (http, the Host Peel was sent): absolute
         // URLs the upstream builds from them name its own origin, which Peel rewrites to the public
-        // one (a trusted proxy's X-Forwarded-Host/-Proto, see publicOrigin).
+        // one (a trusted proxy's X-Forwarded-Host/-Proto, see publicOrigin). A family of fields
+        // `--forward-fields` leaves out is still written when a trusted proxy sent one of it (the
+        // facts hold only a trusted proxy's): what the client sent is carried on, never dropped to
+        // save bytes.
         let host = facts.host
+        let writesX = route.forwardFields.writesXForwarded
+            || facts.xForwardedFor != nil || facts.xForwardedProto != nil || facts.xForwardedHost != nil
+        let writesRFC = route.forwardFields.writesForwarded || facts.forwarded != nil
         let forwarding = ForwardingFields(
-            forwardedFor: facts.xForwardedFor.map { $0 + ", " + peer } ?? peer, forwardedProto: "http", forwardedHost: host,
-            forwarded: forwardedElement(kept: facts.forwarded, peer: peer, host: host),
+            forwardedFor: writesX ? facts.xForwardedFor.map { $0 + ", " + peer } ?? peer : nil,
+            forwardedProto: writesX ? "http" : nil, forwardedHost: writesX ? host : nil,
+            forwarded: writesRFC ? forwardedElement(kept: facts.forwarded, peer: peer, host: host) : nil,
             // nginx's `proxy_set_header Host $host`: curl sends this one instead of the upstream's.
             host: route.preserveHost ? host : nil, requestId: requestId)
         // Codings follow the client: the upstream is asked for what the client accepts and Peel can

@@ -34,6 +34,8 @@ final class Route {
     let shaper: ReplyShaper
     /// Whether the client's Host goes upstream (`--preserve-host`).
     let preserveHost: Bool
+    /// The forwarding fields Peel writes (`--forward-fields`).
+    let forwardFields: GatewayConfig.ForwardFields
     /// Answers declared larger than this stream instead of being buffered.
     let streamThreshold: Int
     /// Proxies whose forwarding fields are believed.
@@ -94,6 +96,7 @@ final class Route {
         shaper = ReplyShaper(cors: cors, compression: CompressionPolicy(offered: config.compression.codings, minSize: config.compression.minSize),
                              rewriteRedirects: config.rewrite.redirects, rewriteCookies: config.rewrite.cookies)
         preserveHost = config.calls.preserveHost
+        forwardFields = config.calls.forwardFields
         streamThreshold = config.calls.streamThreshold
         trustedProxies = config.clients.trustedProxies
         reachabilityPath = config.reachability.path
