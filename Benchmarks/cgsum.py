@@ -3,6 +3,7 @@
 
     python3 Benchmarks/cgsum.py callgrind.out.PID.1 [REQUESTS] [TOP]
     python3 Benchmarks/cgsum.py callgrind.out.PID.1 REQUESTS callers SUBSTRING   who calls it, how often
+    python3 Benchmarks/cgsum.py callgrind.out.PID.1 REQUESTS callees SUBSTRING   what it calls, inclusive
     python3 Benchmarks/cgsum.py callgrind.out.PID.1 REQUESTS floor OBJECT        one library with the C runtime it calls
 
 With REQUESTS, every count is also shown per request.
@@ -70,6 +71,13 @@ def main():
         rows = [(c, k) for k, c in EDGES.items() if want in k[1]]
         for c, (caller, callee) in sorted(rows, reverse=True)[:40]:
             print("%9.0f instr/req  %6.2f calls/req  %s  <-  %s" % (c / n, EDGE_CALLS[(caller, callee)] / n, callee[:60], caller[:100]))
+        return
+    if len(sys.argv) > 4 and sys.argv[3] == "callees":
+        # What a function's calls cost, inclusive of everything below them.
+        want = sys.argv[4]
+        rows = [(c, k) for k, c in EDGES.items() if want in k[0]]
+        for c, (caller, callee) in sorted(rows, reverse=True)[:40]:
+            print("%9.0f instr/req  %6.2f calls/req  %s  ->  %s" % (c / n, EDGE_CALLS[(caller, callee)] / n, caller[:50], callee[:110]))
         return
     if len(sys.argv) > 4 and sys.argv[3] == "floor":
         # What one library costs with the C runtime it calls (malloc, free, memcpy, sscanf…): its
