@@ -73,4 +73,15 @@ final class UpstreamRequestPlanTests: XCTestCase {
         XCTAssertEqual(try request(sent, forwardFields: .none, trusted: false).fieldLines, ["X-Request-Id: req-1", "Accept-Encoding: identity", "Accept:"])
         XCTAssertFalse(try request(sent, trusted: false).fieldLines.contains { $0.hasPrefix("Forwarded") })
     }
+
+    // The request id: the worker's prefix, then the call's number in lowercase hex.
+    func testRequestIds_areThePrefixThenTheCounterInHex() {
+        let prefix = "00c0ffee12345678-1-"
+        for (n, hex) in [(UInt64(0), "0"), (1, "1"), (9, "9"), (10, "a"), (15, "f"), (16, "10"), (255, "ff"), (256, "100"),
+                         (0xdead_beef, "deadbeef"), (UInt64.max, "ffffffffffffffff")] {
+            XCTAssertEqual(Forwarder.requestId(prefix: prefix, counter: n), prefix + String(n, radix: 16), "\(n)")
+            XCTAssertEqual(Forwarder.requestId(prefix: prefix, counter: n), prefix + hex)
+        }
+        XCTAssertEqual(Forwarder.requestId(prefix: "", counter: 0x1f), "1f")
+    }
 }

@@ -75,6 +75,31 @@ final class ResponseFactsTests: XCTestCase {
         XCTAssertNil(c.facts, "a new transfer starts with none")
     }
 
+    // RFC 9110 §5.5: CR, LF and NUL in a value refuse the head, wherever they sit (the check reads
+    // eight bytes at a time); every other byte, controls from 0x0E up and obs-text included, passes.
+    func testCRLFAndNULAreRefusedAtEveryPosition_andOtherBytesPass() {
+        for length in [1, 7, 8, 9, 15, 16, 17, 40] {
+            for at in 0..<length {
+                for (bad, word) in [(UInt8(0x00), "NUL"), (0x0A, "LF"), (0x0D, "CR")] {
+                    let c = HeaderCollector()
+                    let status = Array("HTTP/1.1 200 OK\r\n".utf8)
+                    XCTAssertTrue(status.withUnsafeBytes { c.addLine($0) })
+                    var value = [UInt8](repeating: 0x61, count: length)
+                    value[at] = bad
+                    let line = Array("X-V: ".utf8) + value + Array("\r\n".utf8)
+                    XCTAssertFalse(line.withUnsafeBytes { c.addLine($0) }, "\(word) at \(at) of \(length)")
+                    XCTAssertEqual(c.violation, "the upstream sent a field value with \(word) in it")
+                }
+            }
+        }
+        let c = HeaderCollector()
+        let status = Array("HTTP/1.1 200 OK\r\n".utf8)
+        XCTAssertTrue(status.withUnsafeBytes { c.addLine($0) })
+        let value = [UInt8](0x0E...0x7E) + [0x01, 0x09, 0x0B, 0x0C, 0x7F, 0x80, 0xFF, 0x0E]
+        let line = Array("X-V: x".utf8) + value + Array("x\r\n".utf8)
+        XCTAssertTrue(line.withUnsafeBytes { c.addLine($0) }, "\(c.violation ?? "")")
+    }
+
     func testAnInterimHeadHasNoFacts_andTheFinalOneStartsAfresh() {
         let c = collect(["HTTP/1.1 100 Continue\r\n", "\r\n"])
         XCTAssertNil(c.facts)

@@ -116,7 +116,8 @@ extension CallPlan {
         // invalidates its user's entries); lookups and stores are for GET and HEAD only. Every
         // route's key fields are read: the route is chosen from what these fields say.
         // Read once; the target's reading names its host (an absolute-form target's authority).
-        var facts = RequestFacts(ex, keys: caching ? routes.keyFields : nil, trustingForwarding: trusted)
+        var facts = RequestFacts()
+        facts.read(ex, keys: caching ? routes.keyFields : nil, trustingForwarding: trusted)
         let client = trusted ? IPNetwork.realClient(peer: peer, forwardedFor: facts.xForwardedFor, trusted: general.trustedProxies)
                              : ex.clientAddress
         let id = facts.requestId.flatMap { RequestPolicy.acceptableRequestId($0) ? $0 : nil } ?? newId()

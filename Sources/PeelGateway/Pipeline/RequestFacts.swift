@@ -40,18 +40,19 @@ struct RequestFacts {
     /// Reads `source`'s fields once; `keys` is nil while the offline cache is off. The forwarding
     /// fields are forgotten unless `trustingForwarding` (the peer is a trusted proxy).
     init<Source: FieldSource>(_ source: Source, keys: CacheKeyFields?, trustingForwarding: Bool = true) {
-        self = Self.read(source, keys: keys, trustingForwarding: trustingForwarding)
+        read(source, keys: keys, trustingForwarding: trustingForwarding)
     }
 
-    private init() {}
+    /// No fields read yet.
+    init() {}
 
-    /// The facts of `source`, read in one walk.
-    private static func read<Source: FieldSource>(_ source: Source, keys: CacheKeyFields?, trustingForwarding: Bool) -> RequestFacts {
-        var facts = RequestFacts()
-        if let keys { facts.keyValues = Array(repeating: nil, count: keys.names.count) }
-        source.forEachField { facts.take($0, keys: keys) }
-        if !trustingForwarding { facts.distrustForwardingFields() }
-        return facts
+    /// Reads `source`'s fields into these (empty) facts, in one walk and in place: the call's
+    /// planner reads into its own variable, where a value built aside and copied in cost ~0.8k
+    /// instructions a call (callgrind).
+    mutating func read<Source: FieldSource>(_ source: Source, keys: CacheKeyFields?, trustingForwarding: Bool) {
+        if let keys { keyValues = Array(repeating: nil, count: keys.names.count) }
+        source.forEachField { take($0, keys: keys) }
+        if !trustingForwarding { distrustForwardingFields() }
     }
 
     /// Takes one field of the request.
