@@ -329,8 +329,10 @@ final class HeaderCollector {
     /// The fields so far, without those the upstream named in `Connection`, kept for `take()`
     /// (a streamed answer's head is relayed before the transfer ends).
     func snapshot() -> ResponseHeaders {
-        ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields, present: present)
-            .droppingConnectionOptions()
+        let all = ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields, present: present)
+        // Whether Connection names a field was noted as the fields came: no second walk for the
+        // `keep-alive` nearly every upstream sends.
+        return connectionNamesAField ? all.droppingConnectionOptions() : all
     }
 
     /// Calls `body` with each field collected so far, in place.
@@ -342,9 +344,9 @@ final class HeaderCollector {
     /// The fields collected so far, as a value the response can carry, without those the upstream
     /// named in `Connection`.
     func take() -> ResponseHeaders {
-        let all = ResponseHeaders(storage: Array(UnsafeRawBufferPointer(start: bytes, count: used)), count: fields, present: present)
+        let all = snapshot()
         reset()
-        return all.droppingConnectionOptions()
+        return all
     }
 
     /// Takes one raw line; false (and `violation` set) when the head must not be relayed, which makes
