@@ -280,31 +280,33 @@ public final class UpstreamClient {
 
     /// A watched socket is ready: tell curl, then collect finished transfers.
     private func socketReady(_ fd: Int32, _ events: Int16) {
-        if let w = sockets[fd], w.parked, !w.stillOurs {
-            // Closed by curl without our close callback and the number reused (see settle): not
-            // ours to touch.
-            sockets.removeValue(forKey: fd)
-            w.free()
-            return
-        }
-        if let w = sockets[fd], w.parked, w.ownerRuns {
-            // Not idle: its transfer still runs (paused by its sink, back-pressure). The bytes are the
-            // rest of that answer; they wait in the kernel until the transfer resumes and curl watches
-            // the socket again. (Issue 19: a flag taken when curl stopped watching could be stale by
-            // the time bytes came; the transfer's own state now is what counts.)
-            w.disarm()
-            return
-        }
-        if let w = sockets[fd], w.parked, let t = pausedTransfer(on: fd) {
-            // A reused connection whose answer came in the very call that sent the request, and
-            // whose transfer its sink paused there: curl never asked for the socket again, so it is
-            // still parked under the transfer before. The bytes are the rest of the paused answer
-            // (taken for an idle connection's, they cut a streamed 20 MB answer in 1 of 5 first calls).
-            w.own(t)
-            w.disarm()
-            return
-        }
+        // One lookup for every case below (each its own lookup cost a hash per socket event).
         if let w = sockets[fd], w.parked {
+            if !w.stillOurs {
+                // Closed by curl without our close callback and the number reused (see settle): not
+                // ours to touch.
+                sockets.removeValue(forKey: fd)
+                w.free()
+                return
+            }
+            if w.ownerRuns {
+                // Not idle: its transfer still runs (paused by its sink, back-pressure). The bytes are
+                // the rest of that answer; they wait in the kernel until the transfer resumes and curl
+                // watches the socket again. (Issue 19: a flag taken when curl stopped watching could be
+                // stale by the time bytes came; the transfer's own state now is what counts.)
+                w.disarm()
+                return
+            }
+            if let t = pausedTransfer(on: fd) {
+                // A reused connection whose answer came in the very call that sent the request, and
+                // whose transfer its sink paused there: curl never asked for the socket again, so it
+                // is still parked under the transfer before. The bytes are the rest of the paused
+                // answer (taken for an idle connection's, they cut a streamed 20 MB answer in 1 of 5
+                // first calls).
+                w.own(t)
+                w.disarm()
+                return
+            }
             // The server closed or wrote to an idle connection. Bytes nobody asked for (a forged
             // answer after a chunked one, a late 408) would be read as the next request's answer:
             // libcurl 7.88 reuses a connection with input pending (only POLLHUP/POLLERR make it
