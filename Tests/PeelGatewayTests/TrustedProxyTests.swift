@@ -8,6 +8,7 @@ final class TrustedProxyTests: XCTestCase {
     private static let forged: [(String, String)] = [
         ("X-Forwarded-For", "203.0.113.7, 10.0.0.2"), ("X-Forwarded-Host", "evil.example"),
         ("X-Forwarded-Proto", "https"), ("Forwarded", "for=198.51.100.1;host=evil.example;proto=https"),
+        ("X-Forwarded-Port", "31337"), ("X-Forwarded-Prefix", "/evil"), ("X-Real-IP", "198.51.100.2"),
     ]
 
     /// A gateway whose upstream redirects every call to its own /next; returns the client's answer
@@ -46,6 +47,11 @@ final class TrustedProxyTests: XCTestCase {
         XCTAssertEqual(field(seen, "x-forwarded-proto"), "http")
         // The forged Forwarded is dropped, and Peel writes none of its own by default (--forward-fields).
         XCTAssertNil(field(seen, "forwarded"))
+        // Nor do the other fields a proxy writes about the client and its hop (Spring would take the
+        // port and prefix for its absolute URLs, RuoYi the address).
+        XCTAssertNil(field(seen, "x-forwarded-port"))
+        XCTAssertNil(field(seen, "x-forwarded-prefix"))
+        XCTAssertNil(field(seen, "x-real-ip"))
     }
 
     func testTrustedPeer_forwardedFieldsKept_redirectUsesThem() throws {
@@ -57,6 +63,10 @@ final class TrustedProxyTests: XCTestCase {
         XCTAssertEqual(field(seen, "x-forwarded-proto"), "http")
         XCTAssertEqual(field(seen, "forwarded"),
                        "for=198.51.100.1;host=evil.example;proto=https, for=127.0.0.1;host=\"127.0.0.1:\(port)\";proto=http")
+        // A trusted proxy's client address and stripped prefix go on; its port was its own hop's.
+        XCTAssertEqual(field(seen, "x-real-ip"), "198.51.100.2")
+        XCTAssertEqual(field(seen, "x-forwarded-prefix"), "/evil")
+        XCTAssertNil(field(seen, "x-forwarded-port"))
     }
 
     // A dual-stack `[::]` listener sees an IPv4 client as ::ffff:127.0.0.1: the upstream is told

@@ -84,4 +84,24 @@ final class UpstreamRequestPlanTests: XCTestCase {
         }
         XCTAssertEqual(Forwarder.requestId(prefix: "", counter: 0x1f), "1f")
     }
+
+    // Fields about a proxy's own hop never go on; those naming the client (or a stripped prefix) go
+    // on only from a trusted proxy. Other fields are untouched.
+    func testHopFieldsNeverGo_clientNamingFieldsOnlyFromATrustedProxy() throws {
+        let sent = [("Host", "app.example"), ("X-Forwarded-Port", "31337"), ("X-Forwarded-Ssl", "on"),
+                    ("X-Forwarded-Scheme", "https"), ("X-Forwarded-Server", "evil"), ("X-Forwarded-Prefix", "/evil"),
+                    ("X-Real-IP", "6.6.6.6"), ("Proxy-Client-IP", "6.6.6.7"), ("WL-Proxy-Client-IP", "6.6.6.8"),
+                    ("True-Client-IP", "6.6.6.9"), ("X-Client-IP", "6.6.6.10"), ("X-Cluster-Client-IP", "6.6.6.11"),
+                    ("X-Other", "1"), ("Connection", "X-Hop"), ("X-Hop", "2")]
+        let mine = ["X-Forwarded-For: 10.0.0.9", "X-Forwarded-Proto: http", "X-Forwarded-Host: app.example",
+                    "X-Request-Id: req-1", "Accept-Encoding: identity", "Accept:"]
+        XCTAssertEqual(try request(sent, trusted: false).fieldLines, ["X-Other: 1"] + mine)
+        XCTAssertEqual(try request(sent, trusted: true).fieldLines,
+                       ["X-Forwarded-Prefix: /evil", "X-Real-IP: 6.6.6.6", "Proxy-Client-IP: 6.6.6.7", "WL-Proxy-Client-IP: 6.6.6.8",
+                        "True-Client-IP: 6.6.6.9", "X-Client-IP: 6.6.6.10", "X-Cluster-Client-IP: 6.6.6.11", "X-Other: 1"] + mine)
+        // Without a Connection option, the shared sets are used: the same answer.
+        let plain = sent.filter { $0.0 != "Connection" && $0.0 != "X-Hop" }
+        XCTAssertEqual(try request(plain, trusted: false).fieldLines, ["X-Other: 1"] + mine)
+        XCTAssertEqual(try request(plain, trusted: true).fieldLines.count, 8 + mine.count)
+    }
 }

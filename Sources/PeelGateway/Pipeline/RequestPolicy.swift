@@ -18,6 +18,21 @@ enum RequestPolicy {
         .xForwardedProto, .xForwardedHost, .xForwardedFor, .xRequestId, .forwarded,
     ]))
 
+    /// Fields a proxy writes about the hop it took the request on, never relayed: like
+    /// X-Forwarded-Proto and -Host they would be this hop's, and Peel writes none of them. Relayed
+    /// beside Peel's X-Forwarded-Host they would describe another hop (Spring's
+    /// `ForwardedHeaderFilter` takes X-Forwarded-Port over the host's port, and X-Forwarded-Ssl over
+    /// the proto), so a client could steer the upstream's absolute URLs.
+    static let hopFieldNames = ["x-forwarded-port", "x-forwarded-ssl", "x-forwarded-scheme", "x-forwarded-server"]
+    /// Fields naming the client, or the prefix a proxy took off the path, believed only from a
+    /// trusted proxy: RuoYi's `IpUtils` reads X-Real-IP, Proxy-Client-IP and WL-Proxy-Client-IP
+    /// when X-Forwarded-For is missing, and Spring reads X-Forwarded-Prefix.
+    static let clientFieldNames = ["x-forwarded-prefix", "x-real-ip", "proxy-client-ip", "wl-proxy-client-ip",
+                                   "true-client-ip", "x-client-ip", "x-cluster-client-ip"]
+    /// What goes of a trusted proxy's request, by name, and of anyone else's.
+    static let droppedFromTrusted = HeaderNameSet(hopFieldNames)
+    static let droppedFromUntrusted = HeaderNameSet(hopFieldNames + clientFieldNames)
+
     /// True for a traceparent in the W3C Trace Context form (§3.2.2): `00-` 32 lowercase hex (not all
     /// zeros) `-` 16 lowercase hex (not all zeros) `-` 2 lowercase hex, exactly 55 bytes for version 00;
     /// a later version (not `ff`) may carry more after a `-` at byte 55 (§3.2.4). Anything else, a

@@ -16,6 +16,9 @@ extension Forwarder {
             if t == .other { namedOthers.append(option) } else { namedTokens.insert(t) }
         }
         var dropped = RequestPolicy.droppedRequestFields.union(namedTokens)
+        let droppingNamed = namedOthers.isEmpty
+            ? (facts.forwardingTrusted ? RequestPolicy.droppedFromTrusted : RequestPolicy.droppedFromUntrusted)
+            : HeaderNameSet(RequestPolicy.hopFieldNames + (facts.forwardingTrusted ? [] : RequestPolicy.clientFieldNames) + namedOthers)
         if !facts.traceOK { dropped = dropped.union(traceFields) }
         // HEAD answers what GET would (status, fields, the unwrapped length): it goes upstream as GET,
         // is judged like one, and the server writes the answer without its body.
@@ -41,7 +44,7 @@ extension Forwarder {
         // decode, and for none when the client named none.
         return UpstreamRequest(method: sent, target: .origin(endpoint, path: target.path, query: target.query), body: body,
                                acceptEncoding: CompressionPolicy.upstreamAcceptEncoding(accepted, decodable: UpstreamClient.decodableCodings),
-                               relayed: fields, dropping: dropped, droppingNamed: namedOthers.isEmpty ? nil : HeaderNameSet(namedOthers),
+                               relayed: fields, dropping: dropped, droppingNamed: droppingNamed,
                                forwarding: forwarding, limits: route.limits)
     }
 }
