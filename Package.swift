@@ -3,7 +3,8 @@
 import PackageDescription
 
 // Release builds drop the runtime exclusivity checks (swift_beginAccess, ~3k instructions per
-// /small call, Benchmarks/RESULTS.md); debug builds, and so every test and sanitizer run, keep them.
+// /small call, Benchmarks/RESULTS.md). Debug builds keep them, so every `swift test` run, plain or
+// under ASan and TSan, checks exclusivity; the release binary valgrind runs has no checks.
 let strict: [SwiftSetting] = [.swiftLanguageMode(.v6),
                               .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
 // Debian 12's valgrind 3.19 gives up on clang's DWARF 5 in C objects ("Possibly corrupted

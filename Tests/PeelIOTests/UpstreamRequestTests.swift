@@ -17,6 +17,21 @@ final class UpstreamRequestTests: XCTestCase {
         XCTAssertFalse(r.sentAsPost)
     }
 
+    // The codings asked for go as one line of Peel's own (curl then writes none); a line already
+    // relayed or added is the only one, and "" leaves the line to curl (every coding it decodes).
+    func testTheCodingsGoAsOneLine_unlessOneIsAlreadyThere() {
+        let target = UpstreamTarget.origin(Self.endpoint, path: "/a", query: nil)
+        XCTAssertEqual(UpstreamRequest(method: "GET", target: target, acceptEncoding: "gzip").fieldLines,
+                       ["Accept-Encoding: gzip", "Accept:"])
+        XCTAssertEqual(UpstreamRequest(method: "GET", target: target, acceptEncoding: "").fieldLines, ["Accept:"])
+        XCTAssertEqual(UpstreamRequest(method: "GET", target: target, acceptEncoding: "gzip",
+                                       relayed: ResponseHeaders([("Accept-Encoding", "br")])).fieldLines,
+                       ["Accept-Encoding: br", "Accept:"])
+        XCTAssertEqual(UpstreamRequest(method: "GET", target: target, acceptEncoding: "gzip",
+                                       added: [FieldLine("accept-encoding", "identity")]).fieldLines,
+                       ["accept-encoding: identity", "Accept:"])
+    }
+
     func testWithoutAnAcceptCurlIsToldNotToInventOne() {
         let r = UpstreamRequest(method: "DELETE", target: .origin(Self.endpoint, path: "/a", query: nil), relayed: ResponseHeaders([("X-A", "1")]))
         XCTAssertEqual(r.fieldLines, ["X-A: 1", "Accept:"])

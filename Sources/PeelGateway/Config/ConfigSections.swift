@@ -45,11 +45,8 @@ extension GatewayConfig {
     }
 
     /// The forwarding fields Peel writes: X-Forwarded-For, -Proto and -Host, RFC 7239's Forwarded,
-    /// both or none. The default is the set every framework in scope reads: Express (`trust proxy`),
-    /// uvicorn (`--proxy-headers`), Django (`USE_X_FORWARDED_HOST`, `SECURE_PROXY_SSL_HEADER`) and
-    /// RuoYi's `IpUtils` read only X-Forwarded-*; Spring's `ForwardedHeaderFilter` reads either. Each
-    /// field byte costs ~120 instructions in libcurl 7.88's printf, so the Forwarded element
-    /// (~60 bytes) is written only when asked for (Benchmarks/RESULTS.md).
+    /// both or none. Why the default is X-Forwarded-* alone, and what each costs: the README's
+    /// request-field rules.
     public enum ForwardFields: String, Sendable, Equatable, CaseIterable {
         case xForwarded = "x-forwarded"
         case forwarded

@@ -241,8 +241,8 @@ final class Forwarder {
         return Self.requestId(prefix: idPrefix, counter: idCounter)
     }
 
-    /// `prefix` and `counter` in lowercase hex, written in place: concatenating two Strings cost
-    /// ~1.1k instructions a call (callgrind).
+    /// `prefix` and `counter` in lowercase hex, written into one new String: no intermediate String
+    /// for the number, no concatenation.
     static func requestId(prefix: String, counter: UInt64) -> String {
         let digits = max(1, (64 - counter.leadingZeroBitCount + 3) / 4)
         var prefix = prefix

@@ -220,9 +220,8 @@ struct ReplyShaper {
             selection = .only(FieldSet([]))
         }
 
-        // The upstream's fields first, then Peel's, written straight into the lines (a list of
-        // String pairs in between cost ~1k instructions a call); Peel's own names go under their
-        // tokens, never identified again.
+        // The upstream's fields first, then Peel's, written straight into the lines with no list of
+        // String pairs in between; Peel's own names go under their tokens, never identified again.
         var out = ReplyFields(capacity: 512)
         if let upstream { Self.copy(upstream, selection, rewrites, ctx, into: &out) }
         out.add(.xRequestId, "X-Request-Id", ctx.requestId)

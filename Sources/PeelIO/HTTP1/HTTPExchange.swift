@@ -3,8 +3,8 @@
 public final class HTTPExchange {
     private var connection: ClientConnection?
     /// The request as parsed, kept as its parts (nil buffer, no fields and an empty body for a
-    /// refusal): an optional `ParsedRequest` was copied whole, with a retain of each part, by every
-    /// read of one of them (~1.7k instructions a call, callgrind).
+    /// refusal): an optional `ParsedRequest` is copied whole, with a retain of each part, by every
+    /// read of one of them.
     private let buffer: RequestBuffer?
     private let fieldRanges: [HTTP1Parser.FieldRange]
     private let bodyRange: Range<Int>

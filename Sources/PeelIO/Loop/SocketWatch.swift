@@ -25,7 +25,8 @@ final class SocketWatch {
     /// says (a paused transfer, back-pressure); once it has finished, a parked socket is an idle
     /// pooled connection. The pooled handle and a number, not a weak reference to the transfer: a
     /// weakly referenced object takes the runtime's slow path on every retain and release
-    /// (~2.5k instructions per /small call, Benchmarks/RESULTS.md).
+    /// (~2.3k instructions per /small call, Benchmarks/RESULTS.md). A handle cleaned up after a
+    /// reload may stay held here; only its `running` (0 from then on) is read.
     var ownerHandle: EasyHandle?
     var ownerSerial: UInt64 = 0
 

@@ -146,9 +146,9 @@ public struct UpstreamRequest {
     }
 
     /// Writes the field lines: the relayed ones, the forwarding ones, the added ones, the codings
-    /// asked for (`acceptEncoding`, when it names any: curl then writes no line of its own, which it
-    /// would format twice, through aprintf and again into the head, ~3k instructions a call, and
-    /// still decodes what arrives, CURLOPT_ACCEPT_ENCODING being set), then empty `Accept:` and
+    /// asked for (`acceptEncoding`, when it names any and no line above did: curl then writes no line
+    /// of its own, which it formats twice, through aprintf and again into the head, ~3k instructions
+    /// a call, and still decodes what arrives, CURLOPT_ACCEPT_ENCODING being set), then empty `Accept:` and
     /// `Content-Type:` where none was written, since curl would invent `Accept: */*` and, for a
     /// request it sends as a POST, `Content-Type: application/x-www-form-urlencoded`; and
     /// `Expect:` for a POST, since curl would add `Expect: 100-continue` to a large body the client
@@ -156,11 +156,17 @@ public struct UpstreamRequest {
     func writeFields(into list: inout UpstreamHeaderList) {
         var sawAccept = false
         var sawContentType = false
+        var sawCodings = false
         if let relayed {
             relayed.forEachField { field in
                 if field.isIn(dropping) { return }
                 if field.token == .other, let droppingNamed, field.isIn(droppingNamed) { return }
-                if field.token == .accept { sawAccept = true } else if field.token == .contentType { sawContentType = true }
+                switch field.token {
+                case .accept: sawAccept = true
+                case .contentType: sawContentType = true
+                case .acceptEncoding: sawCodings = true
+                default: break
+                }
                 list.append(field)
             }
         }
@@ -172,8 +178,11 @@ public struct UpstreamRequest {
             if let host = f.host { list.append("Host", host) }
             list.append("X-Request-Id", f.requestId)
         }
-        for line in added { list.append(line.name, line.value) }
-        if !acceptEncoding.isEmpty { list.append("Accept-Encoding", acceptEncoding) }
+        for line in added {
+            list.append(line.name, line.value)
+            if line.name.utf8.count == 15 && line.name.lowercased() == "accept-encoding" { sawCodings = true }
+        }
+        if !acceptEncoding.isEmpty && !sawCodings { list.append("Accept-Encoding", acceptEncoding) }
         if !sawAccept { list.append("Accept", "") }
         if sentAsPost {
             if !sawContentType { list.append("Content-Type", "") }
