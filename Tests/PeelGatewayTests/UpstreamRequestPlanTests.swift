@@ -7,14 +7,17 @@ import XCTest
 final class UpstreamRequestPlanTests: XCTestCase {
     private func request(_ pairs: [(String, String)], method: String = "GET", preserveHost: Bool = false,
                          peer: String = "10.0.0.9", forwardFields: GatewayConfig.ForwardFields = .xForwarded,
-                         trusted: Bool = true) throws -> UpstreamRequest {
+                         trusted: Bool = true, stripping: Bool = false) throws -> UpstreamRequest {
         let fields = ResponseHeaders(pairs)
         var facts = RequestFacts(fields, keys: nil)
         if !trusted { facts.distrustForwardingFields() }
-        var config = GatewayConfig()
+        var config = stripping ? try loadConfig(file: #"{"routes": [{"prefix": "/api/", "upstream": "default", "strip_prefix": true}]}"#,
+                                                environment: ["PEEL_UPSTREAM": "http://127.0.0.1:1"]) : GatewayConfig()
         config.calls.preserveHost = preserveHost
         config.calls.forwardFields = forwardFields
-        let route = try RouteSet(config, groups: UpstreamGroups(config, onTransition: { _, _ in })).fallback
+        let routes = try RouteSet(config, groups: UpstreamGroups(config, onTransition: { _, _ in }))
+        let route = try XCTUnwrap(routes.choose(host: nil, path: "/api/users"))
+        XCTAssertEqual(route.stripsPrefix, stripping)
         return Forwarder.upstreamRequest(fields, method: method, MethodToken(method), facts, route: route, endpoint: route.picker.endpoints[0],
                                          target: (path: "/api/users", query: "page=2"), peer: peer, requestId: "req-1",
                                          accepted: facts.acceptEncoding.map { AcceptedCodings($0) })
@@ -103,5 +106,18 @@ final class UpstreamRequestPlanTests: XCTestCase {
         let plain = sent.filter { $0.0 != "Connection" && $0.0 != "X-Hop" }
         XCTAssertEqual(try request(plain, trusted: false).fieldLines, ["X-Other: 1"] + mine)
         XCTAssertEqual(try request(plain, trusted: true).fieldLines.count, 8 + mine.count)
+        // A route that strips its prefix drops a trusted proxy's X-Forwarded-Prefix as well: it
+        // would name a prefix without the one Peel took off.
+        for others in [plain, sent] {
+            let stripped = try request(others, trusted: true, stripping: true).fieldLines
+            XCTAssertFalse(stripped.contains { $0.hasPrefix("X-Forwarded-Prefix") }, "\(stripped)")
+            XCTAssertTrue(stripped.contains("X-Real-IP: 6.6.6.6"))
+        }
+        // Other names frameworks read a client's address from, when X-Forwarded-For is missing.
+        let more = [("Client-IP", "1"), ("HTTP_CLIENT_IP", "2"), ("HTTP_X_FORWARDED_FOR", "3"), ("X-Forwarded", "4"),
+                    ("Forwarded-For", "5"), ("X-Original-Forwarded-For", "6"), ("X-Other", "7")]
+        XCTAssertEqual(try request(more, forwardFields: .none, trusted: false).fieldLines,
+                       ["X-Other: 7", "X-Request-Id: req-1", "Accept-Encoding: identity", "Accept:"])
+        XCTAssertEqual(try request(more, forwardFields: .none, trusted: true).fieldLines.count, 7 + 3)
     }
 }

@@ -25,12 +25,18 @@ enum RequestPolicy {
     /// the proto), so a client could steer the upstream's absolute URLs.
     static let hopFieldNames = ["x-forwarded-port", "x-forwarded-ssl", "x-forwarded-scheme", "x-forwarded-server"]
     /// Fields naming the client, or the prefix a proxy took off the path, believed only from a
-    /// trusted proxy: RuoYi's `IpUtils` reads X-Real-IP, Proxy-Client-IP and WL-Proxy-Client-IP
-    /// when X-Forwarded-For is missing, and Spring reads X-Forwarded-Prefix.
+    /// trusted proxy: when X-Forwarded-For is missing, RuoYi's `IpUtils` reads X-Real-IP,
+    /// Proxy-Client-IP and WL-Proxy-Client-IP, and Hutool's `getClientIP` HTTP_CLIENT_IP and
+    /// HTTP_X_FORWARDED_FOR; Spring reads X-Forwarded-Prefix.
     static let clientFieldNames = ["x-forwarded-prefix", "x-real-ip", "proxy-client-ip", "wl-proxy-client-ip",
-                                   "true-client-ip", "x-client-ip", "x-cluster-client-ip"]
-    /// What goes of a trusted proxy's request, by name, and of anyone else's.
+                                   "true-client-ip", "x-client-ip", "x-cluster-client-ip", "client-ip",
+                                   "http_client_ip", "http_x_forwarded_for", "x-forwarded", "forwarded-for",
+                                   "x-original-forwarded-for"]
+    /// What goes of a trusted proxy's request, by name, and of anyone else's. A route that strips
+    /// its prefix drops a trusted proxy's X-Forwarded-Prefix too: Peel writes none of its own, and
+    /// the proxy's alone would name a prefix without the one Peel took off.
     static let droppedFromTrusted = HeaderNameSet(hopFieldNames)
+    static let droppedFromTrustedStripping = HeaderNameSet(hopFieldNames + ["x-forwarded-prefix"])
     static let droppedFromUntrusted = HeaderNameSet(hopFieldNames + clientFieldNames)
 
     /// True for a traceparent in the W3C Trace Context form (§3.2.2): `00-` 32 lowercase hex (not all

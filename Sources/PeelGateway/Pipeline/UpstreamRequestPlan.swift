@@ -16,9 +16,12 @@ extension Forwarder {
             if t == .other { namedOthers.append(option) } else { namedTokens.insert(t) }
         }
         var dropped = RequestPolicy.droppedRequestFields.union(namedTokens)
+        let strips = route.stripsPrefix
         let droppingNamed = namedOthers.isEmpty
-            ? (facts.forwardingTrusted ? RequestPolicy.droppedFromTrusted : RequestPolicy.droppedFromUntrusted)
-            : HeaderNameSet(RequestPolicy.hopFieldNames + (facts.forwardingTrusted ? [] : RequestPolicy.clientFieldNames) + namedOthers)
+            ? (!facts.forwardingTrusted ? RequestPolicy.droppedFromUntrusted
+               : strips ? RequestPolicy.droppedFromTrustedStripping : RequestPolicy.droppedFromTrusted)
+            : HeaderNameSet(RequestPolicy.hopFieldNames + (facts.forwardingTrusted ? (strips ? ["x-forwarded-prefix"] : [])
+                                                                                     : RequestPolicy.clientFieldNames) + namedOthers)
         if !facts.traceOK { dropped = dropped.union(traceFields) }
         // HEAD answers what GET would (status, fields, the unwrapped length): it goes upstream as GET,
         // is judged like one, and the server writes the answer without its body.

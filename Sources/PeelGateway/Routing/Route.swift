@@ -56,6 +56,8 @@ final class Route {
     var group: UpstreamGroupState { picker.group }
     /// The rule whose `strip_prefix` the upstream path follows; nil when nothing is stripped.
     private let stripping: RouteRule?
+    /// Whether the route takes its prefix off the path it sends upstream.
+    var stripsPrefix: Bool { stripping != nil }
     /// What the offline cache's keys carry of the group: its name with `routes`, nothing without
     /// (so the keys of a configuration without routes stay as they were).
     let keyGroup: String
