@@ -59,8 +59,10 @@ let package = Package(
         .executableTarget(name: "peel", dependencies: ["PeelGateway", "PeelDemo", "CPeelMalloc"], swiftSettings: strict,
                           linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
 
-        .testTarget(name: "PeelEnvelopeTests", dependencies: ["PeelEnvelope", "PeelIO"], swiftSettings: strict),
-        .testTarget(name: "PeelIOTests", dependencies: ["PeelIO", "PeelDemo", "CZlib"], swiftSettings: strict),
-        .testTarget(name: "PeelGatewayTests", dependencies: ["PeelGateway", "PeelDemo", "PeelIO", "CZlib"], swiftSettings: strict),
+        // Helpers more than one test target uses (a gzip decoder, a scratch directory); no tests.
+        .target(name: "PeelTestSupport", dependencies: ["CZlib"], path: "Tests/PeelTestSupport", swiftSettings: strict),
+        .testTarget(name: "PeelEnvelopeTests", dependencies: ["PeelEnvelope", "PeelIO", "PeelTestSupport"], swiftSettings: strict),
+        .testTarget(name: "PeelIOTests", dependencies: ["PeelIO", "PeelDemo", "PeelTestSupport"], swiftSettings: strict),
+        .testTarget(name: "PeelGatewayTests", dependencies: ["PeelGateway", "PeelDemo", "PeelIO", "PeelTestSupport"], swiftSettings: strict),
     ]
 )

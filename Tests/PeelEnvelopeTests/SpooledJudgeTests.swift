@@ -1,5 +1,6 @@
 @testable import PeelEnvelope
 @testable import PeelIO
+import PeelTestSupport
 import XCTest
 
 /// The judge over a spooled answer (a read-only mapping of its file) against the judge over the same
@@ -123,26 +124,4 @@ final class SpooledJudgeTests: XCTestCase {
         case .problem: return "problem"
         }
     }
-}
-
-/// A fresh empty directory under the system's temporary one, removed with its contents at deinit.
-final class SpoolTestDirectory {
-    let path: String
-
-    init() throws {
-        var template = Array(((getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/peel-spool-test-XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            // A scratch directory the tests cannot make is a failure of the run, not a reason to pass.
-            throw Unmade(reason: String(cString: strerror(errno)))
-        }
-        path = String(cString: made)
-    }
-
-    /// Why the scratch directory could not be made.
-    struct Unmade: Error, CustomStringConvertible {
-        let reason: String
-        var description: String { "mkdtemp failed: \(reason)" }
-    }
-
-    deinit { rmdir(path) }
 }

@@ -1,8 +1,8 @@
-import CZlib
 import PeelEnvelope
 import Foundation
 import PeelGateway
 import PeelIO
+import PeelTestSupport
 import XCTest
 
 /// `Gateway.reload` (what SIGHUP does after re-reading the configuration).
@@ -144,25 +144,6 @@ final class ReloadTests: XCTestCase {
     /// The routing sections of `file` (no `--upstream` group in them).
     private func routing(_ file: String) throws -> RoutingConfig {
         try XCTUnwrap(try loadConfig(file: file, environment: ["PEEL_UPSTREAM": "http://127.0.0.1:1"]).routing)
-    }
-
-    /// `bytes` gunzipped, nil when they are not one whole gzip member.
-    private func gunzip(_ bytes: [UInt8]) -> [UInt8]? {
-        var stream = z_stream()
-        guard inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
-        defer { inflateEnd(&stream) }
-        var out = [UInt8](repeating: 0, count: 1 << 16)
-        var input = bytes
-        let rc = input.withUnsafeMutableBufferPointer { i in
-            out.withUnsafeMutableBufferPointer { o in
-                stream.next_in = i.baseAddress
-                stream.avail_in = uInt(i.count)
-                stream.next_out = o.baseAddress
-                stream.avail_out = uInt(o.count)
-                return inflate(&stream, Z_FINISH)
-            }
-        }
-        return rc == Z_STREAM_END ? Array(out[0..<Int(stream.total_out)]) : nil
     }
 
     // The whole generation is pinned, not only the route: a reload between a call's send and its

@@ -1,4 +1,5 @@
 @testable import PeelIO
+import PeelTestSupport
 import XCTest
 
 /// Request bodies past the spool's threshold: written to a spool file as they arrive (charged to

@@ -1,5 +1,5 @@
-import CZlib
 @testable import PeelIO
+import PeelTestSupport
 import XCTest
 
 /// Compression in pieces (a spooled answer compressed as it is sent): one gzip member however the
@@ -41,9 +41,5 @@ final class ContentStreamEncoderTests: XCTestCase {
         XCTAssertGreaterThan(br.count, 0)
         XCTAssertLessThan(br.count, input.count / 5)
         // Decoded end to end by curl in scripts/spool.sh (libbrotlidec is not linked into Peel).
-    }
-
-    private func gunzip(_ bytes: [UInt8]) -> [UInt8]? {
-        PeelIOTests.gunzip(bytes, capacity: 4 << 20)
     }
 }

@@ -1,6 +1,6 @@
-import CZlib
 import Foundation
 @testable import PeelDemo
+import PeelTestSupport
 import XCTest
 
 /// The shape of every normal endpoint, read over a real socket.
@@ -199,7 +199,7 @@ final class DemoEndpointTests: DemoTestCase {
         let r = try get("/api/gzip")
         XCTAssertEqual(r.header("Content-Encoding"), "gzip")
         XCTAssertEqual(Array(r.body.prefix(2)), [0x1F, 0x8B])
-        XCTAssertEqual(try gunzip(r.body), Array(DemoCatalog.userEnvelope.utf8))
+        XCTAssertEqual(gunzip(r.body), Array(DemoCatalog.userEnvelope.utf8))
     }
 
     func testBadGzip_claimsGzipOverGarbage() throws {
@@ -238,35 +238,5 @@ final class DemoEndpointTests: DemoTestCase {
         XCTAssertEqual(head.header("Content-Length"), String(DemoCatalog.userEnvelope.utf8.count))
         // The next answer starts right away, so no body bytes were sent.
         XCTAssertEqual(try client.get("/api/null").text, #"{"code":0,"message":"ok","data":null}"#)
-    }
-
-    /// Decodes with zlib (an independent decoder: the demo's gzip writer is its own). Not with the
-    /// system gzip through Foundation's Process: AddressSanitizer caught Process.run reading past a
-    /// buffer while listing this process's descriptors.
-    private func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
-        struct InflateFailed: Error { let code: Int32 }
-        var stream = z_stream()
-        // windowBits 15 + 16: a gzip wrapper (zlib.h, inflateInit2).
-        let started = inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
-        guard started == Z_OK else { throw InflateFailed(code: started) }
-        defer { inflateEnd(&stream) }
-        var input = bytes
-        var out: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        try input.withUnsafeMutableBufferPointer { inBuf in
-            stream.next_in = inBuf.baseAddress
-            stream.avail_in = UInt32(inBuf.count)
-            while true {
-                let rc = chunk.withUnsafeMutableBufferPointer { c -> Int32 in
-                    stream.next_out = c.baseAddress
-                    stream.avail_out = UInt32(c.count)
-                    return inflate(&stream, Z_NO_FLUSH)
-                }
-                out += chunk[0..<(chunk.count - Int(stream.avail_out))]
-                if rc == Z_STREAM_END { return }
-                guard rc == Z_OK else { throw InflateFailed(code: rc) }
-            }
-        }
-        return out
     }
 }

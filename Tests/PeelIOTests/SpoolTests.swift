@@ -1,4 +1,5 @@
 @testable import PeelIO
+import PeelTestSupport
 import XCTest
 
 /// The spool: where a buffered answer goes past the threshold, what it is charged to, how write
@@ -206,32 +207,5 @@ final class SpoolTests: XCTestCase {
         XCTAssertTrue(keep(t, bytes(60)))
         XCTAssertFalse(keep(t, bytes(41)))
         XCTAssertEqual(t.state, .stopped(.tooLarge))
-    }
-}
-
-/// A fresh empty directory under the system's temporary one, removed with its contents at deinit.
-final class SpoolTestDirectory {
-    let path: String
-
-    init() throws {
-        var template = Array(((getenv("TMPDIR").map { String(cString: $0) } ?? "/tmp") + "/peel-spool-test-XXXXXX").utf8CString)
-        guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            // A scratch directory the tests cannot make is a failure of the run, not a reason to pass.
-            throw Unmade(reason: String(cString: strerror(errno)))
-        }
-        path = String(cString: made)
-    }
-
-    /// Why the scratch directory could not be made.
-    struct Unmade: Error, CustomStringConvertible {
-        let reason: String
-        var description: String { "mkdtemp failed: \(reason)" }
-    }
-
-    deinit {
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? [] {
-            try? FileManager.default.removeItem(atPath: path + "/" + name)
-        }
-        rmdir(path)
     }
 }
