@@ -66,18 +66,15 @@ def parse(path):
 def main():
     by_fn = parse(sys.argv[1])
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 1
-    if len(sys.argv) > 4 and sys.argv[3] == "callers":
+    if len(sys.argv) > 4 and sys.argv[3] in ("callers", "callees"):
+        # Call edges into (callers) or out of (callees) the matching functions, each with what the
+        # calls cost inclusive of everything below them.
         want = sys.argv[4]
-        rows = [(c, k) for k, c in EDGES.items() if want in k[1]]
+        into = sys.argv[3] == "callers"
+        rows = [(c, k) for k, c in EDGES.items() if want in k[1 if into else 0]]
         for c, (caller, callee) in sorted(rows, reverse=True)[:40]:
-            print("%9.0f instr/req  %6.2f calls/req  %s  <-  %s" % (c / n, EDGE_CALLS[(caller, callee)] / n, callee[:60], caller[:100]))
-        return
-    if len(sys.argv) > 4 and sys.argv[3] == "callees":
-        # What a function's calls cost, inclusive of everything below them.
-        want = sys.argv[4]
-        rows = [(c, k) for k, c in EDGES.items() if want in k[0]]
-        for c, (caller, callee) in sorted(rows, reverse=True)[:40]:
-            print("%9.0f instr/req  %6.2f calls/req  %s  ->  %s" % (c / n, EDGE_CALLS[(caller, callee)] / n, caller[:50], callee[:110]))
+            pair = (callee[:60], "<-", caller[:100]) if into else (caller[:50], "->", callee[:110])
+            print("%9.0f instr/req  %6.2f calls/req  %s  %s  %s" % ((c / n, EDGE_CALLS[(caller, callee)] / n) + pair))
         return
     if len(sys.argv) > 4 and sys.argv[3] == "floor":
         # What one library costs with the C runtime it calls (malloc, free, memcpy, sscanf…): its

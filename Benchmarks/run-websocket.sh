@@ -8,12 +8,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 "$root/scripts/install-deps.sh" nginx wrk gcc libssl-dev
 
-if [ -z "${PEEL:-}" ]; then
-  [ -d /opt/swift/usr/bin ] && PATH="/opt/swift/usr/bin:$PATH"
-  flags=(-c release -Xswiftc -warnings-as-errors)
-  bin=$(cd "$root" && swift build "${flags[@]}" --show-bin-path)
-  [ -x "$bin/peel" ] || (cd "$root" && swift build "${flags[@]}")
-  PEEL="$bin/peel"
-fi
-export PEEL
+source "$root/Benchmarks/peel-binary.sh"
 exec python3 "$root/Benchmarks/websocket_echo.py"

@@ -16,12 +16,5 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # policy-rc.d-free containers may try to start the system nginx; it is not used and is left alone.
 "$(dirname "$0")/../scripts/install-deps.sh" nginx libnginx-mod-http-lua lua-cjson wrk redis-server
 
-if [ -z "${PEEL:-}" ]; then
-  [ -d /opt/swift/usr/bin ] && PATH="/opt/swift/usr/bin:$PATH"
-  flags=(-c release -Xswiftc -warnings-as-errors)
-  bin=$(cd "$root" && swift build "${flags[@]}" --show-bin-path)
-  [ -x "$bin/peel" ] || (cd "$root" && swift build "${flags[@]}")
-  PEEL="$bin/peel"
-fi
-export PEEL
+source "$root/Benchmarks/peel-binary.sh"
 exec python3 "$root/Benchmarks/harness.py"
