@@ -32,12 +32,20 @@ enum RequestPolicy {
                                    "true-client-ip", "x-client-ip", "x-cluster-client-ip", "client-ip",
                                    "http_client_ip", "http_x_forwarded_for", "x-forwarded", "forwarded-for",
                                    "x-original-forwarded-for"]
-    /// What goes of a trusted proxy's request, by name, and of anyone else's. A route that strips
-    /// its prefix drops a trusted proxy's X-Forwarded-Prefix too: Peel writes none of its own, and
-    /// the proxy's alone would name a prefix without the one Peel took off.
-    static let droppedFromTrusted = HeaderNameSet(hopFieldNames)
-    static let droppedFromTrustedStripping = HeaderNameSet(hopFieldNames + ["x-forwarded-prefix"])
-    static let droppedFromUntrusted = HeaderNameSet(hopFieldNames + clientFieldNames)
+    /// The fields dropped by name: the hop fields; the client-naming ones unless the peer is a
+    /// trusted proxy; a trusted proxy's X-Forwarded-Prefix on a route that strips its prefix (Peel
+    /// writes none of its own, and the proxy's alone would name a prefix without the one Peel took
+    /// off); and those the request's Connection field names. The three usual sets are made once.
+    static func droppedByName(trusted: Bool, stripping: Bool, connectionNamed: [String]) -> HeaderNameSet {
+        let names = !trusted ? untrustedNames : stripping ? trustedStrippingNames : hopFieldNames
+        guard connectionNamed.isEmpty else { return HeaderNameSet(names + connectionNamed) }
+        return !trusted ? droppedFromUntrusted : stripping ? droppedFromTrustedStripping : droppedFromTrusted
+    }
+    private static let untrustedNames = hopFieldNames + clientFieldNames
+    private static let trustedStrippingNames = hopFieldNames + ["x-forwarded-prefix"]
+    private static let droppedFromTrusted = HeaderNameSet(hopFieldNames)
+    private static let droppedFromTrustedStripping = HeaderNameSet(trustedStrippingNames)
+    private static let droppedFromUntrusted = HeaderNameSet(untrustedNames)
 
     /// True for a traceparent in the W3C Trace Context form (§3.2.2): `00-` 32 lowercase hex (not all
     /// zeros) `-` 16 lowercase hex (not all zeros) `-` 2 lowercase hex, exactly 55 bytes for version 00;

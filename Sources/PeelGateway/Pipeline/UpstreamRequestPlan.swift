@@ -16,12 +16,8 @@ extension Forwarder {
             if t == .other { namedOthers.append(option) } else { namedTokens.insert(t) }
         }
         var dropped = RequestPolicy.droppedRequestFields.union(namedTokens)
-        let strips = route.stripsPrefix
-        let droppingNamed = namedOthers.isEmpty
-            ? (!facts.forwardingTrusted ? RequestPolicy.droppedFromUntrusted
-               : strips ? RequestPolicy.droppedFromTrustedStripping : RequestPolicy.droppedFromTrusted)
-            : HeaderNameSet(RequestPolicy.hopFieldNames + (facts.forwardingTrusted ? (strips ? ["x-forwarded-prefix"] : [])
-                                                                                     : RequestPolicy.clientFieldNames) + namedOthers)
+        let droppingNamed = RequestPolicy.droppedByName(trusted: facts.forwardingTrusted, stripping: route.stripsPrefix,
+                                                        connectionNamed: namedOthers)
         if !facts.traceOK { dropped = dropped.union(traceFields) }
         // HEAD answers what GET would (status, fields, the unwrapped length): it goes upstream as GET,
         // is judged like one, and the server writes the answer without its body.
