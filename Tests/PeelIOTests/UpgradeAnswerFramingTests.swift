@@ -6,14 +6,27 @@ import XCTest
 final class UpgradeAnswerFramingTests: XCTestCase {
     private func bytes(_ s: String) -> [UInt8] { Array(s.utf8) }
 
+    /// Where the dial's reader finds the end of the head in `b` read at once; nil while it has not come.
+    private func headEnd(_ b: [UInt8]) -> Int? {
+        var reader = UpgradeAnswer(maxBody: 1 << 20)
+        _ = b.withUnsafeBytes { reader.take($0) }
+        return reader.head?.end
+    }
+
+    /// A chunked body, all its bytes fed at once to the decoder the dial feeds as they arrive.
+    private func dechunk(_ b: ArraySlice<UInt8>) -> UpgradeAnswer.Body {
+        var decoder = ChunkedDecoder()
+        return decoder.feed(b)
+    }
+
     func testHeadEnd_isAfterTheEmptyLine_andNilUntilItCame() {
-        XCTAssertNil(UpgradeAnswer.headEnd(bytes("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n")))
-        XCTAssertNil(UpgradeAnswer.headEnd(bytes("\r\n\r")))
-        XCTAssertNil(UpgradeAnswer.headEnd([]))
+        XCTAssertNil(headEnd(bytes("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n")))
+        XCTAssertNil(headEnd(bytes("\r\n\r")))
+        XCTAssertNil(headEnd([]))
         let head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"
-        XCTAssertEqual(UpgradeAnswer.headEnd(bytes(head + "\u{81}\u{05}hello")), head.utf8.count,
+        XCTAssertEqual(headEnd(bytes(head + "\u{81}\u{05}hello")), head.utf8.count,
                        "the bytes after the head are the tunnel's, not the head's")
-        XCTAssertNil(UpgradeAnswer.headEnd(bytes("HTTP/1.1 101 x\n\n")), "bare line feeds do not end a head")
+        XCTAssertNil(headEnd(bytes("HTTP/1.1 101 x\n\n")), "bare line feeds do not end a head")
     }
 
     func testParseHead_readsTheStatusAndFields_trimmingWhitespace() throws {
@@ -33,7 +46,10 @@ final class UpgradeAnswerFramingTests: XCTestCase {
         for text in ["HTTP/2 101\r\n\r\n", "HTTP/1.1 1O1 x\r\n\r\n", "HTTP/1.1 99 x\r\n\r\n", "HTTP/1.1 1010 x\r\n\r\n",
                      "SSH-2.0-OpenSSH\r\n\r\n", "HTTP/1.1 101 x\r\nno colon here\r\n\r\n",
                      "HTTP/1.1 101 x\r\n: empty name\r\n\r\n", "HTTP/1.1 101 x\r\nUpgrade : websocket\r\n\r\n",
-                     "HTTP/1.1 101 x\r\n folded: line\r\n\r\n"] {
+                     "HTTP/1.1 101 x\r\n folded: line\r\n\r\n",
+                     // As for a call's answer: a name that is not a token, a value with NUL or a bare LF.
+                     "HTTP/1.1 101 x\r\nUp(grade): websocket\r\n\r\n", "HTTP/1.1 101 x\r\nUpgrade: web\u{0}socket\r\n\r\n",
+                     "HTTP/1.1 101 x\r\nUpgrade: web\nsocket\r\n\r\n"] {
             XCTAssertNil(UpgradeAnswer.parseHead(bytes(text)[...]), text)
         }
     }
@@ -69,34 +85,35 @@ final class UpgradeAnswerFramingTests: XCTestCase {
     }
 
     func testChunked_isDechunked_onceItsLastChunkAndTrailersCame() {
-        let te = [(name: "Transfer-Encoding", value: "chunked")]
-        XCTAssertEqual(UpgradeAnswer.body(of: 403, te, bytes("5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n")[...]),
+        // The dial decodes such a body as it arrives.
+        XCTAssertTrue(UpgradeAnswer.isChunked([(name: "Transfer-Encoding", value: "chunked")]))
+        XCTAssertEqual(dechunk(bytes("5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n")[...]),
                        .whole(bytes("hello world")))
-        XCTAssertEqual(UpgradeAnswer.body(of: 403, te, bytes("5\r\nhello\r\n0\r\nX-Trailer: 1\r\n\r\n")[...]), .whole(bytes("hello")))
+        XCTAssertEqual(dechunk(bytes("5\r\nhello\r\n0\r\nX-Trailer: 1\r\n\r\n")[...]), .whole(bytes("hello")))
         for partial in ["", "5", "5\r\nhel", "5\r\nhello", "5\r\nhello\r\n", "5\r\nhello\r\n0\r\n", "5\r\nhello\r\n0\r\nX: 1\r\n"] {
-            XCTAssertEqual(UpgradeAnswer.body(of: 403, te, bytes(partial)[...]), .needMore, partial)
+            XCTAssertEqual(dechunk(bytes(partial)[...]), .needMore, partial)
         }
     }
 
     func testChunked_refusesBrokenFraming() {
         for text in ["zz\r\nhello\r\n0\r\n\r\n", "5\r\nhelloXX0\r\n\r\n", "\r\nhello\r\n"] {
-            guard case .broken = UpgradeAnswer.dechunk(bytes(text)[...]) else { return XCTFail(text) }
+            guard case .broken = dechunk(bytes(text)[...]) else { return XCTFail(text) }
         }
     }
 
     func testChunked_aSizeTooBigForAnInt_orWithASign_isRefused_notACrash() {
         // The upstream is a peer: a size near Int.max overflowed the arithmetic (a trap).
         for size in ["7fffffffffffffff", "7ffffffffffffffe", "ffffffffffffffffff", "+5", "-5", "0x5"] {
-            guard case .broken = UpgradeAnswer.dechunk(bytes("\(size)\r\nhello\r\n0\r\n\r\n")[...]) else { return XCTFail(size) }
+            guard case .broken = dechunk(bytes("\(size)\r\nhello\r\n0\r\n\r\n")[...]) else { return XCTFail(size) }
         }
-        XCTAssertEqual(UpgradeAnswer.dechunk(bytes("fffffffffffffff\r\nhello")[...]), .needMore,
+        XCTAssertEqual(dechunk(bytes("fffffffffffffff\r\nhello")[...]), .needMore,
                        "a big chunk waits for its bytes (the dial's body bound ends the wait)")
-        XCTAssertEqual(UpgradeAnswer.dechunk(bytes("A\r\n0123456789\r\n0\r\n\r\n")[...]), .whole(bytes("0123456789")))
+        XCTAssertEqual(dechunk(bytes("A\r\n0123456789\r\n0\r\n\r\n")[...]), .whole(bytes("0123456789")))
     }
 
     func testChunked_worksOnASliceThatDoesNotStartAtZero() {
         let all = bytes("HEAD3\r\nabc\r\n0\r\n\r\n")
-        XCTAssertEqual(UpgradeAnswer.dechunk(all[4...]), .whole(bytes("abc")))
+        XCTAssertEqual(dechunk(all[4...]), .whole(bytes("abc")))
     }
 
     func testEncoded_percentEncodesBytesAbove0x7F_only() {

@@ -442,7 +442,7 @@ final class HeaderCollector {
 
     /// Why `value` may not be relayed: CR, LF and NUL in a field value are invalid and dangerous, and
     /// a recipient must reject them or replace them with SP (RFC 9110 §5.5); an intermediary rejects.
-    private static func badValue(_ value: UnsafeRawBufferPointer) -> String? {
+    static func badValue(_ value: UnsafeRawBufferPointer) -> String? {
         guard let base = value.baseAddress else { return nil }
         // Eight bytes at a time: a word with no byte below 0x0E (the usual case: text) is passed
         // with one test; a word that has one is looked at byte by byte.

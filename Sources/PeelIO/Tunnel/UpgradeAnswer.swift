@@ -118,20 +118,11 @@ struct UpgradeAnswer {
         return nil
     }
 
-    // MARK: reading an HTTP/1.1 answer (RFC 9112), whole
+    // MARK: reading an HTTP/1.1 answer (RFC 9112)
 
-    /// The end of the head (after its empty line), if it has arrived.
-    static func headEnd(_ b: [UInt8]) -> Int? {
-        guard b.count >= 4 else { return nil }
-        var i = 3
-        while i < b.count {
-            if b[i] == 0x0A && b[i - 1] == 0x0D && b[i - 2] == 0x0A && b[i - 3] == 0x0D { return i + 1 }
-            i += 1
-        }
-        return nil
-    }
-
-    /// The status and fields of a head (status line, field lines, empty line); nil when it is not one.
+    /// The status and fields of a head (status line, field lines, empty line); nil when it is not
+    /// one. Names and values are held to the rules the collector holds a call's answer to: names
+    /// RFC 9110 tokens, values without CR, LF or NUL (§5.5).
     static func parseHead(_ bytes: ArraySlice<UInt8>) -> (status: Int, fields: [(name: String, value: String)])? {
         let text = String(decoding: bytes, as: UTF8.self)
         // CR LF is one Character to Swift.
@@ -145,8 +136,10 @@ struct UpgradeAnswer {
         for line in lines where !line.isEmpty {
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return nil }
             let name = String(line[..<colon])
-            guard !name.contains(" "), !name.contains("\t") else { return nil }
-            fields.append((name, trimmedOWS(line[line.index(after: colon)...])))
+            guard name.utf8.allSatisfy(isTokenByte) else { return nil }
+            var value = trimmedOWS(line[line.index(after: colon)...])
+            guard value.withUTF8({ HeaderCollector.badValue(UnsafeRawBufferPointer($0)) }) == nil else { return nil }
+            fields.append((name, value))
         }
         return (status, fields)
     }
@@ -157,10 +150,10 @@ struct UpgradeAnswer {
         case broken(String)
     }
 
-    /// A non-101 answer's body from all the bytes after its head (RFC 9112 §6.3).
+    /// A non-101 answer's body from all the bytes after its head (RFC 9112 §6.3), when it is not
+    /// chunked (a chunked one goes through a `ChunkedDecoder` as it arrives).
     static func body(of status: Int, _ fields: [(name: String, value: String)], _ rest: ArraySlice<UInt8>) -> Body {
         if status == 204 || status == 304 { return .whole([]) }
-        if isChunked(fields) { return dechunk(rest) }
         if let length = fields.first(where: { $0.name.lowercased() == "content-length" }) {
             guard let n = Int(length.value), n >= 0 else { return .broken("the upstream's Content-Length is not a number") }
             return rest.count >= n ? .whole(Array(rest.prefix(n))) : .needMore
@@ -176,12 +169,6 @@ struct UpgradeAnswer {
     static func runsToClose(_ status: Int, _ fields: [(name: String, value: String)]) -> Bool {
         !fields.contains { let n = $0.name.lowercased(); return n == "content-length" || n == "transfer-encoding" }
             && status != 204 && status != 304
-    }
-
-    /// A chunked body's data, all of whose bytes came (RFC 9112 §7.1).
-    static func dechunk(_ b: ArraySlice<UInt8>) -> Body {
-        var decoder = ChunkedDecoder()
-        return decoder.feed(b)
     }
 }
 
