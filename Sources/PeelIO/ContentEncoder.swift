@@ -48,9 +48,7 @@ public final class ContentEncoder {
         if streamReady {
             guard deflateReset(stream) == Z_OK else { return nil }
         } else {
-            // windowBits 15 + 16 asks for a gzip wrapper instead of zlib's (zlib.h, deflateInit2).
-            guard deflateInit2_(stream, gzipLevel, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
-                                Int32(MemoryLayout<z_stream>.size)) == Z_OK else { return nil }
+            guard Self.startGzip(stream, level: gzipLevel) else { return nil }
             streamReady = true
         }
         let bound = Int(deflateBound(stream, uLong(count)))
@@ -67,6 +65,14 @@ public final class ContentEncoder {
             stream.pointee.next_out = nil
         }
         return ok ? out : nil
+    }
+
+    /// Starts `stream` as a gzip encoder at `level`: windowBits 15 + 16 asks for a gzip wrapper
+    /// instead of zlib's, memLevel 8 (zlib.h, deflateInit2; `ContentStreamEncoder.stateBytes` counts
+    /// on both).
+    static func startGzip(_ stream: UnsafeMutablePointer<z_stream>, level: Int32) -> Bool {
+        deflateInit2_(stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
+                      Int32(MemoryLayout<z_stream>.size)) == Z_OK
     }
 
     private func brotli(_ input: UnsafeRawPointer, _ count: Int) -> [UInt8]? {

@@ -51,9 +51,7 @@ public final class ContentStreamEncoder {
     private static func deflateStream(level: Int32) -> UnsafeMutablePointer<z_stream>? {
         let s = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         s.initialize(to: z_stream())
-        // windowBits 15 + 16 asks for a gzip wrapper instead of zlib's (zlib.h, deflateInit2).
-        guard deflateInit2_(s, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
-                            Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+        guard ContentEncoder.startGzip(s, level: level) else {
             s.deinitialize(count: 1)
             s.deallocate()
             return nil
